@@ -1,0 +1,3 @@
+from mhindex.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""Dataset releases -> paragraph corpora. One module per dataset; this registry names them.
+
+Adding a dataset: write a module with `convert(inputs, guard, on_bytes)` yielding
+`Paragraph`s and `Question`s, and add one `Dataset` entry below.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from mhindex.corpora import hotpotqa, iirc, musique, wikimultihopqa
+from mhindex.corpora.download import Download
+from mhindex.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    description: str
+    convert: Callable[..., Iterator]
+    release: tuple[Download, ...]
+    # Files under <home>/downloads/<name>/ that `mhindex corpus NAME` uses when no --input is given.
+    release_inputs: tuple[str, ...]
+    # Small real samples shipped in the repository's corpora/samples/<name>/ for trying things out.
+    samples: tuple[str, ...] = ()
+
+
+_HOTPOT = "http://curtis.ml.cmu.edu/datasets/hotpot/"
+
+DATASETS: dict[str, Dataset] = {
+    d.name: d
+    for d in (
+        Dataset(
+            "hotpotqa",
+            "HotpotQA: train and dev-distractor questions; corpus from the Wikipedia abstracts release",
+            hotpotqa.convert,
+            (
+                # Sizes and SHA-1 sums as published with GluonNLP's dataset scripts.
+                Download(_HOTPOT + "hotpot_train_v1.1.json", "hotpot_train_v1.1.json", "sha1:08c42431c22984f362e94de0e635c7b858c3cff0", 566426227),
+                Download(_HOTPOT + "hotpot_dev_distractor_v1.json", "hotpot_dev_distractor_v1.json", "sha1:825b6cfc34a61db41e82bbb14d978d5a834925f8", 46320117),
+                Download(
+                    "https://nlp.stanford.edu/projects/hotpotqa/enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2",
+                    "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2",
+                ),
+            ),
+            ("hotpot_train_v1.1.json", "hotpot_dev_distractor_v1.json", "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2"),
+            ("hotpot_dev_distractor_v1.sample.json",),
+        ),
+        Dataset(
+            "2wikimultihopqa",
+            "2WikiMultihopQA: train, dev and test of the data_ids release",
+            wikimultihopqa.convert,
+            (Download("https://www.dropbox.com/s/7ep3h8unu2njfxv/data_ids.zip?dl=1", "data_ids.zip", unpack=True),),
+            ("train.json", "dev.json", "test.json"),
+            ("dev.sample.json",),
+        ),
+        Dataset(
+            "musique",
+            "MuSiQue v1.0: the ans and full variants of train, dev and test",
+            musique.convert,
+            (
+                Download(
+                    "https://drive.usercontent.google.com/download?id=1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h&export=download&confirm=t",
+                    "musique_v1.0.zip",
+                    unpack=True,
+                ),
+            ),
+            tuple(f"musique_{v}_v1.0_{s}.jsonl" for v in ("ans", "full") for s in ("train", "dev", "test")),
+            ("musique_ans_v1.0_dev.sample.jsonl",),
+        ),
+        Dataset(
+            "iirc",
+            "IIRC: train and dev questions with the linked Wikipedia articles as corpus",
+            iirc.convert,
+            (
+                Download("https://iirc-dataset.s3.us-west-2.amazonaws.com/iirc_train_dev.tgz", "iirc_train_dev.tgz", unpack=True),
+                Download("https://iirc-dataset.s3.us-west-2.amazonaws.com/context_articles.tar.gz", "context_articles.tar.gz", unpack=True),
+            ),
+            ("train.json", "dev.json", "context_articles.json"),
+            ("dev.handmade.json", "context_articles.handmade.json"),
+        ),
+    )
+}
+
+
+def get_dataset(name: str) -> Dataset:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise UsageError(f"unknown dataset '{name}'; choose one of: {', '.join(DATASETS)}") from None
+
+
+def samples_dir() -> Path:
+    """The repository's bundled samples (`corpora/samples/`), or `$MHINDEX_SAMPLES`."""
+    if env := os.environ.get("MHINDEX_SAMPLES"):
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "corpora" / "samples"
+
+
+def default_inputs(dataset: Dataset, downloads: Path) -> tuple[list[Path], str]:
+    """The downloaded release files if any, else the bundled sample; and which it was."""
+    release = [downloads / f for f in dataset.release_inputs if (downloads / f).is_file()]
+    if release:
+        return release, "release"
+    sample = [samples_dir() / dataset.name / f for f in dataset.samples]
+    if sample and all(p.is_file() for p in sample):
+        return sample, "sample"
+    return [], "none"

@@ -1,0 +1,45 @@
+"""MuSiQue v1.0: `musique_ans_*` and `musique_full_*` JSON-lines files.
+
+All files given go into one corpus, as in IRCoT. Gold paragraphs are those marked
+`is_supporting`; answers are the answer plus its aliases; the hop count and the question
+decomposition are kept. A question id seen in an earlier file (the full variant repeats the
+answerable questions) is kept once by the corpus builder.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable, Iterator
+
+from mhindex.corpora.records import Paragraph, Question, RecordGuard, need, optional, read_records, strings
+
+NAME = "musique"
+
+
+def convert_question(record: dict) -> list:
+    paragraphs, gold = [], []
+    for i, raw in enumerate(need(record, "paragraphs", list)):
+        at = f"paragraphs[{i}]"
+        paragraph = Paragraph(need(raw, "title", str, at), need(raw, "paragraph_text", str, at))
+        paragraphs.append(paragraph)
+        if optional(raw, "is_supporting", bool, False, at) and paragraph.id not in gold:
+            gold.append(paragraph.id)
+    qid = need(record, "id", str)
+    answer = optional(record, "answer", str)
+    answers = ([answer] if answer else []) + [a for a in strings(record, "answer_aliases", required=False) if a != answer]
+    extra: dict = {}
+    if hops := re.match(r"(\d+)hop", qid):
+        extra["hops"] = int(hops.group(1))
+    if isinstance(record.get("question_decomposition"), list):
+        extra["decomposition"] = record["question_decomposition"]
+    if isinstance(record.get("answerable"), bool):
+        extra["answerable"] = record["answerable"]
+    question = Question(qid, need(record, "question", str), answers, gold, NAME, extra)
+    return [*paragraphs, question]
+
+
+def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None]) -> Iterator:
+    for path in inputs:
+        for where, record in read_records(path, on_bytes):
+            yield from guard.convert(path, where, record, convert_question)

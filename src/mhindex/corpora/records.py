@@ -1,0 +1,203 @@
+"""What converters produce, and the careful reading of what they consume.
+
+A converter reads a dataset release and yields `Paragraph`s and `Question`s. Every record it
+reads goes through a `RecordGuard`, so that a malformed record either stops the run with a
+one-line error naming file, line (or record index) and field, or, with --skip-bad, is counted
+and passed over as a whole: a record contributes all of its items or none.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import ijson
+import orjson
+
+from mhindex.errors import BadInput
+
+
+def paragraph_id(title: str, text: str) -> str:
+    """A stable id from content: the same paragraph gets the same id in every build and corpus."""
+    return hashlib.blake2b(f"{title}\n{text}".encode("utf-8"), digest_size=8).hexdigest()
+
+
+def join_sentences(sentences: Iterable[str]) -> str:
+    """Sentences to one paragraph, as IRCoT does: strip each, join with single spaces."""
+    return " ".join(s.strip() for s in sentences if s.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Paragraph:
+    title: str
+    text: str
+    meta: dict | None = None
+
+    @property
+    def id(self) -> str:
+        return paragraph_id(self.title, self.text)
+
+
+@dataclass(slots=True)
+class Question:
+    id: str
+    question: str
+    answers: list[str]
+    gold_ids: list[str]
+    dataset: str
+    extra: dict = field(default_factory=dict)
+    # Gold references (titles, snippets) that named no paragraph: reported, never silently dropped.
+    unmapped: list[str] = field(default_factory=list)
+
+    def record(self) -> dict:
+        return {
+            "id": self.id,
+            "question": self.question,
+            "answers": self.answers,
+            "gold_ids": self.gold_ids,
+            "dataset": self.dataset,
+            **self.extra,
+        }
+
+
+class FieldError(ValueError):
+    """A record lacks a field or has one of the wrong type; the message names the field."""
+
+
+_TYPE_NAMES = {str: "a string", list: "a list", dict: "an object", int: "an integer", bool: "true or false", float: "a number"}
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def need(record: Any, key: str, kind: type | tuple[type, ...], at: str = "") -> Any:
+    """record[key], checked to be of `kind`; `at` is the path of `record` inside the top record."""
+    where = f"{at}.{key}" if at else key
+    if not isinstance(record, dict):
+        raise FieldError(f"'{at or 'record'}' should be an object, got {_type_name(record)}")
+    if key not in record:
+        raise FieldError(f"field '{where}' is missing")
+    value = record[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+        raise FieldError(f"field '{where}' should be {expected}, got {_type_name(value)}")
+    return value
+
+
+def optional(record: dict, key: str, kind: type | tuple[type, ...], default: Any = None, at: str = "") -> Any:
+    if not isinstance(record, dict) or record.get(key) is None:
+        return default
+    return need(record, key, kind, at)
+
+
+def strings(record: dict, key: str, at: str = "", required: bool = True) -> list[str]:
+    """A list of strings, each checked."""
+    values = need(record, key, list, at) if required else optional(record, key, list, [], at)
+    where = f"{at}.{key}" if at else key
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise FieldError(f"field '{where}[{i}]' should be a string, got {_type_name(value)}")
+    return values
+
+
+class RecordGuard:
+    """Runs one record's conversion, turning a FieldError into a located error or a skip."""
+
+    def __init__(self, skip_bad: bool = False, on_skip: Callable[[str], None] | None = None) -> None:
+        self.skip_bad = skip_bad
+        self.skipped = 0
+        self.first_skipped: list[str] = []
+        self._on_skip = on_skip
+        # Things a converter dropped on purpose, by reason, for the build report and manifest.
+        self.notes: Counter[str] = Counter()
+
+    def fail(self, path: Path | str, where: str, message: str) -> None:
+        located = f"{path} {where}: {message}"
+        if not self.skip_bad:
+            raise BadInput(located + " (use --skip-bad to pass over bad records)")
+        self.skipped += 1
+        if len(self.first_skipped) < 5:
+            self.first_skipped.append(located)
+        if self._on_skip:
+            self._on_skip(located)
+
+    def convert(self, path: Path | str, where: str, record: Any, convert: Callable[[Any], list]) -> list:
+        if isinstance(record, FieldError):
+            self.fail(path, where, str(record))
+            return []
+        try:
+            return convert(record)
+        except FieldError as error:
+            self.fail(path, where, str(error))
+            return []
+
+
+def open_binary(path: Path):
+    """Open a possibly compressed file (.bz2, .gz) for binary reading."""
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def first_char(path: Path) -> str:
+    """The first non-blank character of a (possibly compressed) file: '[' or '{' tells the format."""
+    with open_binary(path) as handle:
+        while chunk := handle.read(4096):
+            stripped = chunk.lstrip()
+            if stripped:
+                return stripped[:1].decode("ascii", "replace")
+    return ""
+
+
+def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:
+    """(location, record) for each non-blank line; an unparsable line yields a FieldError."""
+    with open_binary(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if on_bytes:
+                on_bytes(len(line))
+            if not line.strip():
+                continue
+            try:
+                yield f"line {number}", orjson.loads(line)
+            except orjson.JSONDecodeError as error:
+                yield f"line {number}", FieldError(f"not valid JSON ({error})")
+
+
+def read_json_array(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:
+    """(location, record) for each element of a top-level JSON array, streamed.
+
+    A syntax error cannot be skipped past inside one JSON document, so it stops the run.
+    """
+    if (start := first_char(path)) != "[":
+        raise BadInput(f"{path}: expected a JSON array of records, but the file starts with {start or 'nothing'!r}")
+    from mhindex.files import CountingReader
+
+    index = -1
+    with open_binary(path) as raw:
+        source = CountingReader(raw, on_bytes) if on_bytes else raw
+        try:
+            for index, record in enumerate(ijson.items(source, "item", use_float=True)):
+                yield f"record {index}", record
+        except ijson.JSONError as error:
+            reason = str(error).strip().splitlines()[0]
+            raise BadInput(f"{path} record {index + 1}: not valid JSON ({reason})") from None
+
+
+def read_records(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:
+    """Records of a JSON array or a JSON-lines file, told apart by the first character."""
+    if not path.is_file():
+        raise BadInput(f"{path}: no such file")
+    if first_char(path) == "[":
+        return read_json_array(path, on_bytes)
+    return read_jsonl(path, on_bytes)

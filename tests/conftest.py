@@ -1,0 +1,56 @@
+"""Shared fixtures: a fresh data root per test and an in-process runner for the CLI."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+
+from mhindex.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "corpora" / "samples"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return orjson.loads(self.out)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "home"
+    monkeypatch.setenv("MHINDEX_HOME", str(root))
+    return root
+
+
+@pytest.fixture
+def mh(capsys, home):
+    """Run `mhindex ARGS...` in-process against the test's data root."""
+
+    def run(*args: str) -> Result:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def leftovers(root: Path) -> list[str]:
+    """Anything temporary left in a data root after a run: must be empty."""
+    if not root.exists():
+        return []
+    return [str(p) for p in root.rglob("*") if ".tmp-" in p.name or ".old-" in p.name or p.name.endswith(".staging")]

@@ -1,0 +1,222 @@
+"""Corpora built from the real samples: counts computed independently, gold ids, determinism,
+shuffling, several inputs into one corpus, the abstracts archive, and the no-op re-run."""
+
+from __future__ import annotations
+
+import bz2
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import SAMPLES, leftovers, read_jsonl
+
+MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+HOTPOT = SAMPLES / "hotpotqa" / "hotpot_dev_distractor_v1.sample.json"
+TWOWIKI = SAMPLES / "2wikimultihopqa" / "dev.sample.json"
+IIRC_DEV = SAMPLES / "iirc" / "dev.handmade.json"
+IIRC_ARTICLES = SAMPLES / "iirc" / "context_articles.handmade.json"
+
+
+def joined(sentences):
+    return " ".join(s.strip() for s in sentences if s.strip())
+
+
+def corpus_of(home: Path, name: str):
+    corpus = read_jsonl(home / name / "corpus.jsonl")
+    questions = read_jsonl(home / name / "questions.jsonl")
+    return corpus, questions
+
+
+def test_musique_counts_and_gold(mh, home):
+    records = [json.loads(line) for line in MUSIQUE.read_text().splitlines()]
+    expected = {(p["title"], p["paragraph_text"]) for r in records for p in r["paragraphs"]}
+
+    assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
+    corpus, questions = corpus_of(home, "musique")
+
+    assert len(corpus) == len(expected)
+    assert {(p["title"], p["text"]) for p in corpus} == expected
+    assert len({p["id"] for p in corpus}) == len(corpus)
+    by_id = {p["id"]: p for p in corpus}
+    assert [q["id"] for q in questions] == [r["id"] for r in records]
+    for record, question in zip(records, questions):
+        gold = {(p["title"], p["paragraph_text"]) for p in record["paragraphs"] if p["is_supporting"]}
+        assert {(by_id[g]["title"], by_id[g]["text"]) for g in question["gold_ids"]} == gold
+        assert question["answers"][0] == record["answer"]
+        assert set(record["answer_aliases"]) <= set(question["answers"])
+        assert question["hops"] == int(record["id"][0])
+        assert question["decomposition"] == record["question_decomposition"]
+        assert question["dataset"] == "musique"
+
+
+@pytest.mark.parametrize("dataset,path", [("hotpotqa", HOTPOT), ("2wikimultihopqa", TWOWIKI)])
+def test_context_datasets_counts_and_gold(mh, home, dataset, path):
+    records = json.loads(path.read_text())
+    expected = {(title, joined(sentences)) for r in records for title, sentences in r["context"]}
+
+    assert mh("corpus", dataset, "--input", path).code == 0
+    corpus, questions = corpus_of(home, dataset)
+
+    assert {(p["title"], p["text"]) for p in corpus} == expected
+    assert len(corpus) == len(expected)
+    by_id = {p["id"]: p for p in corpus}
+    assert len(questions) == len(records)
+    for record, question in zip(records, questions):
+        titles = {t for t, _ in record["supporting_facts"]}
+        context = {t: joined(s) for t, s in record["context"]}
+        assert {by_id[g]["title"] for g in question["gold_ids"]} == titles & set(context)
+        for g in question["gold_ids"]:
+            assert by_id[g]["text"] == context[by_id[g]["title"]]
+        assert question["answers"] == [record["answer"]]
+        assert question["type"] == record["type"]
+
+
+def test_iirc_handmade(mh, home):
+    passages = json.loads(IIRC_DEV.read_text())
+    assert mh("corpus", "iirc", "--input", IIRC_DEV, "--input", IIRC_ARTICLES).code == 0
+    corpus, questions = corpus_of(home, "iirc")
+
+    # Paragraphs of 10 words or fewer ("Education", "See also") are dropped, as in IRCoT.
+    assert all(len(p["text"].split()) > 10 for p in corpus)
+    assert len(corpus) == 11
+    answerable = [q for p in passages for q in p["questions"] if q["answer"]["type"] != "none"]
+    assert [q["id"] for q in questions] == [q["qid"] for q in answerable]
+    by_id = {p["id"]: p for p in corpus}
+    for question in questions:
+        assert question["gold_ids"], question["id"]
+        assert all(g in by_id for g in question["gold_ids"])
+        assert question["main_passage"]["title"] in {"Ada Lovelace", "Rosetta Stone"}
+    first = questions[0]
+    assert [by_id[g]["title"] for g in first["gold_ids"]] == ["Charles Babbage"]
+    assert "Trinity College" in by_id[first["gold_ids"][0]]["text"]
+    # The snippet with an HTML entity still finds its paragraph (word-overlap fallback).
+    last = questions[-1]
+    assert by_id[last["gold_ids"][0]]["title"] == "Jean-François Champollion"
+    assert questions[1]["answers"] == ["27"]
+    manifest = json.loads((home / "iirc" / "manifest.json").read_text())
+    assert manifest["counts"]["dropped unanswerable questions (IRCoT drops them)"] == 1
+
+
+def test_same_inputs_and_seed_give_identical_bytes_and_other_seeds_reorder(mh, home, tmp_path):
+    assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
+    assert mh("corpus", "musique", "--input", MUSIQUE, "--name", "again", "--force").code == 0
+    assert mh("corpus", "musique", "--input", MUSIQUE, "--name", "other", "--seed", "7").code == 0
+    first = (home / "musique" / "corpus.jsonl").read_bytes()
+    assert (home / "again" / "corpus.jsonl").read_bytes() == first
+    other = (home / "other" / "corpus.jsonl").read_bytes()
+    assert other != first
+    assert sorted(other.splitlines()) == sorted(first.splitlines())
+
+
+def test_corpus_is_shuffled(mh, home):
+    assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
+    corpus, _ = corpus_of(home, "musique")
+    first_seen = []
+    for line in MUSIQUE.read_text().splitlines():
+        for p in json.loads(line)["paragraphs"]:
+            key = (p["title"], p["paragraph_text"])
+            if key not in first_seen:
+                first_seen.append(key)
+    order = [(p["title"], p["text"]) for p in corpus]
+    assert order != first_seen
+    # Not merely rotated or reversed: few neighbours of the input order stay neighbours.
+    index = {key: i for i, key in enumerate(order)}
+    kept = sum(1 for a, b in zip(first_seen, first_seen[1:]) if index[b] == index[a] + 1)
+    assert kept < len(first_seen) * 0.05
+
+
+def test_several_files_go_into_one_corpus(mh, home, tmp_path):
+    lines = MUSIQUE.read_text().splitlines()
+    dev = tmp_path / "musique_ans_v1.0_dev.jsonl"
+    dev.write_text("\n".join(lines[:60]) + "\n")
+    full = tmp_path / "musique_full_v1.0_dev.jsonl"
+    # The full variant repeats answerable questions; these must be kept once.
+    full.write_text("\n".join(lines[40:]) + "\n")
+
+    result = mh("corpus", "musique", "--input", dev, "--input", full, "--json")
+    assert result.code == 0
+    manifest = result.json()
+    corpus, questions = corpus_of(home, "musique")
+    expected = {(p["title"], p["paragraph_text"]) for line in lines for p in json.loads(line)["paragraphs"]}
+    assert len(corpus) == len(expected)
+    assert [q["id"] for q in questions] == [json.loads(line)["id"] for line in lines]
+    assert manifest["counts"]["duplicate_questions"] == 20
+    assert [Path(i["path"]).name for i in manifest["inputs"]] == [dev.name, full.name]
+
+
+def test_hotpotqa_abstracts_archive(mh, home, tmp_path):
+    """The full-wiki release: a tar of folders of bz2 JSON-lines files, one page a line.
+
+    Built here from the sample's context paragraphs, in the release's layout."""
+    records = json.loads(HOTPOT.read_text())
+    pages = {}
+    for record in records:
+        for title, sentences in record["context"]:
+            pages.setdefault(title, sentences)
+    titles = sorted(pages)
+    archive = tmp_path / "enwiki-abstracts.tar.bz2"
+    with tarfile.open(archive, "w:bz2") as tar:
+        for part, chunk in enumerate((titles[: len(titles) // 2], titles[len(titles) // 2 :])):
+            lines = b"".join(
+                orjson.dumps({"id": str(i), "url": f"https://en.wikipedia.org/wiki?curid={i}", "title": t, "text": pages[t]}) + b"\n"
+                for i, t in enumerate(chunk)
+            )
+            lines += orjson.dumps({"id": "x", "url": "", "title": "Empty page", "text": []}) + b"\n"
+            data = bz2.compress(lines)
+            info = tarfile.TarInfo(f"enwiki-abstracts/A{part}/wiki_00.bz2")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+    assert mh("corpus", "hotpotqa", "--input", archive, "--name", "wiki").code == 0
+    corpus, questions = corpus_of(home, "wiki")
+    assert {(p["title"], p["text"]) for p in corpus} == {(t, joined(s)) for t, s in pages.items()}
+    assert questions == []
+    assert all(p["url"].startswith("https://en.wikipedia.org/") for p in corpus)
+
+    # Questions from the dev file map their gold paragraphs onto the same abstract paragraphs.
+    assert mh("corpus", "hotpotqa", "--input", archive, "--input", HOTPOT, "--name", "both").code == 0
+    corpus2, questions2 = corpus_of(home, "both")
+    assert len(corpus2) == len(corpus)
+    ids = {p["id"] for p in corpus2}
+    assert all(g in ids for q in questions2 for g in q["gold_ids"])
+
+
+def test_rerun_is_a_noop_and_force_rebuilds(mh, home):
+    assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
+    before = (home / "musique" / "manifest.json").read_bytes()
+    again = mh("corpus", "musique", "--input", MUSIQUE)
+    assert again.code == 0 and "up to date" in again.out
+    assert (home / "musique" / "manifest.json").read_bytes() == before
+    marker = home / "musique" / "marker"
+    marker.write_text("from the old build")
+    forced = mh("corpus", "musique", "--input", MUSIQUE, "--force")
+    assert forced.code == 0 and "built corpus" in forced.out
+    assert not marker.exists()  # a new folder replaced the old one whole
+    assert leftovers(home) == []
+
+
+def test_default_inputs_are_the_bundled_sample(mh, home):
+    result = mh("corpus", "2wikimultihopqa")
+    assert result.code == 0
+    assert "bundled sample" in result.err
+    manifest = json.loads((home / "2wikimultihopqa" / "manifest.json").read_text())
+    assert Path(manifest["inputs"][0]["path"]).name == "dev.sample.json"
+
+
+def test_list_and_info(mh, home):
+    assert mh("corpus", "musique", "--input", MUSIQUE, "--name", "mq").code == 0
+    listed = mh("list", "--json")
+    assert listed.code == 0
+    [row] = listed.json()
+    assert row["name"] == "mq" and row["dataset"] == "musique" and row["questions"] == 100
+    assert row["bytes"] == sum(p.stat().st_size for p in (home / "mq").rglob("*") if p.is_file())
+    info = mh("info", "mq", "--json").json()
+    assert info["manifest"]["seed"] == 13370
+    assert info["manifest"]["inputs"][0]["sha256"]
+    assert "mq" in mh("list").out
+    missing = mh("info", "nope")
+    assert missing.code == 2 and "no corpus named 'nope'" in missing.err
