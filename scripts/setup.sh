@@ -11,5 +11,5 @@ PYTHON=${PYTHON:-python3}
 quiet=-q
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install $quiet --upgrade pip
-.venv/bin/python -m pip install $quiet -e ".[lucene,test]"
+.venv/bin/python -m pip install $quiet -e ".[lucene,elasticsearch,test]"
 .venv/bin/python -m pip install $quiet --no-deps "pyserini==1.6.0"

