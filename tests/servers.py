@@ -62,3 +62,83 @@ class FileServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class FaultProxy:
+    """Forwards every request to a real upstream server, except where a scripted fault says to
+    answer 500 / 429, answer a body that is not JSON, or stall past the client's timeout."""
+
+    def __init__(self, upstream: str) -> None:
+        import httpx
+
+        self.upstream = upstream.rstrip("/")
+        self.faults: list[str] = []
+        self.requests: list[str] = []
+        proxy = self
+        client = httpx.Client(timeout=120)
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _relay(self, method: str) -> None:
+                import time
+
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                proxy.requests.append(f"{method} {self.path}")
+                fault = proxy.faults.pop(0) if proxy.faults and method == "POST" and "completions" in self.path else None
+                if fault in ("500", "429"):
+                    payload = b'{"error": {"message": "scripted failure"}}'
+                    self.send_response(int(fault))
+                    if fault == "429":
+                        self.send_header("Retry-After", "0")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if fault == "garbage":
+                    payload = b"<html>502 Bad Gateway from a confused proxy</html>"
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if fault == "no-choices":
+                    payload = b'{"id": "x", "object": "text_completion", "choices": []}'
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if fault and fault.startswith("sleep"):
+                    time.sleep(float(fault[5:]))
+                response = client.request(method, proxy.upstream + self.path, content=body, headers={"Content-Type": "application/json"})
+                self.send_response(response.status_code)
+                self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(response.content)))
+                self.end_headers()
+                self.wfile.write(response.content)
+
+            def do_GET(self) -> None:
+                self._relay_quietly("GET")
+
+            def do_POST(self) -> None:
+                self._relay_quietly("POST")
+
+            def _relay_quietly(self, method: str) -> None:
+                try:
+                    self._relay(method)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test): nothing to answer
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "FaultProxy":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

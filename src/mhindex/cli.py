@@ -35,6 +35,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 class _Globals:
     home: Path | None = None
     quiet: bool = False
+    lm: str | None = None
 
 
 _globals = _Globals()
@@ -62,10 +63,31 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+LmOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--lm",
+        envvar="MHINDEX_LM",
+        help="Language model: local:smollm2-135m (default), local:qwen2.5-0.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL.",
+        show_default=False,
+    ),
+]
+LmThreadsOption = Annotated[Optional[int], typer.Option("--lm-threads", help="CPU threads of a local model [default: half the cores].", show_default=False)]
+LmContextOption = Annotated[Optional[int], typer.Option("--lm-context", help="Context length in tokens [default: 8192 local, else what the server reports].", show_default=False)]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LM call cache.")]
+
+
+def _lm(lm: str | None, root: Path, threads: int | None, context: int | None, no_cache: bool):
+    from mhindex.lm import DEFAULT_LM, load_lm
+
+    return load_lm(lm or _globals.lm or DEFAULT_LM, home=root, threads=threads, context_length=context, cache=not no_cache)
+
+
 @app.callback()
 def _root(
     home: HomeOption = None,
     quiet: QuietOption = False,
+    lm: LmOption = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     """Multi-hop question answering over your own corpora.
@@ -75,6 +97,7 @@ def _root(
     """
     _globals.home = home
     _globals.quiet = quiet
+    _globals.lm = lm
 
 
 @app.command()
@@ -390,6 +413,37 @@ def _search_stream(retriever, k: int, batch: int) -> int:
             flush()
     flush()
     return failed
+
+
+@app.command(name="lm")
+def lm_(
+    prompt: Annotated[str, typer.Argument(help="The prompt to complete.", show_default=False)],
+    lm: LmOption = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most tokens to generate.")] = 64,
+    stop: Annotated[Optional[list[str]], typer.Option("--stop", help="Stop sequence (repeatable; \\n for a newline).")] = None,
+    temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
+    chat: Annotated[bool, typer.Option("--chat", help="Send the prompt as one user turn through the chat template.")] = False,
+    lm_threads: LmThreadsOption = None,
+    lm_context: LmContextOption = None,
+    no_cache: NoCacheOption = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Complete one prompt and print the text: a check that a model is set up."""
+    root = _setup(home, quiet)
+    stops = [s.encode().decode("unicode_escape") for s in stop or []]
+    with _lm(lm, root, lm_threads, lm_context, no_cache) as model:
+        call = model.chat if chat else model.complete
+        completion = call(prompt, max_tokens=max_tokens, stop=stops, temperature=temperature)
+        if json:
+            _print_json({"lm": model.name, "context_length": model.context_length, **completion.record()})
+            return
+    print(completion.text)
+    ui.reporter().info(
+        f"{model.name}: {completion.prompt_tokens} prompt + {completion.completion_tokens} completion tokens "
+        f"in {completion.seconds:.2f}s{' (cached)' if completion.cached else ''}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,70 @@
+"""Language models behind one interface (`base.LanguageModel`), chosen with one option:
+
+    local:smollm2-135m            packaged GGUF model (default; see packaged.py)
+    local:qwen2.5-0.5b            packaged GGUF model
+    gguf:/path/model.gguf         any GGUF file, through llama.cpp
+    hf:/path/to/flan-t5-large     a transformers folder (or a cached hub name), offline
+    openai:MODEL@URL              an OpenAI-compatible /v1/completions endpoint
+    openai-chat:MODEL@URL         the same server's /v1/chat/completions
+
+Each runtime is imported only when its kind is used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mhindex.errors import UsageError
+from mhindex.lm.base import Completion, LanguageModel, LMError
+from mhindex.lm.cache import CachedModel, CallCache
+
+__all__ = ["Completion", "LanguageModel", "LMError", "DEFAULT_LM", "load_lm", "parse_lm"]
+
+DEFAULT_LM = "local:smollm2-135m"
+KINDS = ("local", "gguf", "hf", "openai", "openai-chat")
+
+
+def parse_lm(spec: str) -> tuple[str, str]:
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in KINDS or not rest:
+        raise UsageError(f"--lm {spec!r} is not one of: local:NAME, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL")
+    return kind, rest
+
+
+def load_lm(
+    spec: str = DEFAULT_LM,
+    home: Path | None = None,
+    threads: int | None = None,
+    context_length: int | None = None,
+    cache: bool = True,
+) -> LanguageModel:
+    """The model `spec` names, wrapped in the persistent call cache unless `cache` is False."""
+    from mhindex.home import resolve_home
+
+    root = resolve_home(home)
+    kind, rest = parse_lm(spec)
+    model: LanguageModel
+    if kind in ("local", "gguf"):
+        from mhindex.lm.llamacpp import LlamaCppModel
+
+        if kind == "local":
+            from mhindex.lm.packaged import packaged_model_path
+
+            path = packaged_model_path(rest, root / "models")
+        else:
+            path = Path(rest).expanduser()
+        model = LlamaCppModel(path, name=spec, threads=threads, context_length=context_length or 8192)
+    elif kind == "hf":
+        from mhindex.lm.transformers_lm import TransformersModel
+
+        model = TransformersModel(rest, threads=threads, context_length=context_length)
+    else:
+        from mhindex.lm.remote import RemoteModel
+
+        name, at, url = rest.rpartition("@")
+        if not at or not name or not url.startswith(("http://", "https://")):
+            raise UsageError(f"--lm {spec!r}: write {kind}:MODEL@http://host:port/v1")
+        model = RemoteModel(name, url, chat=kind == "openai-chat", context_length=context_length)
+    if cache:
+        model = CachedModel(model, CallCache(root / "cache" / "lm.sqlite"))
+    return model

@@ -1,0 +1,87 @@
+"""A persistent cache of LM calls, keyed by model identity, prompt and parameters.
+
+Greedy decoding makes a call a pure function, so a rerun of an evaluation costs nothing (the
+IRCoT authors cached their GPT-3 calls the same way). Stored in SQLite under
+`<home>/cache/lm.sqlite`; `--no-cache` bypasses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+import orjson
+
+from mhindex.lm.base import Completion, LanguageModel
+
+
+class CallCache:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion BLOB NOT NULL)")
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(identity: str, kind: str, prompt: str, max_tokens: int, stop: Sequence[str], temperature: float) -> str:
+        payload = orjson.dumps([identity, kind, prompt, max_tokens, list(stop), temperature])
+        return hashlib.sha256(payload).hexdigest()
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+        return Completion(**orjson.loads(row[0])) if row else None
+
+    def put(self, key: str, completion: Completion) -> None:
+        with self._lock, self._db:
+            self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, orjson.dumps(completion.record())))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedModel(LanguageModel):
+    """Wraps a model; sampled calls (temperature > 0) are never cached."""
+
+    def __init__(self, inner: LanguageModel, cache: CallCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name
+        self.context_length = inner.context_length
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    def _call(self, kind: str, prompt: str, max_tokens: int, stop: Sequence[str], temperature: float) -> Completion:
+        call = self.inner.chat if kind == "chat" else self.inner.complete
+        if temperature > 0:
+            return call(prompt, max_tokens, stop, temperature)
+        key = CallCache.key(self.identity, kind, prompt, max_tokens, stop, temperature)
+        if (hit := self.cache.get(key)) is not None:
+            return replace(hit, cached=True)
+        completion = call(prompt, max_tokens, stop, temperature)
+        self.cache.put(key, completion)
+        return completion
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
+        return self._call("complete", prompt, max_tokens, stop, temperature)
+
+    def chat(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
+        return self._call("chat", prompt, max_tokens, stop, temperature)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def close(self) -> None:
+        self.inner.close()
+        self.cache.close()

@@ -1,0 +1,164 @@
+"""Any OpenAI-compatible server: vLLM, Ollama, llama.cpp's server, OpenAI itself.
+
+`/v1/completions` for `openai:MODEL@URL`, `/v1/chat/completions` for `openai-chat:MODEL@URL`.
+The API key comes from `$MHINDEX_LM_API_KEY` (else `$OPENAI_API_KEY`). Calls time out, retry
+429 and 5xx answers (and dropped connections) with exponential back-off that honours
+`Retry-After`, and at most `concurrency` run at once. Failures are one clear line.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Sequence
+
+from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
+
+RETRY_STATUS = {429, 500, 502, 503, 504}
+
+
+class RemoteModel(LanguageModel):
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        chat: bool = False,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        retries: int = 4,
+        backoff: float = 1.0,
+        concurrency: int = 4,
+        context_length: int | None = None,
+    ) -> None:
+        import httpx
+
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.chat_only = chat
+        self.name = f"{'openai-chat' if chat else 'openai'}:{model}@{self.base_url}"
+        key = api_key or os.environ.get("MHINDEX_LM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers)
+        self._retries = retries
+        self._backoff = backoff
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._tokenize_url: str | None | bool = None  # None: not probed yet; False: server has none
+        self.context_length = context_length or self._probe_context_length() or 4096
+
+    # -- transport -------------------------------------------------------------------------
+
+    def _post(self, path: str, body: dict) -> dict:
+        import httpx
+
+        url = self.base_url + path
+        for attempt in range(self._retries + 1):
+            wait = self._backoff * 2**attempt
+            try:
+                with self._slots:
+                    response = self._client.post(path, json=body)
+            except httpx.ConnectError:
+                if attempt >= min(self._retries, 1):  # nothing listens: one more try, not a long wait
+                    raise LMError(f"cannot reach the LM server at {url}: connection refused; is it running?") from None
+            except httpx.TimeoutException:
+                if attempt == self._retries:
+                    raise LMError(f"the LM server at {url} did not answer within {self._client.timeout.read}s ({attempt + 1} tries)") from None
+            except httpx.TransportError as error:
+                if attempt == self._retries:
+                    raise LMError(f"the connection to the LM server at {url} failed: {error}") from None
+            else:
+                if response.status_code in RETRY_STATUS and attempt < self._retries:
+                    wait = max(wait, _retry_after(response))
+                elif response.status_code >= 400:
+                    raise LMError(f"the LM server at {url} answered HTTP {response.status_code}: {_brief(response.text)}")
+                else:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise LMError(f"the LM server at {url} answered with something that is not JSON: {_brief(response.text)}") from None
+            time.sleep(min(wait, 60))
+        raise LMError(f"the LM server at {url} kept failing after {self._retries + 1} tries")
+
+    def _probe_context_length(self) -> int | None:
+        """vLLM reports max_model_len and llama.cpp n_ctx_train on /models; others say nothing."""
+        try:
+            response = self._client.get("/models", timeout=10)
+            data = response.json().get("data") or []
+        except Exception:  # noqa: BLE001 - a probe: any failure means "unknown"
+            return None
+        for entry in data:
+            if entry.get("id") == self.model or len(data) == 1:
+                meta = entry.get("meta") or {}
+                value = entry.get("max_model_len") or meta.get("n_ctx") or meta.get("n_ctx_train")
+                if isinstance(value, int):
+                    return value
+        return None
+
+    # -- interface ----------------------------------------------------------------------------
+
+    def _completion(self, path: str, body: dict, stop: Sequence[str]) -> Completion:
+        started = time.perf_counter()
+        reply = self._post(path, body)
+        try:
+            choice = reply["choices"][0]
+            text = choice["message"]["content"] if path == "/chat/completions" else choice["text"]
+            if not isinstance(text, str):
+                raise TypeError("text is not a string")
+        except (KeyError, IndexError, TypeError) as error:
+            raise LMError(f"the LM server at {self.base_url + path} answered without a completion ({error}): {_brief(str(reply))}") from None
+        usage = reply.get("usage") or {}
+        timings = reply.get("timings") or {}
+        return Completion(
+            text=cut_at_stop(text, stop),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            seconds=time.perf_counter() - started,
+            prompt_tokens_evaluated=timings.get("prompt_n"),
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
+        if self.chat_only:
+            return self.chat(prompt, max_tokens, stop, temperature)
+        body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature}
+        if stop:
+            body["stop"] = list(stop)[:4]
+        return self._completion("/completions", body, stop)
+
+    def chat(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": temperature}
+        if stop:
+            body["stop"] = list(stop)[:4]
+        return self._completion("/chat/completions", body, stop)
+
+    def count_tokens(self, text: str) -> int:
+        """The server's /tokenize where it has one (llama.cpp, vLLM); else a cautious estimate."""
+        if self._tokenize_url is None:
+            self._tokenize_url = False
+            root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+            try:
+                response = self._client.post(root + "/tokenize", json={"content": "probe", "model": self.model, "prompt": "probe"}, timeout=10)
+                if response.status_code == 200 and isinstance(response.json().get("tokens"), list):
+                    self._tokenize_url = root + "/tokenize"
+            except Exception:  # noqa: BLE001 - a probe
+                pass
+        if self._tokenize_url:
+            response = self._client.post(self._tokenize_url, json={"content": text, "model": self.model, "prompt": text, "add_special": False})
+            if response.status_code == 200:
+                return len(response.json()["tokens"])
+        return len(text) // 3 + 1  # English BPE averages ~4 characters a token; err on the long side
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _retry_after(response) -> float:
+    try:
+        return float(response.headers.get("Retry-After", 0))
+    except ValueError:
+        return 0.0
+
+
+def _brief(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

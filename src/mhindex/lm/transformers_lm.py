@@ -1,0 +1,74 @@
+"""transformers models from a local folder (or a hub name already in the local cache):
+seq2seq models such as Flan-T5, the IRCoT paper's open model, and causal models.
+
+Nothing is fetched at run time: the hub is switched offline before transformers is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Sequence
+
+from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
+
+
+class TransformersModel(LanguageModel):
+    def __init__(self, source: str, threads: int | None = None, context_length: int | None = None) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import torch
+            from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+        except ImportError:
+            raise LMError("hf: models need transformers and torch: pip install 'mhindex[transformers]'") from None
+        try:
+            config = AutoConfig.from_pretrained(source, local_files_only=True)
+            self._tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+            loader = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
+            self._model = loader.from_pretrained(source, local_files_only=True)
+        except (OSError, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise LMError(f"cannot load a transformers model from {source} without the network: {first}") from None
+        if threads:
+            torch.set_num_threads(threads)
+        self._model.eval()
+        self._torch = torch
+        self.seq2seq = bool(config.is_encoder_decoder)
+        self.name = f"hf:{source}"
+        limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        if not limit and self.seq2seq:
+            limit = 6000  # T5's relative positions have no hard limit; IRCoT fed Flan-T5 up to ~6k tokens
+        self.context_length = context_length or int(limit or 2048)
+        self._identity = f"hf:{os.path.abspath(source) if os.path.exists(source) else source}"
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
+        started = time.perf_counter()
+        inputs = self._tokenizer(prompt, return_tensors="pt")
+        prompt_tokens = int(inputs["input_ids"].shape[1])
+        generate = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
+        if temperature > 0:
+            generate["temperature"] = temperature
+        if self._tokenizer.pad_token_id is None and self._tokenizer.eos_token_id is not None:
+            generate["pad_token_id"] = self._tokenizer.eos_token_id
+        with self._torch.inference_mode():
+            output = self._model.generate(**inputs, **generate)
+        new = output[0] if self.seq2seq else output[0][prompt_tokens:]
+        text = self._tokenizer.decode(new, skip_special_tokens=True)
+        completion_tokens = int((new != (self._tokenizer.pad_token_id if self._tokenizer.pad_token_id is not None else -1)).sum())
+        truncated = cut_at_stop(text, stop)
+        return Completion(
+            text=truncated,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            seconds=time.perf_counter() - started,
+            prompt_tokens_evaluated=prompt_tokens,
+            finish_reason="stop" if truncated != text or completion_tokens < max_tokens else "length",
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -1,0 +1,168 @@
+"""Language models for real: SmolLM2 (from its PyPI package) through llama.cpp in process, and
+llama.cpp's OpenAI-compatible server started on 127.0.0.1, with a fault-injecting proxy in
+front of it for the error paths (the proxy forwards to the real server otherwise)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from mhindex.lm import load_lm
+from mhindex.lm.base import LMError
+from mhindex.lm.cache import CachedModel, CallCache
+from mhindex.lm.llamacpp import LlamaCppModel
+from mhindex.lm.packaged import packaged_model_path
+from mhindex.lm.remote import RemoteModel
+from servers import FaultProxy
+
+QUESTION = "Q: What is the capital of France?\nA:"
+
+
+@pytest.fixture(scope="module")
+def smollm2_path(tmp_path_factory) -> Path:
+    return packaged_model_path("smollm2-135m", tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def local(smollm2_path):
+    model = LlamaCppModel(smollm2_path, name="local:smollm2-135m", threads=1)
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="module")
+def server(smollm2_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "lm_server.py"), str(smollm2_path), str(port)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    address = process.stdout.readline().strip()
+    assert address == f"http://127.0.0.1:{port}"
+    yield address + "/v1"
+    process.stdin.close()
+    process.wait(timeout=30)
+
+
+def test_local_greedy_completion_with_stop(local):
+    first = local.complete(QUESTION, max_tokens=32, stop=["\n"])
+    again = local.complete(QUESTION, max_tokens=32, stop=["\n"])
+    assert "Paris" in first.text
+    assert "\n" not in first.text
+    assert first.text == again.text
+    assert 0 < first.completion_tokens <= 32
+    assert first.prompt_tokens == local.count_tokens(QUESTION)  # SmolLM2 adds no BOS token
+
+
+def test_local_respects_max_tokens_and_counts_tokens(local):
+    long = local.complete("Count: one, two, three,", max_tokens=5)
+    assert long.completion_tokens == 5 and long.finish_reason == "length"
+    assert local.count_tokens("") == 0
+    assert local.count_tokens("Paris is the capital of France.") < local.count_tokens("Paris is the capital of France. " * 3)
+    assert local.context_length == 8192
+
+
+def test_local_reuses_the_shared_prefix(local):
+    prefix = "Wikipedia Title: Paris\nParis is the capital and most populous city of France. " * 20
+    local.complete(prefix + "\nQ: What is Paris?\nA:", max_tokens=4)
+    second = local.complete(prefix + "\nQ: Which country is Paris the capital of?\nA:", max_tokens=4)
+    assert second.prompt_tokens_evaluated is not None
+    assert second.prompt_tokens_evaluated < second.prompt_tokens / 4  # only the new question was evaluated
+
+
+def test_local_chat_uses_the_template(local):
+    reply = local.chat("What is the capital of France? Answer in one word.", max_tokens=10)
+    assert "Paris" in reply.text
+    assert reply.prompt_tokens > local.count_tokens("What is the capital of France? Answer in one word.") + 5
+
+
+def test_cache_returns_stored_calls(local, tmp_path):
+    cached = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
+    first = cached.complete(QUESTION, max_tokens=16, stop=["\n"])
+    second = cached.complete(QUESTION, max_tokens=16, stop=["\n"])
+    assert not first.cached and second.cached and second.text == first.text
+    assert not cached.complete(QUESTION, max_tokens=17, stop=["\n"]).cached  # other parameters, other key
+    assert not cached.chat(QUESTION, max_tokens=16, stop=["\n"]).cached  # chat is another kind of call
+    assert len(cached.cache) == 3
+    # A fresh process sees the same cache.
+    reopened = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
+    assert reopened.complete(QUESTION, max_tokens=16, stop=["\n"]).cached
+
+
+def test_lm_command_and_no_cache(mh, home):
+    first = mh("lm", QUESTION, "--stop", "\\n", "--json")
+    assert first.code == 0, first.err
+    assert "Paris" in first.json()["text"] and not first.json()["cached"]
+    assert mh("lm", QUESTION, "--stop", "\\n", "--json").json()["cached"]
+    assert not mh("lm", QUESTION, "--stop", "\\n", "--json", "--no-cache").json()["cached"]
+    plain = mh("lm", QUESTION, "--stop", "\\n")
+    assert plain.out.strip() == first.json()["text"].strip()
+
+
+def test_lm_spec_errors_are_one_line(mh, home, tmp_path):
+    for spec, fragment in [
+        ("llama:x", "is not one of"),
+        ("local:gpt-9", "unknown packaged model 'gpt-9'"),
+        (f"gguf:{tmp_path}/missing.gguf", "no GGUF model file at"),
+        ("openai:model", "write openai:MODEL@http://host:port/v1"),
+    ]:
+        result = mh("lm", "hi", "--lm", spec)
+        assert result.code in (1, 2) and fragment in result.err and len(result.err.strip().splitlines()) == 1, result.err
+
+
+def test_remote_completions_chat_stop_and_tokens(server, local):
+    model = RemoteModel("smollm2", server)
+    completion = model.complete(QUESTION, max_tokens=32, stop=["\n"])
+    assert completion.text == local.complete(QUESTION, max_tokens=32, stop=["\n"]).text  # same weights, greedy
+    assert completion.prompt_tokens > 0 and completion.completion_tokens > 0
+    assert "Paris" in model.chat("What is the capital of France? Answer in one word.", max_tokens=10).text
+    assert model.count_tokens("Paris is the capital of France.") == local.count_tokens("Paris is the capital of France.")
+    assert model.context_length == 4096  # what the server reports
+    chat_only = load_lm(f"openai-chat:smollm2@{server}", cache=False)
+    assert "Paris" in chat_only.complete("What is the capital of France? Answer in one word.", max_tokens=10).text
+    model.close()
+
+
+def test_remote_retries_500_and_429_then_succeeds(server):
+    with FaultProxy(server.removesuffix("/v1")) as proxy:
+        model = RemoteModel("smollm2", proxy.url + "/v1", backoff=0.01, context_length=4096)
+        proxy.faults = ["500", "429"]
+        assert "Paris" in model.complete(QUESTION, max_tokens=16, stop=["\n"]).text
+        assert proxy.requests.count("POST /v1/completions") == 3
+
+
+def test_remote_malformed_bodies_are_clear_errors(server):
+    with FaultProxy(server.removesuffix("/v1")) as proxy:
+        model = RemoteModel("smollm2", proxy.url + "/v1", backoff=0.01, context_length=4096)
+        proxy.faults = ["garbage"]
+        with pytest.raises(LMError, match="answered with something that is not JSON: <html>502"):
+            model.complete(QUESTION, max_tokens=8)
+        proxy.faults = ["no-choices"]
+        with pytest.raises(LMError, match="answered without a completion"):
+            model.complete(QUESTION, max_tokens=8)
+        proxy.faults = ["500"] * 3
+        with pytest.raises(LMError, match="answered HTTP 500"):
+            RemoteModel("smollm2", proxy.url + "/v1", retries=2, backoff=0.01, context_length=4096).complete(QUESTION, max_tokens=8)
+
+
+def test_remote_timeout(server):
+    with FaultProxy(server.removesuffix("/v1")) as proxy:
+        model = RemoteModel("smollm2", proxy.url + "/v1", timeout=0.5, retries=1, backoff=0.01, context_length=4096)
+        proxy.faults = ["sleep2", "sleep2"]
+        with pytest.raises(LMError, match=r"did not answer within 0.5s \(2 tries\)"):
+            model.complete(QUESTION, max_tokens=8)
+        proxy.faults = ["sleep1"]  # one slow answer, then a timely retry
+        assert "Paris" in model.complete(QUESTION, max_tokens=16, stop=["\n"]).text
+
+
+def test_remote_server_down(mh, home):
+    result = mh("lm", "hi", "--lm", "openai:m@http://127.0.0.1:9/v1", "--no-cache")
+    assert result.code == 1
+    assert result.err.strip() == "mhindex: error: cannot reach the LM server at http://127.0.0.1:9/v1/completions: connection refused; is it running?"
