@@ -446,6 +446,138 @@ def lm_(
     )
 
 
+def _pick_corpus(root: Path, name: str | None, required: bool):
+    if name:
+        return open_corpus(root, name)
+    corpora = built_corpora(root)
+    if len(corpora) == 1:
+        return corpora[0]
+    if not required:
+        return None
+    if not corpora:
+        raise UsageError(f"no corpus is built in {root}; run `mhindex build musique` first")
+    raise UsageError(f"several corpora are built ({', '.join(c.name for c in corpora)}); pick one with --corpus")
+
+
+def _query_from_record(number: int, record: dict):
+    from mhindex.methods import Query
+
+    question = record.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return "field 'question' is missing or empty"
+    main = record.get("main_passage")
+    if main is not None and not (isinstance(main, dict) and isinstance(main.get("title"), str) and isinstance(main.get("text"), str)):
+        return "field 'main_passage' should be {\"title\", \"text\"}"
+    links = record.get("links") or []
+    return Query(str(record.get("id", number)), question, main, tuple(l for l in links if isinstance(l, str)))
+
+
+def _print_trace(answer) -> None:
+    from rich.tree import Tree
+
+    out = _out()
+    out.print(f"[bold green]{answer.answer or '(no answer)'}[/bold green]")
+    tree = Tree(f"[dim]{answer.method}: {answer.question}[/dim]")
+    for number, step in enumerate(answer.steps):
+        label = f"[bold]step {number}[/bold]" + (f": {step.text}" if step.text else " (the question)")
+        node = tree.add(label)
+        if step.query:
+            node.add(f"query: {step.query}")
+            node.add(f"retrieved: {', '.join(step.titles) if step.titles else 'nothing new'}")
+        node.add(f"[dim]{step.seconds:.1f}s, {step.prompt_tokens} prompt + {step.completion_tokens} completion tokens[/dim]")
+    if answer.reasoning:
+        tree.add(f"[italic]{answer.reasoning}[/italic]")
+    out.print(tree)
+    titles = ", ".join(dict.fromkeys(r["title"] for r in answer.retrieved))
+    if titles:
+        out.print(f"[dim]paragraphs used ({len(answer.retrieved)}): {titles}[/dim]")
+    out.print(
+        f"[dim]{answer.seconds:.1f}s, {answer.lm_calls} LM calls, {answer.prompt_tokens} prompt + "
+        f"{answer.completion_tokens} completion tokens[/dim]"
+    )
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False)],
+    corpus_name: Annotated[Optional[str], typer.Option("--corpus", "-c", help="Corpus to search [default: the only one built].", show_default=False)] = None,
+    method: Annotated[str, typer.Option("--method", "-m", help="ircot, oner or nor.")] = "ircot",
+    backend: BackendOption = "lucene",
+    lm: LmOption = None,
+    k: Annotated[Optional[int], typer.Option("-k", help="Paragraphs per retrieval (K) [default: ircot 4, oner 15].", show_default=False)] = None,
+    max_steps: Annotated[int, typer.Option(help="IRCoT: most reasoning steps.")] = 8,
+    max_paragraphs: Annotated[int, typer.Option(help="Most paragraphs collected.")] = 15,
+    distractors: Annotated[int, typer.Option(help="M: distractor paragraphs in each demonstration (1-3).")] = 2,
+    reader: Annotated[str, typer.Option(help="Reader prompting: direct, cot, or auto (direct for Flan-T5, else cot).")] = "auto",
+    prompt_style: Annotated[str, typer.Option(help="codex, flan_t5 or auto (flan_t5 for seq2seq hf: models).")] = "auto",
+    demos_from: Annotated[Optional[str], typer.Option(help="Demonstration set: hotpotqa, 2wikimultihopqa, musique, iirc [default: the corpus's dataset].", show_default=False)] = None,
+    max_demos: Annotated[Optional[int], typer.Option(help="At most this many demonstrations [default: as many as fit].", show_default=False)] = None,
+    demo_budget: Annotated[Optional[int], typer.Option(help="Tokens for demonstrations [default: half the context].", show_default=False)] = None,
+    max_paragraph_words: Annotated[int, typer.Option(help="Paragraphs are cut to this many words in prompts.")] = 350,
+    workers: Annotated[int, typer.Option(help="Questions answered at once (stdin).")] = 1,
+    lm_threads: LmThreadsOption = None,
+    lm_context: LmContextOption = None,
+    no_cache: NoCacheOption = False,
+    k1: K1Option = None,
+    b: BOption = None,
+    es_url: EsUrlOption = None,
+    es_api_key: EsKeyOption = None,
+    es_ca_file: EsCaOption = None,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Answer a question with retrieval and reasoning, and show the trace and the paragraphs used.
+
+    With "-", reads JSONL from stdin ({"id", "question"}, plus "main_passage" for IIRC) and writes
+    one JSON result per line in input order; a bad line gets {"line", "error"} and the exit code is 1.
+    """
+    from mhindex.backends import open_retriever
+    from mhindex.methods import METHODS, Settings, make_method
+    from mhindex.methods.prompts import DEMO_DATASETS
+
+    root = _setup(home, quiet)
+    if method not in METHODS:
+        raise UsageError(f"unknown method '{method}'; choose one of: {', '.join(METHODS)}")
+    settings = Settings(
+        k=k, max_steps=max_steps, max_paragraphs=max_paragraphs, distractors=distractors, reader=reader,
+        style=prompt_style, demos_from=demos_from, max_demos=max_demos, demo_budget=demo_budget,
+        max_paragraph_words=max_paragraph_words,
+    )  # fmt: skip
+    found = _pick_corpus(root, corpus_name, required=method != "nor")
+    dataset = found.manifest().get("dataset") if found else None
+    demo_set = demos_from or (dataset if dataset in DEMO_DATASETS else "musique")
+    retriever = None
+    if method != "nor":
+        retriever = open_retriever(found, backend, _backend_options(k1, b, None, es_url, es_api_key, es_ca_file))
+    model = _lm(lm, root, lm_threads, lm_context, no_cache)
+    try:
+        solver = make_method(method, retriever, model, settings, demo_set)
+        if question == "-":
+            from mhindex.methods.run import run_questions
+
+            items = ((n, r if isinstance(r, str) else _query_from_record(n, r)) for n, r in _read_stdin_jsonl("question"))
+            stats = run_questions(solver, items, _write_line, workers=workers)
+            if stats.interrupted:
+                ui.reporter().warning(f"interrupted: {stats.answered} answered, {stats.failed} failed")
+                raise typer.Exit(130)
+            if stats.failed:
+                ui.reporter().warning(f"{stats.failed} of {stats.answered + stats.failed} questions failed")
+                raise typer.Exit(1)
+            return
+        from mhindex.methods import Query
+
+        answer = solver.answer(Query("cli", question))
+    finally:
+        model.close()
+        if retriever is not None:
+            retriever.close()
+    if json:
+        _print_json(answer.record())
+    else:
+        _print_trace(answer)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising, so tests can call it in-process."""
     try:

@@ -1,0 +1,136 @@
+"""IRCoT: interleaving retrieval with chain-of-thought reasoning (Trivedi et al., ACL 2023).
+
+1. Retrieve K paragraphs with the question.
+2. Generate the next reasoning sentence from the question, every paragraph collected so far
+   and the reasoning so far; keep only its first sentence.
+3. If it says "answer is", stop; otherwise use it as the next query and add K more paragraphs
+   (new ones only, at most 15 in all). Repeat from 2, for at most 8 steps.
+4. A separate reader answers from the collected paragraphs (direct or CoT prompting).
+
+Prompts keep the demonstrations first and the paragraphs in retrieval order with new ones
+appended, so consecutive prompts share the longest possible prefix and a local model
+evaluates only what is new. For IIRC the main passage is always in the prompt, and the model
+first names the Wikipedia pages it needs; these are mapped to corpus titles with BM25 and
+retrieval is restricted to them (the paper's Appendix B).
+"""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+
+from mhindex.methods.base import Answer, Clock, Method, Meter, Query, Step
+from mhindex.methods.prompts import (
+    PromptPacker,
+    demonstrations,
+    first_sentence,
+    mentions_answer,
+    paragraph_block,
+    question_block,
+)
+from mhindex.methods.reader import Reader, resolve_style
+
+DEFAULT_K = 4
+
+
+class IRCoT(Method):
+    name = "ircot"
+
+    def __init__(self, retriever, lm, settings, demo_set: str) -> None:
+        self.retriever = retriever
+        self.lm = lm
+        self.settings = settings
+        self.k = settings.k or DEFAULT_K
+        self.style = resolve_style(settings, lm)
+        self.packer = PromptPacker(lm.count_tokens, lm.context_length)
+        budget = settings.demo_budget or lm.context_length // 2
+        pool = demonstrations(demo_set, f"gold_with_{settings.distractors}_distractors_context_cot_qa", self.style)
+        self.demos = self.packer.choose(pool, budget, settings.max_demos)
+        self.reader = Reader(lm, settings, demo_set, with_context=True)
+        self._page_demos = None
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def answer(self, query: Query) -> Answer:
+        s = self.settings
+        clock, meter = Clock(), Meter(self.lm)
+        pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
+        pages = self._choose_pages(query, meter) if query.main_passage else None
+
+        collected: list = []
+        steps: list[Step] = []
+
+        def step(sentence: str, query_text: str, started: float, tokens_before: tuple[int, int]) -> None:
+            """Record one step; with a query, retrieve K and keep the new paragraphs within the budget."""
+            new = []
+            if query_text:
+                have = {h.id for h in collected}
+                hits = self.retriever.search(query_text, self.k, titles=pages)
+                new = [h for h in hits if h.id not in have][: max(0, s.max_paragraphs - len(collected))]
+                collected.extend(new)
+            steps.append(Step(
+                sentence, query_text, [h.id for h in new], [h.title for h in new], clock() - started,
+                meter.prompt_tokens - tokens_before[0], meter.completion_tokens - tokens_before[1],
+            ))  # fmt: skip
+
+        step("", query.question, clock(), (meter.prompt_tokens, meter.completion_tokens))
+        reasoning: list[str] = []
+        for _ in range(s.max_steps):
+            started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
+            blocks = [paragraph_block(t, x, s.max_paragraph_words) for t, x in pinned + [(h.title, h.text) for h in collected]]
+            instance = "\n\n".join([*blocks, question_block(query.question, self.style, cot=True, answer_so_far=" ".join(reasoning))])
+            if reasoning:
+                instance += " "  # the next sentence continues the answer line
+            prompt = self.packer.render(self.demos, instance, s.step_tokens)
+            sentence = first_sentence(meter.complete(prompt, s.step_tokens, stop=["\n"]).text)
+            if not sentence or sentence in reasoning:  # nothing new: a loop, not reasoning
+                break
+            reasoning.append(sentence)
+            done = mentions_answer(sentence)
+            # The answer sentence is not a query; past the paragraph budget, reasoning goes on without retrieval.
+            step(sentence, "" if done or len(collected) >= s.max_paragraphs else sentence, started, before)
+            if done:
+                break
+
+        answer, reader_output = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in collected])
+        retrieved = [{"id": h.id, "title": h.title} for h in collected]
+        trace = " ".join(reasoning)
+        if reader_output and reader_output != answer:
+            trace = f"{trace}\n[reader] {reader_output}" if trace else f"[reader] {reader_output}"
+        return Answer(
+            query.id, query.question, answer, retrieved, steps,
+            meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), trace, self.name,
+        )  # fmt: skip
+
+    # -- IIRC: which pages to read ------------------------------------------------------------
+
+    def _choose_pages(self, query: Query, meter: Meter) -> list[str] | None:
+        """Ask the model for the pages it needs, map each to a corpus title with BM25."""
+        s = self.settings
+        if self._page_demos is None:
+            pool = demonstrations("iirc", "no_context_open_llm_retrieval", self.style)
+            self._page_demos = self.packer.choose(pool, s.demo_budget or self.lm.context_length // 2, s.max_demos)
+        ask = f"The question is: '{query.question}'. Generate titles of {s.iirc_pages} Wikipedia pages that have relevant information to answer this question."
+        if self.style == "flan_t5":
+            ask = f"Answer the following question.\n{ask}"
+        instance = paragraph_block(query.main_passage["title"], query.main_passage["text"], s.max_paragraph_words) + f"\n\nQ: {ask}\nA:"
+        generation = meter.complete(self.packer.render(self._page_demos, instance, 60), 60, stop=["\n"]).text.strip()
+        named = _titles(generation)
+        pages: list[str] = []
+        for title in named:
+            hits = self.retriever.search(title, 1)
+            if hits and hits[0].title not in pages:
+                pages.append(hits[0].title)
+        return pages or None
+
+
+def _titles(generation: str) -> list[str]:
+    """["A", "B"] as the codex demonstrations answer, or a bare title as the flan_t5 ones do."""
+    if generation.startswith("["):
+        try:
+            value = orjson.loads(generation)
+            return [t for t in value if isinstance(t, str) and t.strip()]
+        except orjson.JSONDecodeError:
+            return re.findall(r'"([^"]+)"', generation)
+    return [generation] if generation else []

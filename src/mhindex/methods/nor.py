@@ -1,0 +1,20 @@
+"""NoR: no retrieval; the reader answers from the model's own knowledge (IRCoT's baseline)."""
+
+from __future__ import annotations
+
+from mhindex.methods.base import Answer, Clock, Method, Meter, Query
+from mhindex.methods.reader import Reader
+
+
+class NoRetrieval(Method):
+    name = "nor"
+
+    def __init__(self, retriever, lm, settings, demo_set: str) -> None:
+        self.lm = lm
+        self.reader = Reader(lm, settings, demo_set, with_context=False)
+
+    def answer(self, query: Query) -> Answer:
+        clock, meter = Clock(), Meter(self.lm)
+        pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
+        answer, reasoning = self.reader.read(meter, query.question, pinned)
+        return Answer(query.id, query.question, answer, [], [], meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name)

@@ -1,0 +1,44 @@
+"""The reader: answers a question from the paragraphs a method collected (or from none, for
+NoR), with direct or chain-of-thought prompting, using IRCoT's demonstrations."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from mhindex.lm.base import LanguageModel
+from mhindex.methods.base import Meter
+from mhindex.methods.prompts import PromptPacker, demonstrations, extract_answer, paragraph_block, question_block
+from mhindex.methods.settings import Settings
+
+
+def resolve_style(settings: Settings, lm: LanguageModel) -> str:
+    if settings.style != "auto":
+        return settings.style
+    inner = getattr(lm, "inner", lm)
+    return "flan_t5" if getattr(inner, "seq2seq", False) else "codex"
+
+
+def resolve_reader(settings: Settings, style: str) -> str:
+    if settings.reader != "auto":
+        return settings.reader
+    return "direct" if style == "flan_t5" else "cot"
+
+
+class Reader:
+    def __init__(self, lm: LanguageModel, settings: Settings, demo_set: str, with_context: bool) -> None:
+        self.settings = settings
+        self.style = resolve_style(settings, lm)
+        self.kind = resolve_reader(settings, self.style)
+        self.packer = PromptPacker(lm.count_tokens, lm.context_length)
+        context = f"gold_with_{settings.distractors}_distractors_context" if with_context else "no_context"
+        pool = demonstrations(demo_set, f"{context}_{self.kind}_qa", self.style)
+        budget = settings.demo_budget or lm.context_length // 2
+        self.demos = self.packer.choose(pool, budget, settings.max_demos)
+
+    def read(self, meter: Meter, question: str, paragraphs: Sequence[tuple[str, str]]) -> tuple[str, str]:
+        """(answer, the reader's generation)."""
+        blocks = [paragraph_block(t, x, self.settings.max_paragraph_words) for t, x in paragraphs]
+        instance = "\n\n".join([*blocks, question_block(question, self.style, cot=self.kind == "cot")])
+        prompt = self.packer.render(self.demos, instance, self.settings.answer_tokens)
+        completion = meter.complete(prompt, self.settings.answer_tokens, stop=["\n"])
+        return extract_answer(completion.text), completion.text.strip()

@@ -1,0 +1,70 @@
+"""Running a method over a stream of questions: results come out in input order, each flushed
+as soon as it and all before it are done; `workers` questions run at once (useful with a
+remote LM); a question that fails becomes an error record and the run goes on; Ctrl-C stops
+after writing every answer already finished."""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from mhindex.errors import MhindexError
+from mhindex.methods.base import Method, Query
+
+
+@dataclass
+class RunStats:
+    answered: int = 0
+    failed: int = 0
+    interrupted: bool = False
+
+
+def _answer(method: Method, number: int, item: Query | str) -> dict:
+    if isinstance(item, str):
+        return {"line": number, "error": item}
+    try:
+        return method.answer(item).record()
+    except MhindexError as error:
+        return {"line": number, "id": item.id, "error": str(error)}
+
+
+def run_questions(method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict], None], workers: int = 1) -> RunStats:
+    """items: (line number, query) or (line number, why the line is not a query)."""
+    stats = RunStats()
+
+    def out(record: dict) -> None:
+        if "error" in record:
+            stats.failed += 1
+        else:
+            stats.answered += 1
+        emit(record)
+
+    if workers <= 1:
+        try:
+            for number, item in items:
+                out(_answer(method, number, item))
+        except KeyboardInterrupt:
+            stats.interrupted = True
+        return stats
+
+    pending: deque[Future] = deque()
+    executor = ThreadPoolExecutor(max_workers=workers)
+    try:
+        for number, item in items:
+            pending.append(executor.submit(_answer, method, number, item))
+            while pending and (pending[0].done() or len(pending) >= workers * 2):
+                out(pending.popleft().result())
+        while pending:
+            out(pending.popleft().result())
+    except KeyboardInterrupt:
+        stats.interrupted = True
+        for future in pending:
+            future.cancel()
+        for future in pending:
+            if future.done() and not future.cancelled():
+                out(future.result())
+    finally:
+        executor.shutdown(wait=not stats.interrupted, cancel_futures=True)
+    return stats
