@@ -26,7 +26,7 @@ app = typer.Typer(
 
 HomeOption = Annotated[
     Optional[Path],
-    typer.Option("--home", envvar="MHINDEX_HOME", help="Data root [default: $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].", show_default=False),
+    typer.Option("--home", help="Data root [default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].", show_default=False),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or log lines; errors only.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]

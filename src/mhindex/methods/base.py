@@ -54,6 +54,8 @@ class Answer:
     seconds: float
     reasoning: str = ""
     method: str = ""
+    # IIRC: the corpus titles retrieval was restricted to (the pages the model named).
+    scope: list[str] | None = None
 
     def record(self) -> dict:
         return {
@@ -68,6 +70,7 @@ class Answer:
             "seconds": round(self.seconds, 3),
             "method": self.method,
             "reasoning": self.reasoning,
+            **({"scope": self.scope} if self.scope is not None else {}),
         }
 
 

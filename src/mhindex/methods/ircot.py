@@ -80,8 +80,6 @@ class IRCoT(Method):
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
             blocks = [paragraph_block(t, x, s.max_paragraph_words) for t, x in pinned + [(h.title, h.text) for h in collected]]
             instance = "\n\n".join([*blocks, question_block(query.question, self.style, cot=True, answer_so_far=" ".join(reasoning))])
-            if reasoning:
-                instance += " "  # the next sentence continues the answer line
             prompt = self.packer.render(self.demos, instance, s.step_tokens)
             sentence = first_sentence(meter.complete(prompt, s.step_tokens, stop=["\n"]).text)
             if not sentence or sentence in reasoning:  # nothing new: a loop, not reasoning
@@ -100,7 +98,7 @@ class IRCoT(Method):
             trace = f"{trace}\n[reader] {reader_output}" if trace else f"[reader] {reader_output}"
         return Answer(
             query.id, query.question, answer, retrieved, steps,
-            meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), trace, self.name,
+            meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), trace, self.name, pages,
         )  # fmt: skip
 
     # -- IIRC: which pages to read ------------------------------------------------------------

@@ -1,0 +1,145 @@
+"""`mhindex ask` end to end on a real Lucene index of the MuSiQue sample with the real SmolLM2
+model (llama.cpp): the IRCoT trace has the paper's shape, OneR and NoR run, the stdin stream
+keeps ids and order and reports bad lines, and reruns are identical (greedy, cached)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from conftest import SAMPLES, Result, read_jsonl
+from mhindex.cli import main
+
+MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+# Small prompts keep the suite fast on two cores: two demonstrations, short paragraphs.
+FAST = ["--max-demos", "2", "--max-paragraph-words", "80", "-k", "2", "--max-steps", "4"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ask-home")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MHINDEX_HOME", str(root))
+    assert main(["--quiet", "build", "musique", "--input", str(MUSIQUE)]) == 0
+    yield root
+    mp.undo()
+
+
+@pytest.fixture
+def mh(capsys, home, monkeypatch):
+    def run(*args: str, stdin: str | None = None) -> Result:
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def questions(home, n):
+    return read_jsonl(home / "musique" / "questions.jsonl")[:n]
+
+
+def test_ircot_trace_has_the_papers_shape(mh, home):
+    question = questions(home, 1)[0]  # "Van Hook Township": SmolLM2 reasons its way to "So the answer is:"
+    result = mh("ask", question["question"], "--json", *FAST)
+    assert result.code == 0, result.err
+    record = result.json()
+    steps = record["steps"]
+    assert steps[0] == {"text": "", "query": question["question"], "retrieved_ids": steps[0]["retrieved_ids"]}
+    assert len(steps[0]["retrieved_ids"]) == 2  # K paragraphs from the question
+    for step in steps[1:-1]:
+        assert step["text"] and step["query"] == step["text"]  # each sentence is the next query
+    assert "answer is" in steps[-1]["text"].lower() and steps[-1]["query"] == ""  # stopped on the answer
+    assert len(steps) - 1 <= 4
+    ids = [r["id"] for r in record["retrieved"]]
+    assert ids == [i for s in steps for i in s["retrieved_ids"]] and len(set(ids)) == len(ids) <= 15
+    assert record["lm_calls"] == len(steps) - 1 + 1  # one call per sentence, one for the reader
+    assert record["answer"] and record["prompt_tokens"] > 0 and record["completion_tokens"] > 0
+    assert set(record) >= {"id", "question", "answer", "retrieved", "steps", "lm_calls", "prompt_tokens", "completion_tokens", "seconds"}
+
+
+def test_paragraph_budget_caps_retrieval(mh, home):
+    question = questions(home, 3)[2]["question"]
+    record = mh("ask", question, "--json", "--max-paragraphs", "3", *FAST).json()
+    assert len(record["retrieved"]) <= 3
+    after_budget = False
+    for step in record["steps"]:
+        if after_budget:
+            assert step["query"] == "" and step["retrieved_ids"] == []  # no retrieval past the budget
+        after_budget = after_budget or sum(len(s["retrieved_ids"]) for s in record["steps"][: record["steps"].index(step) + 1]) >= 3
+
+
+def test_oner_and_nor(mh, home):
+    question = questions(home, 1)[0]["question"]
+    oner = mh("ask", question, "--method", "oner", "-k", "3", "--json", "--max-demos", "2", "--max-paragraph-words", "80")
+    assert oner.code == 0, oner.err
+    record = oner.json()
+    assert len(record["steps"]) == 1 and record["steps"][0]["query"] == question
+    assert len(record["retrieved"]) == 3 and record["lm_calls"] == 1 and record["answer"]
+    nor = mh("ask", question, "--method", "nor", "--json", "--max-demos", "2").json()
+    assert nor["retrieved"] == [] and nor["steps"] == [] and nor["lm_calls"] == 1 and nor["answer"]
+
+
+def test_stdin_stream_keeps_ids_and_order_and_reports_bad_lines(mh, home):
+    picked = questions(home, 3)
+    lines = [json.dumps({"id": q["id"], "question": q["question"]}) for q in picked]
+    lines.insert(1, "not json at all")
+    lines.insert(3, json.dumps({"id": "q-empty", "question": ""}))
+    stdin = "\n".join(lines) + "\n"
+    result = mh("ask", "-", "--workers", "2", "--method", "oner", "-k", "2", "--max-demos", "1", "--max-paragraph-words", "60", stdin=stdin)
+    assert result.code == 1
+    records = [json.loads(line) for line in result.out.splitlines()]
+    assert len(records) == 5
+    assert records[1]["line"] == 2 and "not valid JSON" in records[1]["error"]
+    assert records[3]["line"] == 4 and "question" in records[3]["error"]
+    assert [r["id"] for r in records if "answer" in r] == [q["id"] for q in picked]
+    assert "2 of 5 questions failed" in result.err
+
+
+def test_same_run_twice_gives_the_same_output(mh, home):
+    stdin = "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in questions(home, 2))
+    first = mh("ask", "-", *FAST, stdin=stdin)
+    second = mh("ask", "-", *FAST, stdin=stdin)
+    assert first.code == second.code == 0
+
+    def strip(out):
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in out.splitlines()]
+
+    assert strip(first.out) == strip(second.out)
+
+
+def test_readable_trace(mh, home):
+    result = mh("ask", questions(home, 5)[4]["question"], *FAST)
+    assert result.code == 0
+    assert "step 0 (the question)" in result.out and "query:" in result.out and "LM calls" in result.out
+
+
+def test_corpus_choice_errors(mh, home, tmp_path):
+    assert mh("--home", tmp_path / "empty", "ask", "anything").code == 2
+    assert "no corpus is built" in mh("--home", tmp_path / "empty", "ask", "anything").err
+    assert main(["--quiet", "corpus", "2wikimultihopqa"]) == 0
+    several = mh("ask", "anything")
+    assert several.code == 2 and "several corpora are built (2wikimultihopqa, musique); pick one with --corpus" in several.err
+    assert "unknown method 'magic'" in mh("ask", "x", "--method", "magic", "--corpus", "musique").err
+
+
+def test_iirc_pins_the_main_passage_and_scopes_retrieval(mh, home):
+    assert main(["--quiet", "build", "iirc"]) == 0
+    question = read_jsonl(home / "iirc" / "questions.jsonl")[0]
+    line = {k: question[k] for k in ("id", "question", "main_passage", "links")}
+    with_main = mh("ask", "-", "--corpus", "iirc", *FAST, stdin=json.dumps(line) + "\n")
+    assert with_main.code == 0, with_main.err
+    record = json.loads(with_main.out)
+    assert record["lm_calls"] >= 3  # pages to read, at least one reasoning step, the reader
+    if record.get("scope"):
+        assert {r["title"] for r in record["retrieved"]} <= set(record["scope"])
+    del line["main_passage"]
+    without = json.loads(mh("ask", "-", "--corpus", "iirc", *FAST, stdin=json.dumps(line) + "\n").out)
+    assert "scope" not in without
+    assert record["prompt_tokens"] > without["prompt_tokens"]  # the main passage is in every prompt
