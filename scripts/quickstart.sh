@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Set everything up and run the main job on the bundled MuSiQue sample.
+# Set everything up, build the bundled MuSiQue sample (corpus + Lucene index) and answer a
+# question with IRCoT on the packaged SmolLM2 model. No server to start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export MHINDEX_HOME=${MHINDEX_HOME:-$PWD/.mhindex}
-.venv/bin/mhindex corpus musique
-.venv/bin/mhindex list
+.venv/bin/mhindex build musique
+.venv/bin/mhindex ask "Who is the spouse of the Green performer?" --corpus musique --method ircot

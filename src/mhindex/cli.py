@@ -54,7 +54,10 @@ def _print_json(value) -> None:
 def _out():
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 400  # in a pipe or a file, never crop tables and traces to 80 columns
+    return console
 
 
 def _version(value: bool) -> None:
@@ -576,6 +579,155 @@ def ask(
         _print_json(answer.record())
     else:
         _print_trace(answer)
+
+
+def _show_metrics(metrics: dict, title: str, chart: Path | None) -> None:
+    from mhindex.eval.report import bar_chart, table, terminal_bars
+
+    out = _out()
+    out.print(table(metrics, title))
+    if chart is not None:
+        bar_chart(metrics, chart, title)
+        out.print(f"[dim]chart: {chart}[/dim]")
+    if out.is_terminal:
+        out.print(terminal_bars(metrics))
+
+
+@app.command(name="eval")
+def eval_(
+    name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
+    methods: Annotated[str, typer.Option("--method", "-m", help="Comma-separated methods, e.g. nor,oner,ircot.")] = "nor,oner,ircot",
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate a seeded sample of this many questions [default: all].", show_default=False)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder [default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
+    backend: BackendOption = "lucene",
+    lm: LmOption = None,
+    k: Annotated[Optional[int], typer.Option("-k", help="Paragraphs per retrieval [default: ircot 4, oner 15].", show_default=False)] = None,
+    max_steps: Annotated[int, typer.Option(help="IRCoT: most reasoning steps.")] = 8,
+    max_paragraphs: Annotated[int, typer.Option(help="Most paragraphs collected (the recall budget).")] = 15,
+    distractors: Annotated[int, typer.Option(help="M: distractors in each demonstration (1-3).")] = 2,
+    reader: Annotated[str, typer.Option(help="direct, cot or auto.")] = "auto",
+    prompt_style: Annotated[str, typer.Option(help="codex, flan_t5 or auto.")] = "auto",
+    max_demos: Annotated[Optional[int], typer.Option(help="At most this many demonstrations.", show_default=False)] = None,
+    max_paragraph_words: Annotated[int, typer.Option(help="Paragraphs are cut to this many words in prompts.")] = 350,
+    workers: Annotated[int, typer.Option(help="Questions answered at once.")] = 1,
+    lm_threads: LmThreadsOption = None,
+    lm_context: LmContextOption = None,
+    no_cache: NoCacheOption = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Run methods on a reproducible sample of a corpus's questions and print the paper-style table.
+
+    Predictions are appended to <out>/<method>.jsonl as each question finishes, so an interrupted run
+    resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png.
+    """
+    import re
+
+    from mhindex.backends import open_retriever
+    from mhindex.eval.run import evaluate_method, sample_questions, score_methods
+    from mhindex.methods import METHODS, Query, Settings, make_method
+    from mhindex.methods.prompts import DEMO_DATASETS
+    from mhindex.methods.run import run_questions
+
+    root = _setup(home, quiet)
+    names = [m.strip() for m in methods.split(",") if m.strip()]
+    unknown = [m for m in names if m not in METHODS]
+    if unknown or not names:
+        raise UsageError(f"unknown method '{(unknown or [methods])[0]}'; choose from: {', '.join(METHODS)}")
+    found = open_corpus(root, name)
+    dataset = found.manifest().get("dataset")
+    questions = sample_questions(found, limit, seed)
+    if not questions:
+        raise UsageError(f"corpus '{name}' has no questions with answers to evaluate")
+    settings = Settings(
+        k=k, max_steps=max_steps, max_paragraphs=max_paragraphs, distractors=distractors, reader=reader,
+        style=prompt_style, max_demos=max_demos, max_paragraph_words=max_paragraph_words,
+    )  # fmt: skip
+    from mhindex.lm import DEFAULT_LM
+
+    lm_spec = lm or _globals.lm or DEFAULT_LM
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", lm_spec).strip("-")
+    folder = out or found.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}"
+    retriever = open_retriever(found, backend) if any(m != "nor" for m in names) else None
+    model = _lm(lm_spec, root, lm_threads, lm_context, no_cache)
+    log = ui.reporter()
+    predictions: dict[str, list[dict]] = {}
+    try:
+        demo_set = dataset if dataset in DEMO_DATASETS else "musique"
+        for method in names:
+            solver = make_method(method, retriever, model, settings, demo_set)
+
+            def run(todo: list[dict], emit, solver=solver, method=method) -> None:
+                with log.progress(f"{method} on {name}", total=len(todo)) as bar:
+
+                    def record(result: dict) -> None:
+                        emit(result)
+                        bar.advance()
+
+                    items = ((i, Query(q["id"], q["question"], q.get("main_passage"), tuple(q.get("links") or ()))) for i, q in enumerate(todo, 1))
+                    stats = run_questions(solver, items, record, workers=workers)
+                if stats.interrupted:
+                    raise KeyboardInterrupt
+
+            predictions[method] = evaluate_method(method, questions, folder, run)
+            log.info(f"{method}: {len(predictions[method])} predictions in {folder / (method + '.jsonl')}")
+    finally:
+        model.close()
+        if retriever is not None:
+            retriever.close()
+    metrics = score_methods(predictions, questions, max_paragraphs)
+    report = {
+        "corpus": name, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed,
+        "lm": lm_spec, "backend": backend, "settings": settings.__dict__, "methods": metrics,
+    }  # fmt: skip
+    (folder / "metrics.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    from mhindex.eval.report import bar_chart
+
+    title = f"{name}: {len(questions)} questions, {lm_spec}, {backend}"
+    bar_chart(metrics, folder / "chart.png", title)
+    if json:
+        _print_json(report)
+        return
+    _show_metrics(metrics, title, None)
+    _out().print(f"[dim]predictions, metrics.json and chart.png in {folder}[/dim]")
+
+
+@app.command()
+def score(
+    predictions: Annotated[Path, typer.Argument(help="A predictions file (ask --json records, one a line).", show_default=False)],
+    questions: Annotated[Path, typer.Option("--questions", help="The questions.jsonl with gold answers and gold paragraph ids.")],
+    budget: Annotated[int, typer.Option(help="Paragraph budget reported beside recall.")] = 15,
+    chart: Annotated[Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)] = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Score an existing predictions file against a question file."""
+    from mhindex.eval.metrics import aggregate
+    from mhindex.eval.run import read_predictions
+
+    _setup(None, quiet)
+    records = read_predictions(predictions)
+    gold: dict[str, dict] = {}
+    for number, line in enumerate(questions.read_bytes().splitlines(), start=1) if questions.is_file() else ():
+        if line.strip():
+            try:
+                record = orjson.loads(line)
+                gold[record["id"]] = record
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise UsageError(f"{questions} line {number}: not a question record with an 'id'") from None
+    if not questions.is_file():
+        raise UsageError(f"{questions}: no such file")
+    ids = list(dict.fromkeys(r["id"] for r in records if "id" in r))
+    missing = [i for i in ids if i not in gold]
+    if missing:
+        raise UsageError(f"{predictions}: {len(missing)} predictions have no question in {questions} (first: {missing[0]})")
+    summary = {predictions.stem: aggregate(records, {i: gold[i] for i in ids}, budget)}
+    if json:
+        _print_json(summary)
+        return
+    _show_metrics(summary, f"{predictions.name} against {questions.name}", chart)
 
 
 def main(argv: list[str] | None = None) -> int:

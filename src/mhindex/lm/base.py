@@ -30,6 +30,8 @@ class Completion:
     prompt_tokens_evaluated: int | None = None
     finish_reason: str | None = None
     cached: bool = False
+    # Seconds spent evaluating the prompt, where the back-end reports it (llama.cpp does).
+    prompt_seconds: float | None = None
 
     def record(self) -> dict:
         return asdict(self)

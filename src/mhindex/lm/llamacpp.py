@@ -24,7 +24,9 @@ def default_threads() -> int:
 
 
 class LlamaCppModel(LanguageModel):
-    def __init__(self, path: Path, name: str | None = None, threads: int | None = None, context_length: int = 8192) -> None:
+    def __init__(
+        self, path: Path, name: str | None = None, threads: int | None = None, context_length: int = 8192, reuse_prefix: bool = True
+    ) -> None:
         try:
             import xllamacpp
         except ImportError:
@@ -48,6 +50,7 @@ class LlamaCppModel(LanguageModel):
             raise LMError(f"llama.cpp could not load {path}: {error}") from None
         self.context_length = context_length
         self.threads = threads
+        self.reuse_prefix = reuse_prefix  # off only to measure what reuse saves
         self._lock = threading.Lock()
         stat = self.path.stat()
         self._identity = f"gguf:{self.path.name}:{stat.st_size}:{stat.st_mtime_ns}"
@@ -80,10 +83,11 @@ class LlamaCppModel(LanguageModel):
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=timings.get("prompt_n"),
             finish_reason=choice.get("finish_reason"),
+            prompt_seconds=timings["prompt_ms"] / 1000 if "prompt_ms" in timings else None,
         )
 
     def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        body = {"prompt": prompt, "max_tokens": max_tokens, "stop": list(stop), "temperature": temperature, "cache_prompt": True, "seed": 0}
+        body = {"prompt": prompt, "max_tokens": max_tokens, "stop": list(stop), "temperature": temperature, "cache_prompt": self.reuse_prefix, "seed": 0}
         return self._completion("complete", body, stop)
 
     def chat(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
@@ -92,7 +96,7 @@ class LlamaCppModel(LanguageModel):
             "max_tokens": max_tokens,
             "stop": list(stop),
             "temperature": temperature,
-            "cache_prompt": True,
+            "cache_prompt": self.reuse_prefix,
             "seed": 0,
         }
         return self._completion("chat", body, stop)

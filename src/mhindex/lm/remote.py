@@ -115,6 +115,7 @@ class RemoteModel(LanguageModel):
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=timings.get("prompt_n"),
             finish_reason=choice.get("finish_reason"),
+            prompt_seconds=timings["prompt_ms"] / 1000 if "prompt_ms" in timings else None,
         )
 
     def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:

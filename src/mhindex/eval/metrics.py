@@ -1,0 +1,113 @@
+"""Answer and retrieval metrics, as the papers compute them.
+
+- EM and F1 use the official HotpotQA/SQuAD normalisation (lower case, drop punctuation and
+  the articles a/an/the, collapse white space) and take the best over all gold answers and
+  aliases. As in HotpotQA's official script, F1 is 0 when either side is yes/no/noanswer and
+  the two differ.
+- Cover-EM (SearChain): the normalised gold answer occurs in the normalised prediction.
+- Hit@1 (KD-CoT): the first answer of the prediction (a list split on ';' or ',' counts its
+  first item) equals a gold answer after normalisation.
+- Recall (IRCoT): the share of a question's gold paragraphs among those the method retrieved.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Iterable, Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1(prediction: str, gold: str) -> float:
+    pred, truth = normalize_answer(prediction), normalize_answer(gold)
+    special = ("yes", "no", "noanswer")
+    if (pred in special or truth in special) and pred != truth:
+        return 0.0
+    pred_tokens, truth_tokens = pred.split(), truth.split()
+    common = Counter(pred_tokens) & Counter(truth_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(truth_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def cover_exact_match(prediction: str, gold: str) -> float:
+    truth = normalize_answer(gold)
+    return float(bool(truth) and f" {truth} " in f" {normalize_answer(prediction)} ")
+
+
+def hit_at_1(prediction: str, gold: str) -> float:
+    first = re.split(r"[;,]", prediction, maxsplit=1)[0]
+    return float(bool(normalize_answer(first)) and normalize_answer(first) == normalize_answer(gold))
+
+
+def best(metric, prediction: str, answers: Sequence[str]) -> float:
+    return max((metric(prediction, gold) for gold in answers), default=0.0)
+
+
+def retrieval_recall(retrieved_ids: Iterable[str], gold_ids: Sequence[str]) -> float | None:
+    """None for a question without gold paragraphs (it does not count in the average)."""
+    if not gold_ids:
+        return None
+    found = set(retrieved_ids)
+    return sum(1 for g in set(gold_ids) if g in found) / len(set(gold_ids))
+
+
+def score_one(prediction: dict, question: dict) -> dict:
+    answer = prediction.get("answer") or ""
+    answers = question.get("answers") or []
+    retrieved = [r["id"] for r in prediction.get("retrieved", [])]
+    return {
+        "em": best(exact_match, answer, answers),
+        "f1": best(f1, answer, answers),
+        "cover_em": best(cover_exact_match, answer, answers),
+        "hit1": best(hit_at_1, answer, answers),
+        "recall": retrieval_recall(retrieved, question.get("gold_ids") or []),
+        "retrieved": len(retrieved),
+    }
+
+
+COST = ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")
+
+
+def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: int = 15) -> dict:
+    """Averages over the questions given: a question with no prediction or a failed one scores 0."""
+    rows, costs, failed = [], {c: 0.0 for c in COST}, 0
+    by_id = {p["id"]: p for p in predictions if "id" in p and "error" not in p}
+    for qid, question in questions.items():
+        prediction = by_id.get(qid)
+        if prediction is None:
+            failed += 1
+            prediction = {}
+        rows.append(score_one(prediction, question))
+        for c in COST:
+            costs[c] += float(prediction.get(c) or 0)
+    n = len(rows) or 1
+    recalls = [r["recall"] for r in rows if r["recall"] is not None]
+    summary = {name: sum(r[name] for r in rows) / n for name in ("em", "f1", "cover_em", "hit1")}
+    summary.update(
+        {
+            "recall": sum(recalls) / len(recalls) if recalls else None,
+            "paragraph_budget": budget,
+            "retrieved_per_question": sum(r["retrieved"] for r in rows) / n,
+            "questions": len(rows),
+            "failed": failed,
+            **{f"{c}_per_question": costs[c] / n for c in COST},
+        }
+    )
+    return summary

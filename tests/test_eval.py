@@ -1,0 +1,89 @@
+"""`mhindex eval` end to end on the MuSiQue sample with SmolLM2 and Lucene: the table and
+files, an interrupted run (killed mid-way) that resumes to the same metrics, and `score`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import SAMPLES
+from mhindex.cli import main
+from mhindex.eval.run import read_predictions
+
+MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+ARGS = ["--method", "nor,oner", "--limit", "3", "--seed", "7", "-k", "3", "--max-demos", "1", "--max-paragraph-words", "60"]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    home = tmp_path_factory.mktemp("eval-home")
+    assert main(["--quiet", "--home", str(home), "build", "musique", "--input", str(MUSIQUE)]) == 0
+    return home
+
+
+def run(root, *args, **kwargs):
+    return subprocess.Popen(
+        [sys.executable, "-m", "mhindex", "--home", str(root), "eval", "musique", *map(str, args)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs,
+    )  # fmt: skip
+
+
+def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
+    clean = run(root, *ARGS, "--out", tmp_path / "clean", "--json")
+    out, err = clean.communicate(timeout=600)
+    assert clean.returncode == 0, err
+    report = json.loads(out)
+    assert report["questions"] == 3 and set(report["methods"]) == {"nor", "oner"}
+    assert (tmp_path / "clean" / "metrics.json").is_file() and (tmp_path / "clean" / "chart.png").stat().st_size > 1000
+    for method in ("nor", "oner"):
+        assert len(read_predictions(tmp_path / "clean" / f"{method}.jsonl")) == 3
+
+    # Kill a second run (its own folder) as soon as it has written one oner prediction.
+    folder = tmp_path / "interrupted"
+    victim = run(root, *ARGS, "--out", folder, "--json", "--no-cache")
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        path = folder / "oner.jsonl"
+        if path.is_file() and path.read_bytes().count(b"\n") >= 1:
+            break
+        time.sleep(0.2)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    partial = read_predictions(folder / "oner.jsonl", repair=True)
+    assert 1 <= len(partial) < 3 and not (folder / "metrics.json").exists()
+
+    resumed = run(root, *ARGS, "--out", folder, "--json")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    again = json.loads(out)
+    assert again["methods"]["nor"]["f1"] == report["methods"]["nor"]["f1"]
+    for key in ("em", "f1", "cover_em", "hit1", "recall", "retrieved_per_question", "lm_calls_per_question"):
+        assert again["methods"]["oner"][key] == report["methods"]["oner"][key], key
+    ids = [r["id"] for r in read_predictions(folder / "oner.jsonl")]
+    assert len(ids) == len(set(ids)) == 3  # nothing asked twice
+
+
+def test_table_and_score_command(root, tmp_path, capsys):
+    assert main(["--home", str(root), "eval", "musique", *ARGS, "--out", str(tmp_path / "e")]) == 0
+    printed = capsys.readouterr().out
+    for column in ("Method", "EM", "F1", "Cover-EM", "Hit@1", "Recall (≤15)", "#Paras", "LM calls/q", "s/q", "nor", "oner"):
+        assert column in printed
+    metrics = json.loads((tmp_path / "e" / "metrics.json").read_text())["methods"]
+    questions = root / "musique" / "questions.jsonl"
+    assert main(["score", str(tmp_path / "e" / "oner.jsonl"), "--questions", str(questions), "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)["oner"]
+    assert scored["f1"] == metrics["oner"]["f1"] and scored["recall"] == metrics["oner"]["recall"]
+    assert main(["score", str(tmp_path / "e" / "oner.jsonl"), "--questions", str(tmp_path / "none.jsonl")]) == 2
+
+
+def test_torn_last_line_is_repaired(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"id": "a", "answer": "x"}\n{"id": "b", "ans')
+    assert [r["id"] for r in read_predictions(path, repair=True)] == ["a"]
+    assert path.read_bytes() == b'{"id": "a", "answer": "x"}\n'
