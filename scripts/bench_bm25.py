@@ -143,7 +143,7 @@ def main() -> None:
         bm25s_first = first_answer_seconds([sys.executable, "-c", BM25S_FIRST_ANSWER, str(root / "bm25s"), queries[0]], env)
         b50, b99 = percentiles(single)
 
-        overlap = statistics.mean(len(set(a) & set(b)) / 10 for a, b in zip(lucene_top, bm25s_top))
+        overlap = statistics.mean(len(set(a) & set(b)) / 10 for a, b in zip(lucene_top, bm25s_top, strict=False))
         print(f"{'':24}{'lucene':>12}{'bm25s':>12}")
         print(f"{'indexing paragraphs/s':24}{len(rows) / lucene_index_s:>12,.0f}{len(rows) / bm25s_index_s:>12,.0f}")
         print(f"{'indexing seconds':24}{lucene_index_s:>12.1f}{bm25s_index_s:>12.1f}")

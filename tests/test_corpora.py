@@ -43,7 +43,7 @@ def test_musique_counts_and_gold(mh, home):
     assert len({p["id"] for p in corpus}) == len(corpus)
     by_id = {p["id"]: p for p in corpus}
     assert [q["id"] for q in questions] == [r["id"] for r in records]
-    for record, question in zip(records, questions):
+    for record, question in zip(records, questions, strict=False):
         gold = {(p["title"], p["paragraph_text"]) for p in record["paragraphs"] if p["is_supporting"]}
         assert {(by_id[g]["title"], by_id[g]["text"]) for g in question["gold_ids"]} == gold
         assert question["answers"][0] == record["answer"]
@@ -65,7 +65,7 @@ def test_context_datasets_counts_and_gold(mh, home, dataset, path):
     assert len(corpus) == len(expected)
     by_id = {p["id"]: p for p in corpus}
     assert len(questions) == len(records)
-    for record, question in zip(records, questions):
+    for record, question in zip(records, questions, strict=False):
         titles = {t for t, _ in record["supporting_facts"]}
         context = {t: joined(s) for t, s in record["context"]}
         assert {by_id[g]["title"] for g in question["gold_ids"]} == titles & set(context)
@@ -125,7 +125,7 @@ def test_corpus_is_shuffled(mh, home):
     assert order != first_seen
     # Not merely rotated or reversed: few neighbours of the input order stay neighbours.
     index = {key: i for i, key in enumerate(order)}
-    kept = sum(1 for a, b in zip(first_seen, first_seen[1:]) if index[b] == index[a] + 1)
+    kept = sum(1 for a, b in zip(first_seen, first_seen[1:], strict=False) if index[b] == index[a] + 1)
     assert kept < len(first_seen) * 0.05
 
 

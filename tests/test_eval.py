@@ -4,7 +4,6 @@ files, an interrupted run (killed mid-way) that resumes to the same metrics, and
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -4,7 +4,6 @@ that looks like syntax, batches, the stdin stream, and stale or missing indexes.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import random
@@ -13,9 +12,8 @@ import sys
 
 import pytest
 
-from conftest import REPO, SAMPLES, read_jsonl
+from conftest import SAMPLES, read_jsonl
 from mhindex.backends import build_index, open_retriever
-from mhindex.cli import main
 from mhindex.corpora import DATASETS
 from mhindex.corpora.build import build_corpus
 

@@ -26,7 +26,7 @@ app = typer.Typer(
 
 HomeOption = Annotated[
     Optional[Path],
-    typer.Option("--home", help="Data root [default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].", show_default=False),
+    typer.Option("--home", help="Data root \\[default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].", show_default=False),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or log lines; errors only.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
@@ -75,8 +75,8 @@ LmOption = Annotated[
         show_default=False,
     ),
 ]
-LmThreadsOption = Annotated[Optional[int], typer.Option("--lm-threads", help="CPU threads of a local model [default: half the cores].", show_default=False)]
-LmContextOption = Annotated[Optional[int], typer.Option("--lm-context", help="Context length in tokens [default: 8192 local, else what the server reports].", show_default=False)]
+LmThreadsOption = Annotated[Optional[int], typer.Option("--lm-threads", help="CPU threads of a local model \\[default: half the cores].", show_default=False)]
+LmContextOption = Annotated[Optional[int], typer.Option("--lm-context", help="Context length in tokens \\[default: 8192 local, else what the server reports].", show_default=False)]
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LM call cache.")]
 
 
@@ -103,26 +103,21 @@ def _root(
     _globals.lm = lm
 
 
-@app.command()
-def corpus(
-    dataset: Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique or iirc.", show_default=False)],
-    inputs: Annotated[
-        Optional[list[Path]],
-        typer.Option("--input", "-i", help="A release file; repeat for several (train, dev, test; ans and full). Default: the downloaded release, else the bundled sample."),
-    ] = None,
-    name: Annotated[Optional[str], typer.Option(help="Corpus name [default: the dataset name].", show_default=False)] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the deterministic corpus shuffle (IRCoT's).")] = 13370,
-    force: Annotated[bool, typer.Option("--force", help="Rebuild even if inputs and seed are unchanged.")] = False,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Pass over malformed records (and count them) instead of stopping.")] = False,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
-) -> None:
-    """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
+DatasetArgument = Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique or iirc.", show_default=False)]
+InputsOption = Annotated[
+    Optional[list[Path]],
+    typer.Option("--input", "-i", help="A release file; repeat for several (train, dev, test; ans and full). Default: the downloaded release, else the bundled sample."),
+]
+NameOption = Annotated[Optional[str], typer.Option(help="Corpus name \\[default: the dataset name].", show_default=False)]
+SeedOption = Annotated[int, typer.Option(help="Seed of the deterministic corpus shuffle (IRCoT's).")]
+SkipBadOption = Annotated[bool, typer.Option("--skip-bad", help="Pass over malformed records (and count them) instead of stopping.")]
+
+
+def _convert(root: Path, dataset: str, inputs: list[Path] | None, name: str | None, seed: int, force: bool, skip_bad: bool):
+    """Build the corpus from the given files, else the downloaded release, else the bundled sample."""
     from mhindex.corpora import default_inputs, get_dataset
     from mhindex.corpora.build import build_corpus
 
-    root = _setup(home, quiet)
     spec = get_dataset(dataset)
     files = list(inputs or [])
     if not files:
@@ -132,7 +127,24 @@ def corpus(
     result = build_corpus(spec, files, root, name=name, seed=seed, force=force, skip_bad=skip_bad)
     for warning in result.warnings:
         ui.reporter().warning(warning)
-    _report_build(result, json)
+    return result
+
+
+@app.command()
+def corpus(
+    dataset: DatasetArgument,
+    inputs: InputsOption = None,
+    name: NameOption = None,
+    seed: SeedOption = 13370,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if inputs and seed are unchanged.")] = False,
+    skip_bad: SkipBadOption = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
+    root = _setup(home, quiet)
+    _report_build(_convert(root, dataset, inputs, name, seed, force, skip_bad), json)
 
 
 def _report_build(result, json: bool) -> None:
@@ -233,12 +245,12 @@ def info(
 
 
 BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default) or elasticsearch.")]
-K1Option = Annotated[Optional[float], typer.Option("--k1", help="BM25 k1 [default: 1.2, as Lucene and Elasticsearch].", show_default=False)]
-BOption = Annotated[Optional[float], typer.Option("--b", help="BM25 b [default: 0.75].", show_default=False)]
-ThreadsOption = Annotated[Optional[int], typer.Option("--threads", help="Threads for indexing and batched search [default: 1].", show_default=False)]
-EsUrlOption = Annotated[Optional[str], typer.Option("--es-url", help="Elasticsearch URL [env MHINDEX_ES_URL, default http://localhost:9200].", show_default=False)]
-EsKeyOption = Annotated[Optional[str], typer.Option("--es-api-key", help="Elasticsearch API key [env MHINDEX_ES_API_KEY].", show_default=False)]
-EsCaOption = Annotated[Optional[Path], typer.Option("--es-ca-file", help="CA certificate for Elasticsearch over TLS [env MHINDEX_ES_CA_FILE].", show_default=False)]
+K1Option = Annotated[Optional[float], typer.Option("--k1", help="BM25 k1 \\[default: 1.2, as Lucene and Elasticsearch].", show_default=False)]
+BOption = Annotated[Optional[float], typer.Option("--b", help="BM25 b \\[default: 0.75].", show_default=False)]
+ThreadsOption = Annotated[Optional[int], typer.Option("--threads", help="Threads for indexing and batched search \\[default: 1].", show_default=False)]
+EsUrlOption = Annotated[Optional[str], typer.Option("--es-url", help="Elasticsearch URL \\[env MHINDEX_ES_URL, default http://localhost:9200].", show_default=False)]
+EsKeyOption = Annotated[Optional[str], typer.Option("--es-api-key", help="Elasticsearch API key \\[env MHINDEX_ES_API_KEY].", show_default=False)]
+EsCaOption = Annotated[Optional[Path], typer.Option("--es-ca-file", help="CA certificate for Elasticsearch over TLS \\[env MHINDEX_ES_CA_FILE].", show_default=False)]
 
 
 def _backend_options(k1=None, b=None, threads=None, es_url=None, es_api_key=None, es_ca_file=None, **more) -> dict:
@@ -265,8 +277,8 @@ def index(
     name: Annotated[str, typer.Argument(help="Corpus name (see mhindex list).", show_default=False)],
     backend: BackendOption = "lucene",
     threads: ThreadsOption = None,
-    shards: Annotated[Optional[int], typer.Option(help="Elasticsearch: primary shards [default: 1].", show_default=False)] = None,
-    replicas: Annotated[Optional[int], typer.Option(help="Elasticsearch: replicas [default: 0].", show_default=False)] = None,
+    shards: Annotated[Optional[int], typer.Option(help="Elasticsearch: primary shards \\[default: 1].", show_default=False)] = None,
+    replicas: Annotated[Optional[int], typer.Option(help="Elasticsearch: replicas \\[default: 0].", show_default=False)] = None,
     k1: K1Option = None,
     b: BOption = None,
     es_url: EsUrlOption = None,
@@ -288,36 +300,26 @@ def index(
 
 @app.command()
 def build(
-    dataset: Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique or iirc.", show_default=False)],
-    inputs: Annotated[Optional[list[Path]], typer.Option("--input", "-i", help="Release files (default: downloaded release, else bundled sample).")] = None,
-    name: Annotated[Optional[str], typer.Option(help="Corpus name [default: the dataset name].", show_default=False)] = None,
+    dataset: DatasetArgument,
+    inputs: InputsOption = None,
+    name: NameOption = None,
     backend: BackendOption = "lucene",
-    seed: Annotated[int, typer.Option(help="Seed of the corpus shuffle.")] = 13370,
+    seed: SeedOption = 13370,
     threads: ThreadsOption = None,
     es_url: EsUrlOption = None,
     es_api_key: EsKeyOption = None,
     es_ca_file: EsCaOption = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild corpus and index.")] = False,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Pass over malformed records.")] = False,
+    skip_bad: SkipBadOption = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
 ) -> None:
     """Corpus, then index, in one command: `mhindex build musique`."""
     from mhindex.backends import build_index
-    from mhindex.corpora import default_inputs, get_dataset
-    from mhindex.corpora.build import build_corpus
 
     root = _setup(home, quiet)
-    spec = get_dataset(dataset)
-    files = list(inputs or [])
-    if not files:
-        files, origin = default_inputs(spec, downloads_dir(root, spec.name))
-        if origin == "sample":
-            ui.reporter().info(f"no release of {spec.name} under {downloads_dir(root, spec.name)}: using the bundled sample")
-    built = build_corpus(spec, files, root, name=name, seed=seed, force=force, skip_bad=skip_bad)
-    for warning in built.warnings:
-        ui.reporter().warning(warning)
+    built = _convert(root, dataset, inputs, name, seed, force, skip_bad)
     indexed = build_index(built.corpus, backend, _backend_options(None, None, threads, es_url, es_api_key, es_ca_file), force=force)
     if json:
         _print_json({"corpus": {"rebuilt": built.rebuilt, **built.manifest}, "index": {"rebuilt": indexed.rebuilt, **indexed.manifest}})
@@ -449,6 +451,31 @@ def lm_(
     )
 
 
+KOption = Annotated[Optional[int], typer.Option("-k", help="Paragraphs per retrieval (K) \\[default: ircot 4, oner 15].", show_default=False)]
+MaxStepsOption = Annotated[int, typer.Option(help="IRCoT: most reasoning steps.")]
+MaxParagraphsOption = Annotated[int, typer.Option(help="Most paragraphs collected (the recall budget).")]
+DistractorsOption = Annotated[int, typer.Option(help="M: distractor paragraphs in each demonstration (1-3).")]
+ReaderOption = Annotated[str, typer.Option(help="Reader prompting: direct, cot, or auto (direct for Flan-T5, else cot).")]
+PromptStyleOption = Annotated[str, typer.Option(help="codex, flan_t5 or auto (flan_t5 for seq2seq hf: models).")]
+DemosFromOption = Annotated[Optional[str], typer.Option(help="Demonstration set: hotpotqa, 2wikimultihopqa, musique, iirc \\[default: the corpus's dataset].", show_default=False)]
+MaxDemosOption = Annotated[Optional[int], typer.Option(help="At most this many demonstrations \\[default: as many as fit].", show_default=False)]
+DemoBudgetOption = Annotated[Optional[int], typer.Option(help="Tokens for demonstrations \\[default: half the context].", show_default=False)]
+ParagraphWordsOption = Annotated[int, typer.Option(help="Paragraphs are cut to this many words in prompts.")]
+WorkersOption = Annotated[int, typer.Option(help="Questions answered at once (useful with a remote LM).")]
+
+
+def _settings(**values):
+    from mhindex.methods import Settings
+
+    return Settings(**values)
+
+
+def _demo_set(demos_from: str | None, dataset: str | None) -> str:
+    from mhindex.methods.prompts import DEMO_DATASETS
+
+    return demos_from or (dataset if dataset in DEMO_DATASETS else "musique")
+
+
 def _pick_corpus(root: Path, name: str | None, required: bool):
     if name:
         return open_corpus(root, name)
@@ -503,21 +530,21 @@ def _print_trace(answer) -> None:
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False)],
-    corpus_name: Annotated[Optional[str], typer.Option("--corpus", "-c", help="Corpus to search [default: the only one built].", show_default=False)] = None,
+    corpus_name: Annotated[Optional[str], typer.Option("--corpus", "-c", help="Corpus to search \\[default: the only one built].", show_default=False)] = None,
     method: Annotated[str, typer.Option("--method", "-m", help="ircot, oner or nor.")] = "ircot",
     backend: BackendOption = "lucene",
     lm: LmOption = None,
-    k: Annotated[Optional[int], typer.Option("-k", help="Paragraphs per retrieval (K) [default: ircot 4, oner 15].", show_default=False)] = None,
-    max_steps: Annotated[int, typer.Option(help="IRCoT: most reasoning steps.")] = 8,
-    max_paragraphs: Annotated[int, typer.Option(help="Most paragraphs collected.")] = 15,
-    distractors: Annotated[int, typer.Option(help="M: distractor paragraphs in each demonstration (1-3).")] = 2,
-    reader: Annotated[str, typer.Option(help="Reader prompting: direct, cot, or auto (direct for Flan-T5, else cot).")] = "auto",
-    prompt_style: Annotated[str, typer.Option(help="codex, flan_t5 or auto (flan_t5 for seq2seq hf: models).")] = "auto",
-    demos_from: Annotated[Optional[str], typer.Option(help="Demonstration set: hotpotqa, 2wikimultihopqa, musique, iirc [default: the corpus's dataset].", show_default=False)] = None,
-    max_demos: Annotated[Optional[int], typer.Option(help="At most this many demonstrations [default: as many as fit].", show_default=False)] = None,
-    demo_budget: Annotated[Optional[int], typer.Option(help="Tokens for demonstrations [default: half the context].", show_default=False)] = None,
-    max_paragraph_words: Annotated[int, typer.Option(help="Paragraphs are cut to this many words in prompts.")] = 350,
-    workers: Annotated[int, typer.Option(help="Questions answered at once (stdin).")] = 1,
+    k: KOption = None,
+    max_steps: MaxStepsOption = 8,
+    max_paragraphs: MaxParagraphsOption = 15,
+    distractors: DistractorsOption = 2,
+    reader: ReaderOption = "auto",
+    prompt_style: PromptStyleOption = "auto",
+    demos_from: DemosFromOption = None,
+    max_demos: MaxDemosOption = None,
+    demo_budget: DemoBudgetOption = None,
+    max_paragraph_words: ParagraphWordsOption = 350,
+    workers: WorkersOption = 1,
     lm_threads: LmThreadsOption = None,
     lm_context: LmContextOption = None,
     no_cache: NoCacheOption = False,
@@ -536,20 +563,18 @@ def ask(
     one JSON result per line in input order; a bad line gets {"line", "error"} and the exit code is 1.
     """
     from mhindex.backends import open_retriever
-    from mhindex.methods import METHODS, Settings, make_method
-    from mhindex.methods.prompts import DEMO_DATASETS
+    from mhindex.methods import METHODS, make_method
 
     root = _setup(home, quiet)
     if method not in METHODS:
         raise UsageError(f"unknown method '{method}'; choose one of: {', '.join(METHODS)}")
-    settings = Settings(
+    settings = _settings(
         k=k, max_steps=max_steps, max_paragraphs=max_paragraphs, distractors=distractors, reader=reader,
         style=prompt_style, demos_from=demos_from, max_demos=max_demos, demo_budget=demo_budget,
         max_paragraph_words=max_paragraph_words,
     )  # fmt: skip
     found = _pick_corpus(root, corpus_name, required=method != "nor")
-    dataset = found.manifest().get("dataset") if found else None
-    demo_set = demos_from or (dataset if dataset in DEMO_DATASETS else "musique")
+    demo_set = _demo_set(demos_from, found.manifest().get("dataset") if found else None)
     retriever = None
     if method != "nor":
         retriever = open_retriever(found, backend, _backend_options(k1, b, None, es_url, es_api_key, es_ca_file))
@@ -597,20 +622,22 @@ def _show_metrics(metrics: dict, title: str, chart: Path | None) -> None:
 def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
     methods: Annotated[str, typer.Option("--method", "-m", help="Comma-separated methods, e.g. nor,oner,ircot.")] = "nor,oner,ircot",
-    limit: Annotated[Optional[int], typer.Option(help="Evaluate a seeded sample of this many questions [default: all].", show_default=False)] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
-    out: Annotated[Optional[Path], typer.Option(help="Output folder [default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
     backend: BackendOption = "lucene",
     lm: LmOption = None,
-    k: Annotated[Optional[int], typer.Option("-k", help="Paragraphs per retrieval [default: ircot 4, oner 15].", show_default=False)] = None,
-    max_steps: Annotated[int, typer.Option(help="IRCoT: most reasoning steps.")] = 8,
-    max_paragraphs: Annotated[int, typer.Option(help="Most paragraphs collected (the recall budget).")] = 15,
-    distractors: Annotated[int, typer.Option(help="M: distractors in each demonstration (1-3).")] = 2,
-    reader: Annotated[str, typer.Option(help="direct, cot or auto.")] = "auto",
-    prompt_style: Annotated[str, typer.Option(help="codex, flan_t5 or auto.")] = "auto",
-    max_demos: Annotated[Optional[int], typer.Option(help="At most this many demonstrations.", show_default=False)] = None,
-    max_paragraph_words: Annotated[int, typer.Option(help="Paragraphs are cut to this many words in prompts.")] = 350,
-    workers: Annotated[int, typer.Option(help="Questions answered at once.")] = 1,
+    k: KOption = None,
+    max_steps: MaxStepsOption = 8,
+    max_paragraphs: MaxParagraphsOption = 15,
+    distractors: DistractorsOption = 2,
+    reader: ReaderOption = "auto",
+    prompt_style: PromptStyleOption = "auto",
+    demos_from: DemosFromOption = None,
+    max_demos: MaxDemosOption = None,
+    demo_budget: DemoBudgetOption = None,
+    max_paragraph_words: ParagraphWordsOption = 350,
+    workers: WorkersOption = 1,
     lm_threads: LmThreadsOption = None,
     lm_context: LmContextOption = None,
     no_cache: NoCacheOption = False,
@@ -627,8 +654,7 @@ def eval_(
 
     from mhindex.backends import open_retriever
     from mhindex.eval.run import evaluate_method, sample_questions, score_methods
-    from mhindex.methods import METHODS, Query, Settings, make_method
-    from mhindex.methods.prompts import DEMO_DATASETS
+    from mhindex.methods import METHODS, Query, make_method
     from mhindex.methods.run import run_questions
 
     root = _setup(home, quiet)
@@ -641,9 +667,10 @@ def eval_(
     questions = sample_questions(found, limit, seed)
     if not questions:
         raise UsageError(f"corpus '{name}' has no questions with answers to evaluate")
-    settings = Settings(
+    settings = _settings(
         k=k, max_steps=max_steps, max_paragraphs=max_paragraphs, distractors=distractors, reader=reader,
-        style=prompt_style, max_demos=max_demos, max_paragraph_words=max_paragraph_words,
+        style=prompt_style, demos_from=demos_from, max_demos=max_demos, demo_budget=demo_budget,
+        max_paragraph_words=max_paragraph_words,
     )  # fmt: skip
     from mhindex.lm import DEFAULT_LM
 
@@ -655,7 +682,7 @@ def eval_(
     log = ui.reporter()
     predictions: dict[str, list[dict]] = {}
     try:
-        demo_set = dataset if dataset in DEMO_DATASETS else "musique"
+        demo_set = _demo_set(demos_from, dataset)
         for method in names:
             solver = make_method(method, retriever, model, settings, demo_set)
 

@@ -7,7 +7,6 @@ command. Nothing here decides *what* happens, only how it is shown.
 from __future__ import annotations
 
 import sys
-import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -111,12 +110,3 @@ def configure(quiet: bool = False, interactive: bool | None = None) -> Reporter:
     global _reporter
     _reporter = Reporter(quiet=quiet, interactive=interactive)
     return _reporter
-
-
-class Stopwatch:
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-
-    @property
-    def seconds(self) -> float:
-        return time.perf_counter() - self.start

@@ -154,7 +154,7 @@ class ElasticsearchBackend:
             es.indices.create(index=physical, **index_body(options))
             try:
                 with reporter().progress(f"indexing into {physical}", total=corpus_file.stat().st_size, unit="bytes") as bar:
-                    for ok, item in streaming_bulk(
+                    for _ok, _item in streaming_bulk(
                         es,
                         _actions(corpus_file, physical, bar),
                         chunk_size=int(options["batch"]),

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from mhindex.errors import UsageError
 
@@ -116,12 +116,3 @@ def first_sentence(text: str) -> str:
 
 def mentions_answer(sentence: str) -> bool:
     return "answer is" in sentence.lower()
-
-
-def dedupe(items: Iterable, key: Callable) -> list:
-    seen, kept = set(), []
-    for item in items:
-        if key(item) not in seen:
-            seen.add(key(item))
-            kept.append(item)
-    return kept
