@@ -86,3 +86,15 @@ def test_torn_last_line_is_repaired(tmp_path):
     path.write_bytes(b'{"id": "a", "answer": "x"}\n{"id": "b", "ans')
     assert [r["id"] for r in read_predictions(path, repair=True)] == ["a"]
     assert path.read_bytes() == b'{"id": "a", "answer": "x"}\n'
+
+
+def test_samples_are_reproducible_and_nested(root):
+    from mhindex.eval.run import sample_questions
+    from mhindex.home import corpus_dir
+
+    corpus = corpus_dir(root, "musique")
+    small, large = sample_questions(corpus, 20, 13370), sample_questions(corpus, 50, 13370)
+    assert [q["id"] for q in small] == [q["id"] for q in sample_questions(corpus, 20, 13370)]
+    assert {q["id"] for q in small} < {q["id"] for q in large}
+    assert {q["id"] for q in sample_questions(corpus, 20, 1)} != {q["id"] for q in small}
+    assert len(sample_questions(corpus, None, 0)) == 100

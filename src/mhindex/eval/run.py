@@ -20,12 +20,17 @@ from mhindex.home import CorpusDir
 
 
 def sample_questions(corpus: CorpusDir, limit: int | None, seed: int) -> list[dict]:
-    """Questions with answers, in file order; with `limit`, a seeded sample of that many."""
+    """Questions with answers, in file order; with `limit`, a seeded sample of that many.
+
+    Samples are nested: the first `limit` of one seeded shuffle, so a larger sample contains every
+    smaller one and growing an evaluation reuses the predictions already made.
+    """
     questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines() if line.strip()]
     questions = [q for q in questions if q.get("answers")]
     if limit is not None and limit < len(questions):
-        keep = sorted(random.Random(seed).sample(range(len(questions)), limit))
-        questions = [questions[i] for i in keep]
+        order = list(range(len(questions)))
+        random.Random(seed).shuffle(order)
+        questions = [questions[i] for i in sorted(order[:limit])]
     return questions
 
 
