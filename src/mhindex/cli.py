@@ -252,12 +252,16 @@ def info(
 
 
 
-BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default) or elasticsearch.")]
+BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default), elasticsearch or dense (FAISS).")]
 K1Option = Annotated[Optional[float], typer.Option("--k1", help="BM25 k1 \\[default: 1.2, as Lucene and Elasticsearch].", show_default=False)]
 BOption = Annotated[Optional[float], typer.Option("--b", help="BM25 b \\[default: 0.75].", show_default=False)]
 ThreadsOption = Annotated[Optional[int], typer.Option("--threads", help="Threads for indexing and batched search \\[default: 1].", show_default=False)]
 EsUrlOption = Annotated[Optional[str], typer.Option("--es-url", help="Elasticsearch URL \\[env MHINDEX_ES_URL, default http://localhost:9200].", show_default=False)]
 EsKeyOption = Annotated[Optional[str], typer.Option("--es-api-key", help="Elasticsearch API key \\[env MHINDEX_ES_API_KEY].", show_default=False)]
+EncoderOption = Annotated[Optional[str], typer.Option("--encoder", help="Dense: encoder folder or cached hub name \\[default: the packaged all-MiniLM-L6-v2].", show_default=False)]
+QueryEncoderOption = Annotated[Optional[str], typer.Option("--query-encoder", help="Dense: question encoder of a DPR pair \\[default: --encoder].", show_default=False)]
+EfSearchOption = Annotated[Optional[int], typer.Option("--ef-search", help="Dense HNSW: search breadth \\[default: 128].", show_default=False)]
+NprobeOption = Annotated[Optional[int], typer.Option("--nprobe", help="Dense IVF-PQ: lists probed \\[default: 16].", show_default=False)]
 EsCaOption = Annotated[Optional[Path], typer.Option("--es-ca-file", help="CA certificate for Elasticsearch over TLS \\[env MHINDEX_ES_CA_FILE].", show_default=False)]
 
 
@@ -285,6 +289,14 @@ def index(
     name: Annotated[str, typer.Argument(help="Corpus name (see mhindex list).", show_default=False)],
     backend: BackendOption = "lucene",
     threads: ThreadsOption = None,
+    encoder: EncoderOption = None,
+    query_encoder: QueryEncoderOption = None,
+    faiss_index: Annotated[Optional[str], typer.Option("--faiss-index", help="Dense: flat (exact), hnsw or ivfpq \\[default: flat].", show_default=False)] = None,
+    hnsw_m: Annotated[Optional[int], typer.Option("--hnsw-m", help="Dense HNSW: links per node \\[default: 32].", show_default=False)] = None,
+    ivf_lists: Annotated[Optional[int], typer.Option("--ivf-lists", help="Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", show_default=False)] = None,
+    pq_m: Annotated[Optional[int], typer.Option("--pq-m", help="Dense IVF-PQ: sub-quantizers, dividing the dimension \\[default: 16].", show_default=False)] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Dense: paragraphs encoded per batch \\[default: 32].", show_default=False)] = None,
+    shard_size: Annotated[Optional[int], typer.Option("--shard-size", help="Dense: paragraphs per resumable shard \\[default: 10000].", show_default=False)] = None,
     shards: Annotated[Optional[int], typer.Option(help="Elasticsearch: primary shards \\[default: 1].", show_default=False)] = None,
     replicas: Annotated[Optional[int], typer.Option(help="Elasticsearch: replicas \\[default: 0].", show_default=False)] = None,
     k1: K1Option = None,
@@ -302,7 +314,10 @@ def index(
 
     root = _setup(home, quiet)
     found = open_corpus(root, name)
-    options = _backend_options(k1, b, threads, es_url, es_api_key, es_ca_file, shards=shards, replicas=replicas)
+    options = _backend_options(
+        k1, b, threads, es_url, es_api_key, es_ca_file, shards=shards, replicas=replicas, encoder=encoder, query_encoder=query_encoder,
+        faiss_index=faiss_index, hnsw_m=hnsw_m, ivf_lists=ivf_lists, pq_m=pq_m, batch=batch_size, shard_size=shard_size,
+    )  # fmt: skip
     _report_index(build_index(found, backend, options, force=force), json)
 
 
@@ -371,6 +386,9 @@ def search(
     es_url: EsUrlOption = None,
     es_api_key: EsKeyOption = None,
     es_ca_file: EsCaOption = None,
+    encoder: EncoderOption = None,
+    ef_search: EfSearchOption = None,
+    nprobe: NprobeOption = None,
     batch: Annotated[int, typer.Option(help="Stdin queries searched together.")] = 64,
     home: HomeOption = None,
     quiet: QuietOption = False,
@@ -382,7 +400,8 @@ def search(
 
     root = _setup(home, quiet)
     found = open_corpus(root, name)
-    retriever = open_retriever(found, backend, _backend_options(k1, b, threads, es_url, es_api_key, es_ca_file))
+    options = _backend_options(k1, b, threads, es_url, es_api_key, es_ca_file, encoder=encoder, ef_search=ef_search, nprobe=nprobe)
+    retriever = open_retriever(found, backend, options)
     try:
         if query == "-":
             failed = _search_stream(retriever, k, batch)

@@ -27,6 +27,7 @@ __all__ = ["BACKENDS", "Hit", "Retriever", "IndexResult", "get_backend", "build_
 BACKENDS = {
     "lucene": "mhindex.backends.lucene:LuceneBackend",
     "elasticsearch": "mhindex.backends.elasticsearch:ElasticsearchBackend",
+    "dense": "mhindex.backends.dense:DenseBackend",
 }
 DEFAULT_BACKEND = "lucene"
 

