@@ -1,0 +1,69 @@
+"""Dense (FAISS) against Lucene BM25 on the bundled samples, side by side in one run:
+paragraphs encoded per second, index build time, query latency, and recall of the gold
+paragraphs of each sample's questions at 5 and 15.
+
+    .venv/bin/python scripts/bench_dense.py [--datasets musique,hotpotqa,2wikimultihopqa] [--faiss-index flat]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from mhindex.backends import build_index, open_retriever  # noqa: E402
+from mhindex.corpora import DATASETS, samples_dir  # noqa: E402
+from mhindex.corpora.build import build_corpus  # noqa: E402
+
+
+def recall(retriever, questions, k):
+    shares = [len({h.id for h in retriever.search(q["question"], k)} & set(q["gold_ids"])) / len(q["gold_ids"]) for q in questions if q["gold_ids"]]
+    return statistics.mean(shares)
+
+
+def latency_ms(retriever, questions):
+    times = []
+    for q in questions:
+        started = time.perf_counter()
+        retriever.search(q["question"], 10)
+        times.append(time.perf_counter() - started)
+    times.sort()
+    return times[len(times) // 2] * 1000, times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="musique,hotpotqa,2wikimultihopqa")
+    parser.add_argument("--faiss-index", default="flat")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    print(f"{'dataset':16}{'backend':9}{'paras':>7}{'build s':>9}{'paras/s':>9}{'p50 ms':>8}{'p99 ms':>8}{'R@5':>7}{'R@15':>7}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.datasets.split(","):
+            spec = DATASETS[name]
+            corpus = build_corpus(spec, [samples_dir() / name / f for f in spec.samples], Path(tmp)).corpus
+            questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines()]
+            for backend, options in (("lucene", {}), ("dense", {"faiss_index": args.faiss_index, "threads": args.threads})):
+                started = time.perf_counter()
+                result = build_index(corpus, backend, options)
+                seconds = time.perf_counter() - started
+                retriever = open_retriever(corpus, backend, {"threads": args.threads})
+                p50, p99 = latency_ms(retriever, questions)
+                paragraphs = result.manifest["paragraphs"]
+                print(
+                    f"{name:16}{backend:9}{paragraphs:>7}{seconds:>9.1f}{paragraphs / seconds:>9.0f}{p50:>8.1f}{p99:>8.1f}"
+                    f"{recall(retriever, questions, 5):>7.3f}{recall(retriever, questions, 15):>7.3f}"
+                )
+                retriever.close()
+
+
+if __name__ == "__main__":
+    main()
