@@ -65,7 +65,9 @@ def gold_by_titles(paragraphs: list[Paragraph], titles: list[str]) -> tuple[list
     return gold, [t for t in titles if t not in by_title]
 
 
-def convert_question(record: dict) -> list:
+def context_question(record: dict, dataset: str, keep: tuple[str, ...]) -> list:
+    """A record in HotpotQA's layout (also 2WikiMultihopQA's): its context paragraphs, then the
+    question with gold ids from the supporting-fact titles and the fields named in `keep`."""
     paragraphs = context_paragraphs(record)
     gold, unmapped = gold_by_titles(paragraphs, supporting_titles(record))
     answer = optional(record, "answer", str)
@@ -74,11 +76,15 @@ def convert_question(record: dict) -> list:
         question=need(record, "question", str),
         answers=[answer] if answer is not None else [],
         gold_ids=gold,
-        dataset=NAME,
-        extra={k: record[k] for k in ("type", "level") if isinstance(record.get(k), str)},
+        dataset=dataset,
+        extra={k: record[k] for k in keep if isinstance(record.get(k), (str, list))},
         unmapped=unmapped,
     )
     return [*paragraphs, question]
+
+
+def convert_question(record: dict) -> list:
+    return context_question(record, NAME, ("type", "level"))
 
 
 def convert_abstract(record: dict) -> list:
