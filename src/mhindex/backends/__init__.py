@@ -28,6 +28,7 @@ BACKENDS = {
     "lucene": "mhindex.backends.lucene:LuceneBackend",
     "elasticsearch": "mhindex.backends.elasticsearch:ElasticsearchBackend",
     "dense": "mhindex.backends.dense:DenseBackend",
+    "colbert": "mhindex.backends.colbert:ColbertBackend",
 }
 DEFAULT_BACKEND = "lucene"
 

@@ -1,0 +1,202 @@
+"""ColBERTv2 late interaction through `colbert-ai` (PLAID), on CPU.
+
+`--checkpoint` names a ColBERT checkpoint folder (normally colbert-ir/colbertv2.0, downloaded by
+the user). With none, a checkpoint is built once from the packaged all-MiniLM-L6-v2 weights with
+an identity projection (`<home>/models/colbert-minilm/`), so the backend works offline out of
+the box; it is a real index, but that encoder was never trained for late interaction, and a
+warning says so. colbert-ai compiles its C++ extensions on first use into
+`<home>/cache/torch_extensions/`. Its chatter goes to `colbert.log` in the index folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import orjson
+
+from mhindex.backends.base import Hit
+from mhindex.errors import MhindexError, UsageError
+from mhindex.ui import reporter
+
+DEFAULTS: dict[str, Any] = {
+    "checkpoint": None,  # None: the MiniLM checkpoint built from the packaged encoder
+    "nbits": 2,
+    "doc_maxlen": 180,
+    "query_maxlen": 32,
+    "kmeans_niters": 4,
+    "threads": 1,
+    "ncells": None,
+    "centroid_score_threshold": None,
+    "ndocs": None,
+}
+SEARCH_ONLY = ("threads", "ncells", "centroid_score_threshold", "ndocs")
+DEFAULT_CHECKPOINT = "colbert-minilm"
+
+
+class ColbertUnavailable(MhindexError):
+    pass
+
+
+def _prepare(home: Path, threads: int):
+    """Environment colbert-ai needs before its import: offline hub, our extension cache, CPU threads."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(home / "cache" / "torch_extensions"))
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=".*CUDA is not available.*")
+    try:
+        import colbert  # noqa: F401
+        import torch
+    except ImportError:
+        raise ColbertUnavailable("the colbert backend needs colbert-ai: pip install 'mhindex[colbert]'") from None
+    torch.set_num_threads(max(1, threads))
+
+
+@contextlib.contextmanager
+def _quiet(log: Path):
+    """colbert-ai prints its configuration and progress on stdout; keep stdout for our output."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        yield
+
+
+def minilm_checkpoint(models: Path) -> Path:
+    """Build (once) a ColBERT checkpoint from all-MiniLM-L6-v2 with an identity projection."""
+    target = models / DEFAULT_CHECKPOINT
+    if (target / "artifact.metadata").is_file():
+        return target
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from mhindex.backends.dense import packaged_encoder
+
+    source = packaged_encoder()
+    staging = target.with_name(target.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    hidden = json.loads((source / "config.json").read_text())["hidden_size"]
+    weights = {f"bert.{k}": v for k, v in load_file(source / "model.safetensors").items()}
+    weights["linear.weight"] = torch.eye(hidden)
+    save_file(weights, staging / "model.safetensors")
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(source / name, staging / name)
+    from colbert.infra import ColBERTConfig
+
+    with _quiet(staging / "build.log"):
+        ColBERTConfig(dim=hidden, model_name=str(target), checkpoint=str(target)).save_for_checkpoint(str(staging))
+    os.replace(staging, target)
+    return target
+
+
+def _resolve_checkpoint(asked: str | None, home: Path) -> tuple[Path, bool]:
+    if not asked or asked == DEFAULT_CHECKPOINT:
+        return minilm_checkpoint(home / "models"), True
+    path = Path(asked).expanduser()
+    if not (path / "artifact.metadata").is_file() and not path.suffix == ".dnn":
+        raise UsageError(f"{asked} is not a ColBERT checkpoint folder (no artifact.metadata); download colbert-ir/colbertv2.0 and pass its folder")
+    return path.resolve(), False
+
+
+class ColbertBackend:
+    name = "colbert"
+    defaults = DEFAULTS
+    search_only = SEARCH_ONLY
+
+    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        home = corpus_file.parent.parent
+        _prepare(home, int(options["threads"]))
+        checkpoint, untrained = _resolve_checkpoint(options.get("checkpoint"), home)
+        if untrained:
+            reporter().warning("no --checkpoint: using all-MiniLM-L6-v2 with an identity projection, which is not trained for late interaction")
+        offsets, texts, position = [], [], 0
+        with open(corpus_file, "rb") as source:
+            for line in source:
+                offsets.append(position)
+                position += len(line)
+                record = orjson.loads(line)
+                texts.append(f"{record['title']} | {' '.join(record['text'].split())}")
+        from colbert import Indexer
+        from colbert.infra import ColBERTConfig, Run, RunConfig
+
+        log = target / "colbert.log"
+        with reporter().progress(f"indexing {len(texts):,} paragraphs with ColBERT (PLAID)", total=None), _quiet(log):
+            with Run().context(RunConfig(nranks=1, root=str(target), experiment="colbert", avoid_fork_if_possible=True)):
+                config = ColBERTConfig(
+                    nbits=int(options["nbits"]), doc_maxlen=int(options["doc_maxlen"]), query_maxlen=int(options["query_maxlen"]),
+                    kmeans_niters=int(options["kmeans_niters"]), root=str(target),
+                )  # fmt: skip
+                indexer = Indexer(checkpoint=str(checkpoint), config=config)
+                indexer.index(name="plaid", collection=texts, overwrite=True)
+                index_path = Path(indexer.get_index())
+        np.save(target / "offsets.npy", np.asarray(offsets, dtype=np.int64))
+        return {
+            "paragraphs": len(texts),
+            "checkpoint": DEFAULT_CHECKPOINT if untrained else str(checkpoint),
+            "untrained_checkpoint": untrained,
+            "index_path": str(index_path.relative_to(target)),
+        }
+
+    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> "ColbertRetriever":
+        asked = options.get("checkpoint")
+        if asked is not None and asked != manifest["checkpoint"] and str(Path(asked).expanduser().resolve()) != manifest["checkpoint"]:
+            raise UsageError(
+                f"the colbert index of '{manifest['corpus']}' was built with the checkpoint {manifest['checkpoint']}, not {asked}; "
+                f"rebuild it: mhindex index {manifest['corpus']} --backend colbert --checkpoint {asked} --force"
+            )
+        return ColbertRetriever(index_dir, manifest, options)
+
+
+class ColbertRetriever:
+    def __init__(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> None:
+        import numpy as np
+
+        home = index_dir.parent.parent.parent
+        _prepare(home, int(options["threads"]))
+        from colbert import Searcher
+        from colbert.infra import ColBERTConfig, Run, RunConfig
+
+        self._log = index_dir / "colbert.log"
+        overrides = {k: options[k] for k in ("ncells", "centroid_score_threshold", "ndocs") if options.get(k) is not None}
+        with _quiet(self._log), Run().context(RunConfig(nranks=1, avoid_fork_if_possible=True)):
+            self._searcher = Searcher(index=str(index_dir / manifest["index_path"]), collection=[], config=ColBERTConfig(**overrides), verbose=0)
+        self._offsets = np.load(index_dir / "offsets.npy")
+        self._corpus = open(index_dir.parent.parent / "corpus.jsonl", "rb")
+
+    def _hits(self, pids, scores) -> list[Hit]:
+        hits = []
+        for pid, score in zip(pids, scores, strict=True):
+            self._corpus.seek(int(self._offsets[pid]))
+            record = orjson.loads(self._corpus.readline())
+            hits.append(Hit(record["id"], record["title"], record["text"], float(score)))
+        return hits
+
+    def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
+        if titles is not None and not titles:
+            return []
+        depth = k if titles is None else k * 20
+        while True:
+            with _quiet(self._log):
+                pids, _, scores = self._searcher.search(query if query.strip() else ".", k=min(depth, len(self._offsets)))
+            hits = self._hits(pids, scores)
+            if titles is None:
+                return hits
+            allowed = set(titles)
+            kept = [h for h in hits if h.title in allowed]
+            if len(kept) >= k or depth >= len(self._offsets):
+                return kept[:k]
+            depth *= 4
+
+    def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        return [self.search(q, k) for q in queries]
+
+    def close(self) -> None:
+        self._corpus.close()
