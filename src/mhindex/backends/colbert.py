@@ -11,7 +11,6 @@ warning says so. colbert-ai compiles its C++ extensions on first use into
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
