@@ -9,13 +9,45 @@ the new tokens. Calls are serialised: one slot, one prefix cache, no thrashing.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
+
+
+# One llama.cpp server per (model file, threads, context) per process, shared by every model object
+# that asks for it, with one lock: loading is paid once, and the prompt cache is shared. A server is
+# never destroyed: xllamacpp's destructor joins a server thread that does not always stop (seen
+# hanging when torch had been loaded in the same process), so servers live until the process exits.
+_SERVERS: dict[tuple, tuple[Any, threading.Lock]] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _shared_server(path: Path, threads: int, context_length: int) -> tuple[Any, threading.Lock]:
+    import xllamacpp
+
+    key = (str(Path(path).resolve()), threads, context_length)
+    with _SERVERS_LOCK:
+        if key not in _SERVERS:
+            params = xllamacpp.CommonParams()
+            params.model.path = str(path)
+            params.n_ctx = context_length
+            params.n_parallel = 1
+            params.cpuparams.n_threads = threads
+            params.cpuparams_batch.n_threads = threads
+            params.warmup = False
+            params.verbosity = -1  # llama.cpp's own logs are not for our users
+            try:
+                server = xllamacpp.Server(params)
+            except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
+                raise LMError(f"llama.cpp could not load {path}: {error}") from None
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
+            _SERVERS[key] = (server, threading.Lock())
+        return _SERVERS[key]
 
 
 def default_threads() -> int:
@@ -28,7 +60,7 @@ class LlamaCppModel(LanguageModel):
         self, path: Path, name: str | None = None, threads: int | None = None, context_length: int = 8192, reuse_prefix: bool = True
     ) -> None:
         try:
-            import xllamacpp
+            import xllamacpp  # noqa: F401
         except ImportError:
             raise LMError("local GGUF models need llama.cpp's runtime: pip install xllamacpp") from None
         if not Path(path).is_file():
@@ -36,22 +68,10 @@ class LlamaCppModel(LanguageModel):
         self.path = Path(path)
         self.name = name or f"gguf:{path}"
         threads = threads or default_threads()
-        params = xllamacpp.CommonParams()
-        params.model.path = str(path)
-        params.n_ctx = context_length
-        params.n_parallel = 1
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
-        params.warmup = False
-        params.verbosity = -1  # llama.cpp's own logs are not for our users
-        try:
-            self._server = xllamacpp.Server(params)
-        except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
-            raise LMError(f"llama.cpp could not load {path}: {error}") from None
+        self._server, self._lock = _shared_server(self.path, threads, context_length)
         self.context_length = context_length
         self.threads = threads
         self.reuse_prefix = reuse_prefix  # off only to measure what reuse saves
-        self._lock = threading.Lock()
         stat = self.path.stat()
         self._identity = f"gguf:{self.path.name}:{stat.st_size}:{stat.st_mtime_ns}"
         self._http = None
@@ -114,4 +134,4 @@ class LlamaCppModel(LanguageModel):
     def close(self) -> None:
         if self._http is not None:
             self._http.close()
-        self._server = None
+            self._http = None
