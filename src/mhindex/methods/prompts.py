@@ -91,10 +91,13 @@ _ANSWER = re.compile(r"answer is:?\s*(.*)", re.I | re.S)
 
 
 def extract_answer(generation: str) -> str:
-    """The text after "answer is:" if present, else the whole first line; trailing period dropped."""
+    """The sentence after the first "answer is:" if present, else the whole first line; trailing period dropped.
+
+    Small models often repeat "So the answer is: X." until the token limit: only the first one counts.
+    """
     text = generation.strip()
     if match := _ANSWER.search(text):
-        text = match.group(1).strip()
+        text = first_sentence(match.group(1).strip())
     text = text.split("\n")[0].strip()
     if text.endswith(".") and not re.search(r"\b[A-Z]\.$", text):
         text = text[:-1].rstrip()

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The closing table of the eval issue: nor, oner and ircot on a sample of HotpotQA, 2WikiMultihopQA
+# and MuSiQue, grown in rounds (20, 30, ... questions) so that an interrupted run still leaves a
+# complete table for the largest finished round. Predictions resume from benchmarks/results/.
+#   scripts/paper_table.sh [LM] [ROUNDS...]     e.g. scripts/paper_table.sh local:qwen2.5-0.5b 20 50
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lm=${1:-local:qwen2.5-0.5b}; shift || true
+rounds=${*:-20 30 40 50}
+export MHINDEX_HOME=${MHINDEX_HOME:-$PWD/.mhindex-eval}
+name=${lm#*:}; name=${name##*/}
+for dataset in musique hotpotqa 2wikimultihopqa; do
+    [ -f "$MHINDEX_HOME/$dataset/manifest.json" ] || mhindex --quiet build "$dataset"
+done
+for limit in $rounds; do
+    for dataset in musique hotpotqa 2wikimultihopqa; do
+        out=benchmarks/results/$name/$dataset
+        mhindex eval "$dataset" --method nor,oner,ircot --limit "$limit" --lm "$lm" --out "$out" \
+            | tee "benchmarks/results/$name-$dataset.table.txt"
+    done
+done

@@ -1,0 +1,31 @@
+"""Answer extraction and sentence splitting on generations seen from the packaged models."""
+
+from __future__ import annotations
+
+import pytest
+
+from mhindex.methods.prompts import extract_answer, first_sentence
+
+
+@pytest.mark.parametrize(
+    ("generation", "answer"),
+    [
+        ("Raiatea is in the Leeward Islands. So the answer is: Raiatea.", "Raiatea"),
+        # Qwen 0.5B repeats its answer sentence until the token limit; the first one is the answer.
+        ("Force India was renamed in 2007. So the answer is: in 2007. Thus, Colin Kolles was. So the answer is: in", "in 2007"),
+        ("So the answer is: Edward Albee. Edward Albee lived a longer life, Edward Albee. So the answer is", "Edward Albee"),
+        ("So the answer is: J. M. Barrie. J. M. Barrie lived longer.", "J. M. Barrie"),
+        ("So the answer is: U.S. Navy. The Navy is", "U.S. Navy"),
+        ("The answer is yes", "yes"),
+        ("answer is: \"Sun Moon Lake\".\nQ: next", "Sun Moon Lake"),
+        ("Paris\nQ: another question", "Paris"),  # direct reader: the first line
+        ("", ""),
+    ],
+)
+def test_extract_answer(generation: str, answer: str) -> None:
+    assert extract_answer(generation) == answer
+
+
+def test_first_sentence_keeps_abbreviations() -> None:
+    assert first_sentence("He was born in St. Louis in 1900. Later he moved.") == "He was born in St. Louis in 1900."
+    assert first_sentence("No full stop here") == "No full stop here"
