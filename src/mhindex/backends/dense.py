@@ -159,13 +159,15 @@ class DenseBackend:
                 if shard.is_file():
                     bar.advance(len(chunk))
                     continue
-                parts = []
+                # Batches of similar length pad little: encode in length order, store in corpus order.
+                order = sorted(range(len(chunk)), key=lambda i: len(chunk[i][0]) + len(chunk[i][1]))
+                vectors = np.empty((len(chunk), encoder.dim), dtype=np.float32)
                 for start in range(0, len(chunk), int(options["batch"])):
-                    batch = chunk[start : start + int(options["batch"])]
-                    parts.append(encoder.encode([t for t, _ in batch], [x for _, x in batch]))
+                    batch = order[start : start + int(options["batch"])]
+                    vectors[batch] = encoder.encode([chunk[i][0] for i in batch], [chunk[i][1] for i in batch])
                     bar.advance(len(batch))
                 partial = shard.with_suffix(".partial.npy")
-                np.save(partial, np.concatenate(parts))
+                np.save(partial, vectors)
                 os.replace(partial, shard)
         vectors = np.concatenate([np.load(s) for s in shards]) if shards else np.zeros((0, encoder.dim), dtype=np.float32)
         index = self._make_index(faiss, vectors, options)
