@@ -58,3 +58,21 @@ def test_checkpoint_errors(root, capsys, tmp_path):
     assert main(["--home", str(root), "index", "iirc", "--backend", "colbert", "--checkpoint", str(tmp_path), "--force"]) == 2
     err = capsys.readouterr().err
     assert "is not a ColBERT checkpoint folder" in err and len(err.strip().splitlines()) == 1
+
+
+def test_colbert_chatter_stays_off_stdout(tmp_path, capfd):
+    """FAISS's k-means prints from C straight to descriptor 1; `mhindex index ... | jq` must not see it."""
+    import ctypes
+    import os
+
+    from mhindex.backends.colbert import _quiet
+
+    log = tmp_path / "colbert.log"
+    with _quiet(log):
+        print("from python")
+        ctypes.CDLL(None).printf(b"from C, buffered\n")
+        os.write(1, b"from the descriptor\n")
+    print("ours")
+    assert capfd.readouterr().out == "ours\n"
+    # Each writer has its own buffer, so only the lines, not their order, are certain.
+    assert sorted(log.read_text().splitlines()) == ["from C, buffered", "from python", "from the descriptor"]

@@ -11,9 +11,11 @@ warning says so. colbert-ai compiles its C++ extensions on first use into
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -60,10 +62,29 @@ def _prepare(home: Path, threads: int):
 
 @contextlib.contextmanager
 def _quiet(log: Path):
-    """colbert-ai prints its configuration and progress on stdout; keep stdout for our output."""
+    """colbert-ai prints its configuration and progress on stdout, and FAISS's k-means prints from C;
+    keep stdout for our output by sending file descriptor 1 to the log too."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a") as sink, contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        yield
+    sys.stdout.flush()
+    with open(log, "a") as sink:
+        saved = os.dup(1)
+        os.dup2(sink.fileno(), 1)
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                yield
+        finally:
+            sink.flush()
+            _flush_c_stdio()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    """C's stdout buffer must reach the log before descriptor 1 is given back."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
 
 
 def minilm_checkpoint(models: Path) -> Path:
