@@ -76,3 +76,20 @@ def test_colbert_chatter_stays_off_stdout(tmp_path, capfd):
     assert capfd.readouterr().out == "ours\n"
     # Each writer has its own buffer, so only the lines, not their order, are certain.
     assert sorted(log.read_text().splitlines()) == ["from C, buffered", "from python", "from the descriptor"]
+
+
+def test_a_lock_left_by_an_interrupted_compile_is_removed(tmp_path):
+    """torch waits forever on an extension's lock file; one far older than a compile is a leftover."""
+    import os
+    import time
+
+    from mhindex.backends.colbert import STALE_LOCK_SECONDS, _drop_stale_locks
+
+    stale, fresh = tmp_path / "segmented_maxsim_cpp" / "lock", tmp_path / "filter_pids_cpp" / "lock"
+    for lock in (stale, fresh):
+        lock.parent.mkdir()
+        lock.touch()
+    old = time.time() - STALE_LOCK_SECONDS - 60
+    os.utime(stale, (old, old))
+    _drop_stale_locks(tmp_path)
+    assert not stale.exists() and fresh.exists()  # a compile in progress elsewhere keeps its lock

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Sequence
@@ -50,6 +51,7 @@ def _prepare(home: Path, threads: int):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(home / "cache" / "torch_extensions"))
+    _drop_stale_locks(Path(os.environ["TORCH_EXTENSIONS_DIR"]))
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*CUDA is not available.*")
     try:
@@ -58,6 +60,22 @@ def _prepare(home: Path, threads: int):
     except ImportError:
         raise ColbertUnavailable("the colbert backend needs colbert-ai: pip install 'mhindex[colbert]'") from None
     torch.set_num_threads(max(1, threads))
+
+
+STALE_LOCK_SECONDS = 15 * 60  # one extension compiles in about a minute on two cores
+
+
+def _drop_stale_locks(extensions: Path) -> None:
+    """A compile interrupted by Ctrl-C leaves torch's lock file behind, and every later load then
+    waits on it forever; a lock far older than a compile takes is such a leftover."""
+    now = time.time()
+    for lock in extensions.glob("*/lock"):
+        try:
+            if now - lock.stat().st_mtime > STALE_LOCK_SECONDS:
+                lock.unlink()
+                reporter().warning(f"removed a stale compile lock left by an interrupted run: {lock}")
+        except FileNotFoundError:
+            pass
 
 
 @contextlib.contextmanager
