@@ -3,6 +3,7 @@
 # and MuSiQue, grown in rounds (20, 30, ... questions) so that an interrupted run still leaves a
 # complete table for the largest finished round. Predictions resume from benchmarks/results/.
 #   scripts/paper_table.sh [LM] [ROUNDS...]     e.g. scripts/paper_table.sh local:qwen2.5-0.5b 20 50
+# EVAL_ARGS adds options to every eval, e.g. EVAL_ARGS="--lm-threads 2" on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lm=${1:-local:qwen2.5-0.5b}; shift || true
@@ -15,7 +16,7 @@ done
 for limit in $rounds; do
     for dataset in musique hotpotqa 2wikimultihopqa; do
         out=benchmarks/results/$name/$dataset
-        mhindex eval "$dataset" --method nor,oner,ircot --limit "$limit" --lm "$lm" --out "$out" \
+        mhindex eval "$dataset" --method nor,oner,ircot --limit "$limit" --lm "$lm" --out "$out" ${EVAL_ARGS:-} \
             | tee "benchmarks/results/$name-$dataset.table.txt"
     done
 done
