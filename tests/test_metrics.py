@@ -90,3 +90,12 @@ def test_aggregate_counts_missing_and_failed_as_zero():
     assert summary["retrieved_per_question"] == pytest.approx(2 / 3)
     assert summary["lm_calls_per_question"] == pytest.approx(1.0)
     assert summary["paragraph_budget"] == 15
+
+
+def test_a_method_that_never_retrieves_has_no_recall():
+    questions = {"q1": {"answers": ["Paris"], "gold_ids": ["p1"]}, "q2": {"answers": ["Rome"], "gold_ids": ["p2"]}}
+    nor = [{"id": q, "answer": "Paris", "retrieved": [], "steps": []} for q in questions]
+    assert aggregate(nor, questions)["recall"] is None and aggregate(nor, questions)["em"] == 0.5
+    # A retrieval method that found nothing keeps its recall of 0: that is a result, not a gap.
+    empty = [{"id": q, "answer": "", "retrieved": [], "steps": [{"query": "x", "retrieved_ids": []}]} for q in questions]
+    assert aggregate(empty, questions)["recall"] == 0.0

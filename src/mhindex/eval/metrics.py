@@ -86,7 +86,8 @@ COST = ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")
 
 
 def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: int = 15) -> dict:
-    """Averages over the questions given: a question with no prediction or a failed one scores 0."""
+    """Averages over the questions given: a question with no prediction or a failed one scores 0.
+    Recall is None where no question had gold paragraphs or the method retrieved nothing at all."""
     rows, costs, failed = [], {c: 0.0 for c in COST}, 0
     by_id = {p["id"]: p for p in predictions if "id" in p and "error" not in p}
     for qid, question in questions.items():
@@ -98,7 +99,9 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
         for c in COST:
             costs[c] += float(prediction.get(c) or 0)
     n = len(rows) or 1
-    recalls = [r["recall"] for r in rows if r["recall"] is not None]
+    # A method that never retrieves (NoR) has no recall to report, not a recall of 0.
+    retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
+    recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
     summary = {name: sum(r[name] for r in rows) / n for name in ("em", "f1", "cover_em", "hit1")}
     summary.update(
         {

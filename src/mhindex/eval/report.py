@@ -42,7 +42,10 @@ def terminal_bars(metrics: dict[str, dict], width: int = 40) -> str:
     lines = []
     for name, summary in metrics.items():
         for label, key in (("recall", "recall"), ("F1", "f1")):
-            value = summary.get(key) or 0.0
+            value = summary.get(key)
+            if value is None:
+                lines.append(f"{name:>8} {label:>6} {'':<{width}}     -")
+                continue
             lines.append(f"{name:>8} {label:>6} {'█' * round(value * width):<{width}} {value * 100:5.1f}")
     return "\n".join(lines)
 
@@ -67,8 +70,11 @@ def bar_chart(metrics: dict[str, dict], path: Path, title: str) -> Path:
     for i, name in enumerate(names):
         x0 = margin + 20 + i * group
         for j, key in enumerate(("recall", "f1")):
-            value = metrics[name].get(key) or 0.0
+            value = metrics[name].get(key)
             left = x0 + j * 44
+            if value is None:  # not applicable (NoR retrieves nothing)
+                draw.text((left + 14, plot_bottom - 14), "-", fill="black", font=font)
+                continue
             top = plot_bottom - (plot_bottom - plot_top) * value
             draw.rectangle([left, top, left + 38, plot_bottom], fill=colours[key])
             draw.text((left + 4, top - 14), f"{value * 100:.0f}", fill="black", font=font)
