@@ -6,6 +6,7 @@
 # EVAL_ARGS adds options to every eval, e.g. EVAL_ARGS="--lm-threads 2" on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"  # the mhindex that scripts/setup.sh installed
 lm=${1:-local:qwen2.5-0.5b}; shift || true
 rounds=${*:-20 30 40 50}
 export MHINDEX_HOME=${MHINDEX_HOME:-$PWD/.mhindex-eval}
