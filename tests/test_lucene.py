@@ -137,6 +137,22 @@ def test_search_command_loads_no_torch(built):
     assert json.loads(result.stdout)["hits"][0]["title"] == "Ensign Manufacturing Company"
 
 
+def test_ctrl_c_stays_with_python_once_the_jvm_runs(built, tmp_path):
+    # Without -Xrs the in-process JVM takes over SIGINT and exits the process itself, so Python's
+    # clean-up (keeping finished answers, "interrupted" warnings) never runs; SIGTERM made it crash.
+    code = (
+        "import os, signal, time; from pathlib import Path; from mhindex.backends import open_retriever; from mhindex.home import open_corpus; "
+        f"r = open_retriever(open_corpus(Path({str(built[0])!r}), {built[1].name!r}), 'lucene'); "
+        "assert r.search('Ensign Manufacturing', 1)\n"
+        "try:\n    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
+        "except KeyboardInterrupt:\n    print('KeyboardInterrupt', flush=True); os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.stdout == "KeyboardInterrupt\n", result.stderr
+    assert result.returncode == -15  # Python's default for SIGTERM: no JVM shutdown, no crash report
+    assert not list(tmp_path.iterdir())
+
+
 def test_missing_and_stale_indexes(mh, home):
     assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
     missing = mh("search", "musique", "anything")

@@ -18,6 +18,7 @@ import glob
 import importlib.util
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -60,6 +61,10 @@ def java_home() -> Path:
 
 # Quiet the JVM's warnings about Lucene's memory-mapping on new JDKs; they are not for users.
 _JVM_OPTIONS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Djava.util.logging.config.file=/dev/null"]
+# The JVM shares our process: -Xrs leaves SIGINT and SIGTERM to Python, so Ctrl-C raises
+# KeyboardInterrupt (finished answers are kept, "interrupted" is printed) instead of the JVM
+# calling exit() under Python's feet; a crash report goes to the temp folder, not the user's.
+_IN_PROCESS_JVM_OPTIONS = ["-Xrs", f"-XX:ErrorFile={tempfile.gettempdir()}/mhindex-jvm-crash-%p.log"]
 _classes: dict[str, Any] = {}
 
 
@@ -74,7 +79,7 @@ def _jvm() -> dict[str, Any]:
     except ImportError:
         raise LuceneUnavailable("the Lucene backend needs pyjnius: pip install 'mhindex[lucene]'") from None
     if not jnius_config.vm_running:
-        jnius_config.add_options(*_JVM_OPTIONS)
+        jnius_config.add_options(*_JVM_OPTIONS, *_IN_PROCESS_JVM_OPTIONS)
         jnius_config.set_classpath(str(jar))
     import jnius
 
