@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from mhindex.eval.metrics import (
     aggregate,
     best,
+    ci95_half_width,
     cover_exact_match,
     exact_match,
     f1,
@@ -99,3 +102,36 @@ def test_a_method_that_never_retrieves_has_no_recall():
     # A retrieval method that found nothing keeps its recall of 0: that is a result, not a gap.
     empty = [{"id": q, "answer": "", "retrieved": [], "steps": [{"query": "x", "retrieved_ids": []}]} for q in questions]
     assert aggregate(empty, questions)["recall"] == 0.0
+
+
+def test_f1_and_recall_carry_their_95_percent_interval():
+    assert ci95_half_width([0.0, 1.0] * 25) == pytest.approx(1.96 * math.sqrt((50 * 0.25 / 49) / 50))
+    assert ci95_half_width([0.4] * 10) == pytest.approx(0.0, abs=1e-12)
+    assert ci95_half_width([0.7]) is None and ci95_half_width([]) is None
+    questions = {f"q{i}": {"answers": ["Paris"], "gold_ids": ["p1", "p2"]} for i in range(4)}
+    predictions = [
+        {"id": f"q{i}", "answer": "Paris" if i % 2 else "Lyon", "retrieved": [{"id": "p1"}, {"id": "p2"}][: i % 3]} for i in range(4)
+    ]
+    summary = aggregate(predictions, questions)
+    assert summary["f1_ci95"] == pytest.approx(ci95_half_width([0.0, 1.0, 0.0, 1.0]))
+    assert summary["recall_ci95"] == pytest.approx(ci95_half_width([0.0, 0.5, 1.0, 0.0]))
+    nor = aggregate([{"id": q, "answer": "Paris", "retrieved": []} for q in questions], questions)
+    assert nor["recall"] is None and nor["recall_ci95"] is None and nor["f1_ci95"] == 0.0
+
+
+def test_the_table_shows_the_interval_beside_f1_and_recall():
+    from rich.console import Console
+
+    from mhindex.eval.report import table
+
+    summary = {
+        "em": 0.2, "f1": 0.25, "f1_ci95": 0.081, "cover_em": 0.3, "hit1": 0.2, "recall": None, "recall_ci95": None,
+        "paragraph_budget": 15, "retrieved_per_question": 0.0, "questions": 50, "failed": 0,
+        "lm_calls_per_question": 1.0, "prompt_tokens_per_question": 1000.0, "completion_tokens_per_question": 50.0, "seconds_per_question": 2.0,
+    }  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(table({"nor": summary}, "t"))
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if "nor" in line)
+    assert "25.0 ±8.1" in row and "20.0" in row and " - " in row and "1,050" in row
+    assert "95% interval" in text

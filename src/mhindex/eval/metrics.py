@@ -8,10 +8,15 @@
 - Hit@1 (KD-CoT): the first answer of the prediction (a list split on ';' or ',' counts its
   first item) equals a gold answer after normalisation.
 - Recall (IRCoT): the share of a question's gold paragraphs among those the method retrieved.
+
+F1 and recall come with the half-width of their 95% interval over the sampled questions
+(normal approximation), because samples of 50-100 questions are how these tables are usually
+grown, and a difference inside that width is not yet a finding.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections import Counter
@@ -85,6 +90,16 @@ def score_one(prediction: dict, question: dict) -> dict:
 COST = ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")
 
 
+def ci95_half_width(values: Sequence[float]) -> float | None:
+    """1.96 standard errors of the mean; None below two values, where there is no spread to measure."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return 1.96 * math.sqrt(variance / n)
+
+
 def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: int = 15) -> dict:
     """Averages over the questions given: a question with no prediction or a failed one scores 0.
     Recall is None where no question had gold paragraphs or the method retrieved nothing at all."""
@@ -106,6 +121,8 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
     summary.update(
         {
             "recall": sum(recalls) / len(recalls) if recalls else None,
+            "f1_ci95": ci95_half_width([r["f1"] for r in rows]),
+            "recall_ci95": ci95_half_width(recalls),
             "paragraph_budget": budget,
             "retrieved_per_question": sum(r["retrieved"] for r in rows) / n,
             "questions": len(rows),

@@ -20,14 +20,17 @@ COLUMNS = [
 
 def _cell(summary: dict, key: str, fmt: str, scale: float) -> str:
     value = summary["prompt_tokens_per_question"] + summary["completion_tokens_per_question"] if key == "tokens_per_question" else summary.get(key)
-    return "-" if value is None else fmt.format(value * scale)
+    if value is None:
+        return "-"
+    spread = summary.get(f"{key}_ci95")
+    return fmt.format(value * scale) + ("" if spread is None else f" ±{spread * scale:.1f}")
 
 
 def table(metrics: dict[str, dict], title: str):
     from rich.table import Table
 
     budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
-    grid = Table(title=title, title_justify="left")
+    grid = Table(title=title, title_justify="left", caption="±: half-width of the 95% interval over the sampled questions", caption_justify="left")
     grid.add_column("Method")
     grid.add_column("n", justify="right")
     for label, *_ in COLUMNS:
