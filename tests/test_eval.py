@@ -81,6 +81,24 @@ def test_table_and_score_command(root, tmp_path, capsys):
     assert main(["score", str(tmp_path / "e" / "oner.jsonl"), "--questions", str(tmp_path / "none.jsonl")]) == 2
 
 
+def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
+    folder = tmp_path / "e"
+    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "nor", "--out", str(folder)]) == 0
+    assert json.loads((folder / "run.json").read_text())["settings"]["k"] == 3
+    before = (folder / "nor.jsonl").read_bytes()
+    capsys.readouterr()
+    # Other settings in the same folder would mix two configurations in one table: refused, nothing asked.
+    changed = [*ARGS, "--method", "nor", "--out", str(folder), "-k", "4", "--reader", "direct"]
+    assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and str(folder) in error and "k=3, reader=auto" in error and "k=4, reader=direct" in error
+    assert (folder / "nor.jsonl").read_bytes() == before
+    # A folder written before run.json existed is checked against its metrics.json instead.
+    (folder / "run.json").unlink()
+    assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2
+    assert "k=3" in capsys.readouterr().err
+
+
 def test_torn_last_line_is_repaired(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_bytes(b'{"id": "a", "answer": "x"}\n{"id": "b", "ans')

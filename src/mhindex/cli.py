@@ -12,6 +12,7 @@ import typer
 
 from mhindex import __version__, ui
 from mhindex.errors import MhindexError, UsageError
+from mhindex.files import atomic_file
 from mhindex.home import built_corpora, downloads_dir, open_corpus, resolve_home
 
 app = typer.Typer(
@@ -686,7 +687,7 @@ def eval_(
     import re
 
     from mhindex.backends import open_retriever
-    from mhindex.eval.run import evaluate_method, sample_questions, score_methods
+    from mhindex.eval.run import claim_folder, evaluate_method, sample_questions, score_methods
     from mhindex.methods import METHODS, Query, make_method
     from mhindex.methods.run import run_questions
 
@@ -708,6 +709,7 @@ def eval_(
     lm_spec = _lm_spec(lm)
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", lm_spec).strip("-")
     folder = out or found.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}"
+    claim_folder(folder, {"corpus": name, "lm": lm_spec, "backend": backend, "settings": settings.__dict__})
     retriever = open_retriever(found, backend) if any(m != "nor" for m in names) else None
     model = _lm(lm_spec, root, lm_threads, lm_context, no_cache)
     log = ui.reporter()
@@ -740,7 +742,8 @@ def eval_(
         "corpus": name, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed,
         "lm": lm_spec, "backend": backend, "settings": settings.__dict__, "methods": metrics,
     }  # fmt: skip
-    (folder / "metrics.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    with atomic_file(folder / "metrics.json") as handle:
+        handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     from mhindex.eval.report import bar_chart
 
     title = f"{name}: {len(questions)} questions, {lm_spec}, {backend}"

@@ -3,6 +3,8 @@
 Predictions are appended to `<out>/<method>.jsonl` as each question finishes (the `ask --json`
 records), so an interrupted evaluation resumes where it stopped: questions already answered
 are not asked again, and a torn last line is dropped. Metrics go to `<out>/metrics.json`.
+`<out>/run.json` records what made the predictions, so a resume with another LM, backend or
+setting is refused instead of silently mixing two configurations in one table.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Callable, Sequence
 
 import orjson
 
-from mhindex.errors import BadInput
+from mhindex.errors import BadInput, UsageError
 from mhindex.eval.metrics import aggregate
+from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
 
 
@@ -68,6 +71,45 @@ class PredictionLog:
 
     def close(self) -> None:
         self._handle.close()
+
+
+def claim_folder(folder: Path, run: dict) -> None:
+    """Record `run` (corpus, lm, backend, settings) in `<folder>/run.json`, or check that it matches.
+
+    The question sample is not part of it: a larger `--limit` or another seed reuses the answers
+    already made, which is what nested samples are for.
+    """
+    path = folder / "run.json"
+    recorded: dict = {}
+    for source in (path, folder / "metrics.json"):  # metrics.json: a folder from before run.json
+        if source.exists():
+            try:
+                found = orjson.loads(source.read_bytes())
+            except orjson.JSONDecodeError as error:
+                raise UsageError(f"{source}: not valid JSON ({error}); remove it, or pass --out for a new folder") from None
+            recorded = {key: found[key] for key in run if key in found}
+            break
+    before, now = _flatten(recorded), _flatten(run)
+    differing = [key for key in now if key in before and before[key] != now[key]]
+    if differing:
+        was = ", ".join(f"{key}={_shown(before[key])}" for key in differing)
+        asked = ", ".join(f"{key}={_shown(now[key])}" for key in differing)
+        raise UsageError(f"{folder} holds predictions made with {was}; this run has {asked}: pass --out for a new folder, or remove it to start over")
+    if not path.exists():
+        with atomic_file(path) as handle:
+            handle.write(orjson.dumps(run, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def _shown(value) -> str:
+    return "default" if value is None else str(value)
+
+
+def _flatten(run: dict) -> dict:
+    flat = {key: value for key, value in run.items() if not isinstance(value, dict)}
+    for key, value in run.items():
+        if isinstance(value, dict):
+            flat.update(value)
+    return flat
 
 
 def evaluate_method(
