@@ -86,6 +86,16 @@ def test_oner_and_nor(mh, home):
     assert nor["retrieved"] == [] and nor["steps"] == [] and nor["lm_calls"] == 1 and nor["answer"]
 
 
+def test_token_limits_bound_the_generations(mh, home):
+    question = questions(home, 1)[0]["question"]
+    short = mh("ask", question, "--method", "nor", "--json", "--max-demos", "1", "--answer-tokens", "3", "--no-cache").json()
+    assert 1 <= short["completion_tokens"] <= 3
+    steps = mh("ask", question, "--json", *FAST, "--step-tokens", "4", "--answer-tokens", "2", "--no-cache").json()
+    assert steps["lm_calls"] >= 2 and steps["completion_tokens"] <= (steps["lm_calls"] - 1) * 4 + 2
+    refused = mh("ask", question, "--answer-tokens", "0")
+    assert refused.code == 2 and "--answer-tokens must be at least 1" in refused.err
+
+
 def test_stdin_stream_keeps_ids_and_order_and_reports_bad_lines(mh, home):
     picked = questions(home, 3)
     lines = [json.dumps({"id": q["id"], "question": q["question"]}) for q in picked]

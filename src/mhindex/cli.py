@@ -495,6 +495,8 @@ DemosFromOption = Annotated[Optional[str], typer.Option(help="Demonstration set:
 MaxDemosOption = Annotated[Optional[int], typer.Option(help="At most this many demonstrations \\[default: as many as fit].", show_default=False)]
 DemoBudgetOption = Annotated[Optional[int], typer.Option(help="Tokens for demonstrations \\[default: half the context].", show_default=False)]
 ParagraphWordsOption = Annotated[int, typer.Option(help="Paragraphs are cut to this many words in prompts.")]
+StepTokensOption = Annotated[int, typer.Option(help="Most tokens generated for one IRCoT reasoning step (only its first sentence is kept).")]
+AnswerTokensOption = Annotated[int, typer.Option(help="Most tokens for the reader's answer; a CoT reader cut off before \"answer is\" answers with its whole text.")]
 WorkersOption = Annotated[int, typer.Option(help="Questions answered at once (useful with a remote LM).")]
 
 
@@ -578,6 +580,8 @@ def ask(
     max_demos: MaxDemosOption = None,
     demo_budget: DemoBudgetOption = None,
     max_paragraph_words: ParagraphWordsOption = 350,
+    step_tokens: StepTokensOption = 100,
+    answer_tokens: AnswerTokensOption = 100,
     workers: WorkersOption = 1,
     lm_threads: LmThreadsOption = None,
     lm_context: LmContextOption = None,
@@ -605,7 +609,7 @@ def ask(
     settings = _settings(
         k=k, max_steps=max_steps, max_paragraphs=max_paragraphs, distractors=distractors, reader=reader,
         style=prompt_style, demos_from=demos_from, max_demos=max_demos, demo_budget=demo_budget,
-        max_paragraph_words=max_paragraph_words,
+        max_paragraph_words=max_paragraph_words, step_tokens=step_tokens, answer_tokens=answer_tokens,
     )  # fmt: skip
     found = _pick_corpus(root, corpus_name, required=method != "nor")
     demo_set = _demo_set(demos_from, found.manifest().get("dataset") if found else None)
@@ -671,6 +675,8 @@ def eval_(
     max_demos: MaxDemosOption = None,
     demo_budget: DemoBudgetOption = None,
     max_paragraph_words: ParagraphWordsOption = 350,
+    step_tokens: StepTokensOption = 100,
+    answer_tokens: AnswerTokensOption = 100,
     workers: WorkersOption = 1,
     lm_threads: LmThreadsOption = None,
     lm_context: LmContextOption = None,
@@ -704,7 +710,7 @@ def eval_(
     settings = _settings(
         k=k, max_steps=max_steps, max_paragraphs=max_paragraphs, distractors=distractors, reader=reader,
         style=prompt_style, demos_from=demos_from, max_demos=max_demos, demo_budget=demo_budget,
-        max_paragraph_words=max_paragraph_words,
+        max_paragraph_words=max_paragraph_words, step_tokens=step_tokens, answer_tokens=answer_tokens,
     )  # fmt: skip
     lm_spec = _lm_spec(lm)
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", lm_spec).strip("-")
