@@ -86,7 +86,9 @@ def claim_folder(folder: Path, run: dict) -> None:
             try:
                 found = orjson.loads(source.read_bytes())
             except orjson.JSONDecodeError as error:
-                raise UsageError(f"{source}: not valid JSON ({error}); remove it, or pass --out for a new folder") from None
+                found = f"not valid JSON ({error})"
+            if not isinstance(found, dict):
+                raise UsageError(f"{source}: {found if isinstance(found, str) else 'not a JSON object'}; remove it, or pass --out for a new folder")
             recorded = {key: found[key] for key in run if key in found}
             break
     before, now = _flatten(recorded), _flatten(run)
