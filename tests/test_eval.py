@@ -68,6 +68,21 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
     assert len(ids) == len(set(ids)) == 3  # nothing asked twice
 
 
+def test_ctrl_c_keeps_the_answers_and_says_how_to_resume(root, tmp_path):
+    # OneR runs Lucene's JVM in the process, which must leave Ctrl-C to Python.
+    folder = tmp_path / "stopped"
+    victim = run(root, "--method", "oner", "--limit", "40", "-k", "3", "--max-demos", "1", "--max-paragraph-words", "60", "--no-cache", "--out", folder)
+    path, deadline = folder / "oner.jsonl", time.time() + 300
+    while time.time() < deadline and not (path.is_file() and path.read_bytes().count(b"\n")):
+        time.sleep(0.1)
+    victim.send_signal(signal.SIGINT)
+    _, err = victim.communicate(timeout=120)
+    assert victim.returncode == 130, err
+    assert "the same command resumes" in err and str(folder) in err
+    kept = read_predictions(path)
+    assert 1 <= len(kept) < 40 and not (folder / "metrics.json").exists()
+
+
 def test_table_and_score_command(root, tmp_path, capsys):
     assert main(["--home", str(root), "eval", "musique", *ARGS, "--out", str(tmp_path / "e")]) == 0
     printed = capsys.readouterr().out

@@ -739,6 +739,9 @@ def eval_(
 
             predictions[method] = evaluate_method(method, questions, folder, run)
             log.info(f"{method}: {len(predictions[method])} predictions in {folder / (method + '.jsonl')}")
+    except KeyboardInterrupt:
+        log.warning(f"interrupted: the answers so far are kept in {folder}; the same command resumes from them")
+        raise typer.Exit(130) from None
     finally:
         model.close()
         if retriever is not None:
