@@ -12,7 +12,6 @@ import typer
 
 from mhindex import __version__, ui
 from mhindex.errors import MhindexError, UsageError
-from mhindex.files import atomic_file
 from mhindex.home import built_corpora, downloads_dir, open_corpus, resolve_home
 
 app = typer.Typer(
@@ -715,7 +714,8 @@ def eval_(
     lm_spec = _lm_spec(lm)
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", lm_spec).strip("-")
     folder = out or found.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}"
-    claim_folder(folder, {"corpus": name, "lm": lm_spec, "backend": backend, "settings": settings.__dict__})
+    configuration = {"corpus": name, "lm": lm_spec, "backend": backend, "settings": settings.__dict__}
+    claim_folder(folder, configuration)
     retriever = open_retriever(found, backend) if any(m != "nor" for m in names) else None
     model = _lm(lm_spec, root, lm_threads, lm_context, no_cache)
     log = ui.reporter()
@@ -747,10 +747,9 @@ def eval_(
         if retriever is not None:
             retriever.close()
     metrics = score_methods(predictions, questions, max_paragraphs)
-    report = {
-        "corpus": name, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed,
-        "lm": lm_spec, "backend": backend, "settings": settings.__dict__, "methods": metrics,
-    }  # fmt: skip
+    report = {**configuration, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed, "methods": metrics}
+    from mhindex.files import atomic_file
+
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     from mhindex.eval.report import bar_chart
