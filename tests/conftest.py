@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,6 +10,10 @@ import orjson
 import pytest
 
 from mhindex.cli import main
+
+# The suite runs on the fast packaged SmolLM2-135M (seconds a call on two cores); users get the
+# better Qwen2.5-0.5B by default. Tests that need a particular model name it.
+os.environ.setdefault("MHINDEX_LM", "local:smollm2-135m")
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "corpora" / "samples"

@@ -29,3 +29,12 @@ def test_extract_answer(generation: str, answer: str) -> None:
 def test_first_sentence_keeps_abbreviations() -> None:
     assert first_sentence("He was born in St. Louis in 1900. Later he moved.") == "He was born in St. Louis in 1900."
     assert first_sentence("No full stop here") == "No full stop here"
+    # Seen from Qwen on HotpotQA: a case name must not end the sentence at "v.".
+    assert first_sentence("Craig v. Boren came first. It was decided in 1976.") == "Craig v. Boren came first."
+
+
+def test_concludes_tells_an_answer_from_a_ramble() -> None:
+    from mhindex.methods.prompts import concludes
+
+    assert concludes("Raiatea is in the Leeward Islands. So the answer is: Raiatea.")
+    assert not concludes("John Lynch-Staunton held a position in the Senate of Canada, where he was")

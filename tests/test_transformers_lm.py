@@ -82,7 +82,7 @@ def test_flan_style_is_chosen_for_seq2seq_models(t5_folder):
 
     model = load_lm(f"hf:{t5_folder}", cache=False)
     style = resolve_style(Settings(), model)
-    assert style == "flan_t5" and resolve_reader(Settings(), style) == "direct"  # the paper's choice for Flan-T5
+    assert style == "flan_t5" and resolve_reader(Settings(), style, model) == "direct"  # the paper's choice for Flan-T5
 
 
 def test_missing_folder_is_one_clear_error(tmp_path):

@@ -1,3 +1,3 @@
-from mhindex.cli import main
+from mhindex.cli import entry
 
-raise SystemExit(main())
+entry()

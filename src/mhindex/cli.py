@@ -3,6 +3,7 @@ line on stderr with a non-zero exit code (2 for bad input or usage, 1 otherwise)
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -12,7 +13,7 @@ import typer
 
 from mhindex import __version__, ui
 from mhindex.errors import MhindexError, UsageError
-from mhindex.home import built_corpora, downloads_dir, open_corpus, resolve_home
+from mhindex.home import built_corpora, claim_corpus_dir, corpus_dir, downloads_dir, open_corpus, resolve_home
 
 app = typer.Typer(
     name="mhindex",
@@ -28,8 +29,8 @@ HomeOption = Annotated[
     Optional[Path],
     typer.Option("--home", help="Data root \\[default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].", show_default=False),
 ]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or log lines; errors only.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No progress bars or log lines (results and errors are still printed).")]
+JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Print machine-readable JSON on stdout.")]
 
 
 class _Globals:
@@ -56,8 +57,12 @@ def _out():
 
     console = Console(highlight=False, soft_wrap=True)
     if not console.is_terminal:
-        console.width = 400  # in a pipe or a file, never crop tables and traces to 80 columns
+        console.width = 100_000  # in a pipe or a file, never crop a trace; tables are drawn at their natural width
     return console
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _version(value: bool) -> None:
@@ -70,13 +75,13 @@ LmOption = Annotated[
     Optional[str],
     typer.Option(
         "--lm",
-        help="Language model: local:smollm2-135m (default), local:qwen2.5-0.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:smollm2-135m].",
+        help="Language model: local:qwen2.5-0.5b (default), local:smollm2-135m, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
         show_default=False,
     ),
 ]
-LmThreadsOption = Annotated[Optional[int], typer.Option("--lm-threads", help="CPU threads of a local model \\[default: half the cores].", show_default=False)]
-LmContextOption = Annotated[Optional[int], typer.Option("--lm-context", help="Context length in tokens \\[default: 8192 local, else what the server reports].", show_default=False)]
-NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LM call cache.")]
+LmThreadsOption = Annotated[Optional[int], typer.Option("--lm-threads", min=1, help="CPU threads of a local model \\[default: half the cores].", show_default=False)]
+LmContextOption = Annotated[Optional[int], typer.Option("--lm-context", min=256, help="Context length in tokens \\[default: 8192 local, else what the server reports].", show_default=False)]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the LM call cache.")]
 
 
 def _lm_spec(lm: str | None) -> str:
@@ -99,7 +104,7 @@ def _root(
     home: HomeOption = None,
     quiet: QuietOption = False,
     lm: LmOption = None,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+    version: Annotated[bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version.")] = False,
 ) -> None:
     """Multi-hop question answering over your own corpora.
 
@@ -118,7 +123,7 @@ InputsOption = Annotated[
 ]
 NameOption = Annotated[Optional[str], typer.Option(help="Corpus name \\[default: the dataset name].", show_default=False)]
 SeedOption = Annotated[int, typer.Option(help="Seed of the deterministic corpus shuffle (IRCoT's).")]
-SkipBadOption = Annotated[bool, typer.Option("--skip-bad", help="Pass over malformed records (and count them) instead of stopping.")]
+SkipBadOption = Annotated[bool, typer.Option("--skip-bad", metavar="", help="Pass over malformed records (and count them) instead of stopping.")]
 
 
 def _convert(root: Path, dataset: str, inputs: list[Path] | None, name: str | None, seed: int, force: bool, skip_bad: bool):
@@ -127,6 +132,7 @@ def _convert(root: Path, dataset: str, inputs: list[Path] | None, name: str | No
     from mhindex.corpora.build import build_corpus
 
     spec = get_dataset(dataset)
+    claim_corpus_dir(corpus_dir(root, spec.name if name is None else name))  # before anything is read or said
     files = list(inputs or [])
     if not files:
         files, origin = default_inputs(spec, downloads_dir(root, spec.name))
@@ -144,7 +150,7 @@ def corpus(
     inputs: InputsOption = None,
     name: NameOption = None,
     seed: SeedOption = 13370,
-    force: Annotated[bool, typer.Option("--force", help="Rebuild even if inputs and seed are unchanged.")] = False,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild even if inputs and seed are unchanged.")] = False,
     skip_bad: SkipBadOption = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
@@ -152,7 +158,11 @@ def corpus(
 ) -> None:
     """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
     root = _setup(home, quiet)
-    _report_build(_convert(root, dataset, inputs, name, seed, force, skip_bad), json)
+    result = _convert(root, dataset, inputs, name, seed, force, skip_bad)
+    if result.rebuilt and result.stale_indexes:
+        backends = ", ".join(result.stale_indexes)
+        ui.reporter().warning(f"the {backends} index of {result.corpus.name} was built from the previous corpus: run `mhindex index {result.corpus.name}` (or `mhindex build`) to rebuild it")
+    _report_build(result, json)
 
 
 def _report_build(result, json: bool) -> None:
@@ -165,8 +175,8 @@ def _report_build(result, json: bool) -> None:
         _out().print(f"{result.corpus.name} is up to date (same inputs and seed); --force rebuilds it: {result.corpus.root}")
         return
     _out().print(
-        f"built corpus [bold]{result.corpus.name}[/bold]: {counts['paragraphs']:,} paragraphs "
-        f"({counts['duplicate_paragraphs']:,} duplicates dropped), {counts['questions']:,} questions "
+        f"built corpus [bold]{result.corpus.name}[/bold]: {_plural(counts['paragraphs'], 'paragraph')} "
+        f"({_plural(counts['duplicate_paragraphs'], 'duplicate')} dropped), {_plural(counts['questions'], 'question')} "
         f"in {manifest['seconds']:.1f}s -> {result.corpus.root}"
     )
 
@@ -255,14 +265,14 @@ def info(
 BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default), elasticsearch, dense (FAISS) or colbert (ColBERTv2 PLAID).")]
 K1Option = Annotated[Optional[float], typer.Option("--k1", help="BM25 k1 \\[default: 1.2, as Lucene and Elasticsearch].", show_default=False)]
 BOption = Annotated[Optional[float], typer.Option("--b", help="BM25 b \\[default: 0.75].", show_default=False)]
-ThreadsOption = Annotated[Optional[int], typer.Option("--threads", help="Threads for indexing and batched search \\[default: 1].", show_default=False)]
+ThreadsOption = Annotated[Optional[int], typer.Option("--threads", min=1, help="Threads for indexing and batched search \\[default: 1].", show_default=False)]
 EsUrlOption = Annotated[Optional[str], typer.Option("--es-url", help="Elasticsearch URL \\[env MHINDEX_ES_URL, default http://localhost:9200].", show_default=False)]
 EsKeyOption = Annotated[Optional[str], typer.Option("--es-api-key", help="Elasticsearch API key \\[env MHINDEX_ES_API_KEY].", show_default=False)]
 EncoderOption = Annotated[Optional[str], typer.Option("--encoder", help="Dense: encoder folder or cached hub name \\[default: the packaged all-MiniLM-L6-v2].", show_default=False)]
 QueryEncoderOption = Annotated[Optional[str], typer.Option("--query-encoder", help="Dense: question encoder of a DPR pair \\[default: --encoder].", show_default=False)]
 CheckpointOption = Annotated[Optional[str], typer.Option("--checkpoint", help="ColBERT: checkpoint folder, e.g. colbertv2.0 \\[default: MiniLM with an identity projection, untrained].", show_default=False)]
-EfSearchOption = Annotated[Optional[int], typer.Option("--ef-search", help="Dense HNSW: search breadth \\[default: 128].", show_default=False)]
-NprobeOption = Annotated[Optional[int], typer.Option("--nprobe", help="Dense IVF-PQ: lists probed \\[default: 16].", show_default=False)]
+EfSearchOption = Annotated[Optional[int], typer.Option("--ef-search", min=1, help="Dense HNSW: search breadth \\[default: 128].", show_default=False)]
+NprobeOption = Annotated[Optional[int], typer.Option("--nprobe", min=1, help="Dense IVF-PQ: lists probed \\[default: 16].", show_default=False)]
 EsCaOption = Annotated[Optional[Path], typer.Option("--es-ca-file", help="CA certificate for Elasticsearch over TLS \\[env MHINDEX_ES_CA_FILE].", show_default=False)]
 
 
@@ -293,22 +303,22 @@ def index(
     encoder: EncoderOption = None,
     query_encoder: QueryEncoderOption = None,
     checkpoint: CheckpointOption = None,
-    nbits: Annotated[Optional[int], typer.Option("--nbits", help="ColBERT: bits per residual dimension \\[default: 2].", show_default=False)] = None,
-    doc_maxlen: Annotated[Optional[int], typer.Option("--doc-maxlen", help="ColBERT: tokens kept per paragraph \\[default: 180].", show_default=False)] = None,
+    nbits: Annotated[Optional[int], typer.Option("--nbits", min=1, help="ColBERT: bits per residual dimension \\[default: 2].", show_default=False)] = None,
+    doc_maxlen: Annotated[Optional[int], typer.Option("--doc-maxlen", min=1, help="ColBERT: tokens kept per paragraph \\[default: 180].", show_default=False)] = None,
     faiss_index: Annotated[Optional[str], typer.Option("--faiss-index", help="Dense: flat (exact), hnsw or ivfpq \\[default: flat].", show_default=False)] = None,
-    hnsw_m: Annotated[Optional[int], typer.Option("--hnsw-m", help="Dense HNSW: links per node \\[default: 32].", show_default=False)] = None,
-    ivf_lists: Annotated[Optional[int], typer.Option("--ivf-lists", help="Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", show_default=False)] = None,
-    pq_m: Annotated[Optional[int], typer.Option("--pq-m", help="Dense IVF-PQ: sub-quantizers, dividing the dimension \\[default: 16].", show_default=False)] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Dense: paragraphs encoded per batch \\[default: 32].", show_default=False)] = None,
-    shard_size: Annotated[Optional[int], typer.Option("--shard-size", help="Dense: paragraphs per resumable shard \\[default: 10000].", show_default=False)] = None,
-    shards: Annotated[Optional[int], typer.Option(help="Elasticsearch: primary shards \\[default: 1].", show_default=False)] = None,
-    replicas: Annotated[Optional[int], typer.Option(help="Elasticsearch: replicas \\[default: 0].", show_default=False)] = None,
+    hnsw_m: Annotated[Optional[int], typer.Option("--hnsw-m", min=1, help="Dense HNSW: links per node \\[default: 32].", show_default=False)] = None,
+    ivf_lists: Annotated[Optional[int], typer.Option("--ivf-lists", min=1, help="Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", show_default=False)] = None,
+    pq_m: Annotated[Optional[int], typer.Option("--pq-m", min=1, help="Dense IVF-PQ: sub-quantizers, dividing the dimension \\[default: 16].", show_default=False)] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Dense: paragraphs encoded per batch \\[default: 32].", show_default=False)] = None,
+    shard_size: Annotated[Optional[int], typer.Option("--shard-size", min=1, help="Dense: paragraphs per resumable shard \\[default: 10000].", show_default=False)] = None,
+    shards: Annotated[Optional[int], typer.Option(min=1, help="Elasticsearch: primary shards \\[default: 1].", show_default=False)] = None,
+    replicas: Annotated[Optional[int], typer.Option(min=0, help="Elasticsearch: replicas \\[default: 0].", show_default=False)] = None,
     k1: K1Option = None,
     b: BOption = None,
     es_url: EsUrlOption = None,
     es_api_key: EsKeyOption = None,
     es_ca_file: EsCaOption = None,
-    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the index is up to date.")] = False,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild even if the index is up to date.")] = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -337,7 +347,7 @@ def build(
     es_url: EsUrlOption = None,
     es_api_key: EsKeyOption = None,
     es_ca_file: EsCaOption = None,
-    force: Annotated[bool, typer.Option("--force", help="Rebuild corpus and index.")] = False,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild corpus and index.")] = False,
     skip_bad: SkipBadOption = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
@@ -383,7 +393,7 @@ def _write_line(record: dict) -> None:
 def search(
     name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
     query: Annotated[str, typer.Argument(help='Query text, or "-" to read JSONL {"id", "query"} from stdin.', show_default=False)],
-    k: Annotated[int, typer.Option("-k", "--hits", help="Paragraphs per query.")] = 10,
+    k: Annotated[int, typer.Option("-k", min=1, help="Paragraphs per query.")] = 10,
     backend: BackendOption = "lucene",
     k1: K1Option = None,
     b: BOption = None,
@@ -395,7 +405,7 @@ def search(
     checkpoint: CheckpointOption = None,
     ef_search: EfSearchOption = None,
     nprobe: NprobeOption = None,
-    batch: Annotated[int, typer.Option(help="Stdin queries searched together.")] = 64,
+    batch: Annotated[int, typer.Option(min=1, help="Stdin queries searched together.")] = 64,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -423,11 +433,12 @@ def search(
         return
     from rich.table import Table
 
-    table = Table("#", "score", "title", "text", show_lines=False, expand=True)
+    out = _out()
+    table = Table("#", "score", "title", "text", show_lines=False, expand=out.is_terminal)
     for rank, hit in enumerate(hits, start=1):
         snippet = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
         table.add_row(str(rank), f"{hit.score:.2f}", hit.title, snippet)
-    _out().print(table if hits else "no paragraph matches")
+    out.print(table if hits else "no paragraph matches")
 
 
 def _search_stream(retriever, k: int, batch: int) -> int:
@@ -453,14 +464,21 @@ def _search_stream(retriever, k: int, batch: int) -> int:
     return failed
 
 
+def _unescape(text: str) -> str:
+    r"""\n, \t and \\ as typed in a shell; everything else (accents, other scripts) as it is."""
+    import re
+
+    return re.sub(r"\\([nt\\])", lambda m: {"n": "\n", "t": "\t", "\\": "\\"}[m.group(1)], text)
+
+
 @app.command(name="lm")
 def lm_(
-    prompt: Annotated[str, typer.Argument(help="The prompt to complete.", show_default=False)],
+    prompt: Annotated[str, typer.Argument(help="The prompt to complete; \\n and \\t are read as a newline and a tab.", show_default=False)],
     lm: LmOption = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most tokens to generate.")] = 64,
-    stop: Annotated[Optional[list[str]], typer.Option("--stop", help="Stop sequence (repeatable; \\n for a newline).")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens to generate.")] = 64,
+    stop: Annotated[Optional[list[str]], typer.Option("--stop", help="Stop sequence (repeatable; \\n for a newline, \\t for a tab).")] = None,
     temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
-    chat: Annotated[bool, typer.Option("--chat", help="Send the prompt as one user turn through the chat template.")] = False,
+    chat: Annotated[bool, typer.Option("--chat", metavar="", help="Send the prompt as one user turn through the chat template.")] = False,
     lm_threads: LmThreadsOption = None,
     lm_context: LmContextOption = None,
     no_cache: NoCacheOption = False,
@@ -470,7 +488,7 @@ def lm_(
 ) -> None:
     """Complete one prompt and print the text: a check that a model is set up."""
     root = _setup(home, quiet)
-    stops = [s.encode().decode("unicode_escape") for s in stop or []]
+    prompt, stops = _unescape(prompt), [_unescape(s) for s in stop or []]
     with _lm(lm, root, lm_threads, lm_context, no_cache) as model:
         call = model.chat if chat else model.complete
         completion = call(prompt, max_tokens=max_tokens, stop=stops, temperature=temperature)
@@ -484,19 +502,19 @@ def lm_(
     )
 
 
-KOption = Annotated[Optional[int], typer.Option("-k", help="Paragraphs per retrieval (K) \\[default: ircot 4, oner 15].", show_default=False)]
-MaxStepsOption = Annotated[int, typer.Option(help="IRCoT: most reasoning steps.")]
-MaxParagraphsOption = Annotated[int, typer.Option(help="Most paragraphs collected (the recall budget).")]
-DistractorsOption = Annotated[int, typer.Option(help="M: distractor paragraphs in each demonstration (1-3).")]
+KOption = Annotated[Optional[int], typer.Option("-k", min=1, help="Paragraphs per retrieval (K) \\[default: ircot 4, oner 15].", show_default=False)]
+MaxStepsOption = Annotated[int, typer.Option(min=1, help="IRCoT: most reasoning steps.")]
+MaxParagraphsOption = Annotated[int, typer.Option(min=1, help="Most paragraphs collected (the recall budget).")]
+DistractorsOption = Annotated[int, typer.Option(min=1, max=3, help="M: distractor paragraphs in each demonstration (1-3).")]
 ReaderOption = Annotated[str, typer.Option(help="Reader prompting: direct, cot, or auto (direct for Flan-T5, else cot).")]
 PromptStyleOption = Annotated[str, typer.Option(help="codex, flan_t5 or auto (flan_t5 for seq2seq hf: models).")]
 DemosFromOption = Annotated[Optional[str], typer.Option(help="Demonstration set: hotpotqa, 2wikimultihopqa, musique, iirc \\[default: the corpus's dataset].", show_default=False)]
-MaxDemosOption = Annotated[Optional[int], typer.Option(help="At most this many demonstrations \\[default: as many as fit].", show_default=False)]
-DemoBudgetOption = Annotated[Optional[int], typer.Option(help="Tokens for demonstrations \\[default: half the context].", show_default=False)]
-ParagraphWordsOption = Annotated[int, typer.Option(help="Paragraphs are cut to this many words in prompts.")]
-StepTokensOption = Annotated[int, typer.Option(help="Most tokens generated for one IRCoT reasoning step (only its first sentence is kept).")]
-AnswerTokensOption = Annotated[int, typer.Option(help="Most tokens for the reader's answer; a CoT reader cut off before \"answer is\" answers with its whole text.")]
-WorkersOption = Annotated[int, typer.Option(help="Questions answered at once (useful with a remote LM).")]
+MaxDemosOption = Annotated[Optional[int], typer.Option(min=0, help="At most this many demonstrations \\[default: as many as fit].", show_default=False)]
+DemoBudgetOption = Annotated[Optional[int], typer.Option(min=1, help="Tokens for demonstrations \\[default: half the context].", show_default=False)]
+ParagraphWordsOption = Annotated[int, typer.Option(min=1, help="Paragraphs are cut to this many words in prompts.")]
+StepTokensOption = Annotated[int, typer.Option(min=1, help="Most tokens generated for one IRCoT reasoning step (only its first sentence is kept).")]
+AnswerTokensOption = Annotated[int, typer.Option(min=1, help="Most tokens for the reader's answer; a CoT reader cut off before \"answer is\" answers with its whole text.")]
+WorkersOption = Annotated[int, typer.Option(min=1, max=64, help="Questions answered at once (useful with a remote LM).")]
 
 
 def _settings(**values):
@@ -537,7 +555,11 @@ def _query_from_record(number: int, record: dict):
     return Query(str(record.get("id", number)), question, main, tuple(l for l in links if isinstance(l, str)))
 
 
+TITLE_SEPARATOR = " · "  # titles contain commas ("Paris, Texas"), never a middle dot
+
+
 def _print_trace(answer) -> None:
+    from rich.text import Text
     from rich.tree import Tree
 
     out = _out()
@@ -547,15 +569,20 @@ def _print_trace(answer) -> None:
         label = f"[bold]step {number}[/bold]" + (f": {step.text}" if step.text else " (the question)")
         node = tree.add(label)
         if step.query:
-            node.add(f"query: {step.query}")
-            node.add(f"retrieved: {', '.join(step.titles) if step.titles else 'nothing new'}")
-        node.add(f"[dim]{step.seconds:.1f}s, {step.prompt_tokens} prompt + {step.completion_tokens} completion tokens[/dim]")
-    if answer.reasoning:
-        tree.add(f"[italic]{answer.reasoning}[/italic]")
+            node.add(Text(f"query: {step.query}"))
+            node.add(Text(f"retrieved: {TITLE_SEPARATOR.join(step.titles) if step.titles else 'nothing new'}"))
+        node.add(f"[dim]{step.seconds:.1f}s, {step.prompt_tokens:,} prompt + {step.completion_tokens:,} completion tokens[/dim]")
+    # IRCoT's reasoning is its steps, with the reader's own generation after "[reader] " when it
+    # differs from the answer; for methods without a chain, the reasoning is the reader's generation.
+    chain, _, reader = answer.reasoning.partition("[reader] ")
+    if not reader and not any(step.text for step in answer.steps):
+        reader = chain
+    if reader.strip() and reader.strip() != answer.answer:
+        tree.add(Text(f"reader: {reader.strip()}", style="italic"))
     out.print(tree)
-    titles = ", ".join(dict.fromkeys(r["title"] for r in answer.retrieved))
+    titles = TITLE_SEPARATOR.join(dict.fromkeys(r["title"] for r in answer.retrieved))
     if titles:
-        out.print(f"[dim]paragraphs used ({len(answer.retrieved)}): {titles}[/dim]")
+        out.print(Text(f"paragraphs used ({len(answer.retrieved)}): {titles}", style="dim"))
     out.print(
         f"[dim]{answer.seconds:.1f}s, {answer.lm_calls} LM calls, {answer.prompt_tokens} prompt + "
         f"{answer.completion_tokens} completion tokens[/dim]"
@@ -603,6 +630,8 @@ def ask(
     from mhindex.methods import METHODS, make_method
 
     root = _setup(home, quiet)
+    if not question.strip():
+        raise UsageError('the question is empty; ask something, or pass "-" to read JSONL questions from stdin')
     if method not in METHODS:
         raise UsageError(f"unknown method '{method}'; choose one of: {', '.join(METHODS)}")
     settings = _settings(
@@ -615,41 +644,43 @@ def ask(
     retriever = None
     if method != "nor":
         retriever = open_retriever(found, backend, _backend_options(k1, b, None, es_url, es_api_key, es_ca_file))
-    model = _lm(lm, root, lm_threads, lm_context, no_cache)
-    try:
-        solver = make_method(method, retriever, model, settings, demo_set)
-        if question == "-":
-            from mhindex.methods.run import run_questions
+    with ui.graceful_interrupts():
+        model = _lm(lm, root, lm_threads, lm_context, no_cache)
+        try:
+            solver = make_method(method, retriever, model, settings, demo_set)
+            if question == "-":
+                from mhindex.methods.run import run_questions
 
-            items = ((n, r if isinstance(r, str) else _query_from_record(n, r)) for n, r in _read_stdin_jsonl("question"))
-            stats = run_questions(solver, items, _write_line, workers=workers)
-            if stats.interrupted:
-                ui.reporter().warning(f"interrupted: {stats.answered} answered, {stats.failed} failed")
-                raise typer.Exit(130)
-            if stats.failed:
-                ui.reporter().warning(f"{stats.failed} of {stats.answered + stats.failed} questions failed")
-                raise typer.Exit(1)
-            return
-        from mhindex.methods import Query
+                items = ((n, r if isinstance(r, str) else _query_from_record(n, r)) for n, r in _read_stdin_jsonl("question"))
+                stats = run_questions(solver, items, _write_line, workers=workers)
+                if stats.interrupted:
+                    ui.reporter().warning(f"interrupted: {stats.answered} answered, {stats.failed} failed")
+                    raise typer.Exit(130)
+                if stats.failed:
+                    ui.reporter().warning(f"{stats.failed} of {stats.answered + stats.failed} questions failed")
+                    raise typer.Exit(1)
+                return
+            from mhindex.methods import Query
 
-        answer = solver.answer(Query("cli", question))
-    finally:
-        model.close()
-        if retriever is not None:
-            retriever.close()
+            with ui.reporter().activity(f"{method}: starting"):
+                answer = solver.answer(Query("cli", question))
+        finally:
+            model.close()
+            if retriever is not None:
+                retriever.close()
     if json:
         _print_json(answer.record())
     else:
         _print_trace(answer)
 
 
-def _show_metrics(metrics: dict, title: str, chart: Path | None) -> None:
+def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = "") -> None:
     from mhindex.eval.report import bar_chart, table, terminal_bars
 
     out = _out()
     out.print(table(metrics, title))
     if chart is not None:
-        bar_chart(metrics, chart, title)
+        bar_chart({dataset: metrics}, chart, title)
         out.print(f"[dim]chart: {chart}[/dim]")
     if out.is_terminal:
         out.print(terminal_bars(metrics))
@@ -659,7 +690,7 @@ def _show_metrics(metrics: dict, title: str, chart: Path | None) -> None:
 def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
     methods: Annotated[str, typer.Option("--method", "-m", help="Comma-separated methods, e.g. nor,oner,ircot.")] = "nor,oner,ircot",
-    limit: Annotated[Optional[int], typer.Option(help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False)] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
     out: Annotated[Optional[Path], typer.Option(help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
     backend: BackendOption = "lucene",
@@ -720,32 +751,33 @@ def eval_(
     model = _lm(lm_spec, root, lm_threads, lm_context, no_cache)
     log = ui.reporter()
     predictions: dict[str, list[dict]] = {}
-    try:
-        demo_set = _demo_set(demos_from, dataset)
-        for method in names:
-            solver = make_method(method, retriever, model, settings, demo_set)
+    with ui.graceful_interrupts():
+        try:
+            demo_set = _demo_set(demos_from, dataset)
+            for method in names:
+                solver = make_method(method, retriever, model, settings, demo_set)
 
-            def run(todo: list[dict], emit, solver=solver, method=method) -> None:
-                with log.progress(f"{method} on {name}", total=len(todo)) as bar:
+                def run(todo: list[dict], emit, solver=solver, method=method) -> None:
+                    with log.progress(f"{method} on {name}", total=len(todo)) as bar:
 
-                    def record(result: dict) -> None:
-                        emit(result)
-                        bar.advance()
+                        def record(result: dict) -> None:
+                            emit(result)
+                            bar.advance()
 
-                    items = ((i, Query(q["id"], q["question"], q.get("main_passage"), tuple(q.get("links") or ()))) for i, q in enumerate(todo, 1))
-                    stats = run_questions(solver, items, record, workers=workers)
-                if stats.interrupted:
-                    raise KeyboardInterrupt
+                        items = ((i, Query(q["id"], q["question"], q.get("main_passage"), tuple(q.get("links") or ()))) for i, q in enumerate(todo, 1))
+                        stats = run_questions(solver, items, record, workers=workers)
+                    if stats.interrupted:
+                        raise KeyboardInterrupt
 
-            predictions[method] = evaluate_method(method, questions, folder, run)
-            log.info(f"{method}: {len(predictions[method])} predictions in {folder / (method + '.jsonl')}")
-    except KeyboardInterrupt:
-        log.warning(f"interrupted: the answers so far are kept in {folder}; the same command resumes from them")
-        raise typer.Exit(130) from None
-    finally:
-        model.close()
-        if retriever is not None:
-            retriever.close()
+                predictions[method] = evaluate_method(method, questions, folder, run)
+                log.info(f"{method}: {len(predictions[method])} predictions in {folder / (method + '.jsonl')}")
+        except KeyboardInterrupt:
+            log.warning(f"interrupted: the answers so far are kept in {folder}; the same command resumes from them")
+            raise typer.Exit(130) from None
+        finally:
+            model.close()
+            if retriever is not None:
+                retriever.close()
     metrics = score_methods(predictions, questions, max_paragraphs)
     report = {**configuration, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed, "methods": metrics}
     from mhindex.files import atomic_file
@@ -755,7 +787,7 @@ def eval_(
     from mhindex.eval.report import bar_chart
 
     title = f"{name}: {len(questions)} questions, {lm_spec}, {backend}"
-    bar_chart(metrics, folder / "chart.png", title)
+    bar_chart({dataset or name: metrics}, folder / "chart.png", title)
     if json:
         _print_json(report)
         return
@@ -766,9 +798,10 @@ def eval_(
 @app.command()
 def score(
     predictions: Annotated[Path, typer.Argument(help="A predictions file (ask --json records, one a line).", show_default=False)],
-    questions: Annotated[Path, typer.Option("--questions", help="The questions.jsonl with gold answers and gold paragraph ids.")],
-    budget: Annotated[int, typer.Option(help="Paragraph budget reported beside recall.")] = 15,
+    questions: Annotated[str, typer.Option("--questions", help="A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and gold paragraph ids.")],
+    budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved.")] = 15,
     chart: Annotated[Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)] = None,
+    home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
 ) -> None:
@@ -776,27 +809,76 @@ def score(
     from mhindex.eval.metrics import aggregate
     from mhindex.eval.run import read_predictions
 
-    _setup(None, quiet)
+    root = _setup(home, quiet)
+    if not predictions.is_file():
+        raise UsageError(f"{predictions}: no such file")
+    questions_file = Path(questions).expanduser()
+    if not questions_file.is_file():
+        if "/" in questions or questions.endswith(".jsonl"):
+            raise UsageError(f"{questions}: no such file")
+        questions_file = open_corpus(root, questions).questions
     records = read_predictions(predictions)
+    if not records:
+        raise UsageError(f"{predictions}: holds no predictions")
     gold: dict[str, dict] = {}
-    for number, line in enumerate(questions.read_bytes().splitlines(), start=1) if questions.is_file() else ():
+    for number, line in enumerate(questions_file.read_bytes().splitlines(), start=1):
         if line.strip():
             try:
                 record = orjson.loads(line)
                 gold[record["id"]] = record
             except (orjson.JSONDecodeError, KeyError, TypeError):
-                raise UsageError(f"{questions} line {number}: not a question record with an 'id'") from None
-    if not questions.is_file():
-        raise UsageError(f"{questions}: no such file")
+                raise UsageError(f"{questions_file} line {number}: not a question record with an 'id'") from None
     ids = list(dict.fromkeys(r["id"] for r in records if "id" in r))
     missing = [i for i in ids if i not in gold]
     if missing:
-        raise UsageError(f"{predictions}: {len(missing)} predictions have no question in {questions} (first: {missing[0]})")
+        raise UsageError(f"{predictions}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})")
     summary = {predictions.stem: aggregate(records, {i: gold[i] for i in ids}, budget)}
     if json:
         _print_json(summary)
         return
-    _show_metrics(summary, f"{predictions.name} against {questions.name}", chart)
+    _show_metrics(summary, f"{predictions.name} against {questions_file.name}", chart, questions_file.parent.name)
+
+
+@app.command()
+def chart(
+    runs: Annotated[list[Path], typer.Argument(help="Evaluation folders (or their metrics.json), one per dataset.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The PNG to write.")] = Path("chart.png"),
+    title: Annotated[Optional[str], typer.Option(help="Title \\[default: the model and the question count].", show_default=False)] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Draw several `mhindex eval` runs in one figure: recall and F1 per dataset, methods side by side."""
+    from mhindex.eval.report import bar_chart, read_metrics
+
+    _setup(None, quiet)
+    reports = [read_metrics(path) for path in runs]
+    by_dataset = {report.get("dataset") or report.get("corpus") or str(path): report["methods"] for path, report in zip(runs, reports, strict=True)}
+    models = sorted({str(report.get("lm")) for report in reports})
+    sizes = sorted({int(report.get("questions") or 0) for report in reports})
+    default = f"{', '.join(models)}: {'/'.join(map(str, sizes))} questions per dataset"
+    bar_chart(by_dataset, out, title or default)
+    _out().print(f"chart: {out}")
+
+
+def _usage_problem(error: BaseException) -> int | None:
+    """Show click's usage errors as one line (a bare `mhindex` shows the help); returns the exit code.
+
+    Recognised by class name along the MRO, not by class: typer 0.29 raises the exceptions of its
+    own vendored click (`typer._click`), older typers raise click's, and both must read the same.
+    """
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if "NoArgsIsHelpError" in names:
+        error.show()
+        return 2
+    if "ClickException" in names:
+        ctx = getattr(error, "ctx", None)
+        hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+        message = " ".join(str(error.format_message()).split())
+        print(f"mhindex: error: {message}{hint}", file=sys.stderr)
+        return int(getattr(error, "exit_code", 2))
+    if "Abort" in names:
+        print("mhindex: aborted", file=sys.stderr)
+        return 1
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -812,20 +894,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mhindex: interrupted", file=sys.stderr)
         return 130
-    except typer.Exit as done:
-        return done.exit_code
-    except Exception as error:  # click's own usage errors and aborts
-        import click
-
-        if isinstance(error, click.exceptions.ClickException):
-            error.show()
-            return error.exit_code
-        if isinstance(error, click.exceptions.Abort):
-            print("mhindex: aborted", file=sys.stderr)
-            return 1
-        raise
+    except Exception as error:
+        if type(error).__name__ == "Exit":  # typer.Exit, from either click
+            return int(getattr(error, "exit_code", 0) or 0)
+        code = _usage_problem(error)
+        if code is None:
+            raise
+        return code
     return 0
 
 
+def entry() -> None:
+    """The `mhindex` program. After Ctrl-C a model call abandoned in a helper thread may still be
+    inside llama.cpp (a long prompt cannot be cut short): everything is written and flushed by
+    then, so the process exits without waiting for it."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

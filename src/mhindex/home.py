@@ -14,6 +14,7 @@ Downloads of official releases go to `<home>/downloads/<dataset>/`.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,9 @@ import orjson
 from mhindex.errors import UsageError
 
 MANIFEST = "manifest.json"
+# Folders of the data root that are not corpora: a corpus may not take their names.
+RESERVED = ("downloads", "models", "cache")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def resolve_home(home: Path | str | None = None) -> Path:
@@ -69,8 +73,41 @@ class CorpusDir:
         return orjson.loads(self.manifest_path.read_bytes())
 
 
+def check_name(name: str) -> str:
+    """A corpus name is one folder inside the data root, never a path out of it: every command
+    that takes a name comes through here, so `--name .`, `../x` or `/abs` can never reach a
+    folder that is not a corpus."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name.endswith("."):
+        raise UsageError(
+            f"corpus name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (it names one folder inside the data root)"
+        )
+    if name.lower() in RESERVED:
+        raise UsageError(f"corpus name {name!r} is reserved for mhindex's own folder <home>/{name.lower()}; choose another name")
+    return name
+
+
 def corpus_dir(home: Path, name: str) -> CorpusDir:
-    return CorpusDir(home / name)
+    return CorpusDir(home / check_name(name))
+
+
+def is_mhindex_corpus(folder: Path) -> bool:
+    """Whether `folder` is a corpus that mhindex built (its manifest says so)."""
+    try:
+        manifest = orjson.loads((folder / MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(manifest, dict) and {"dataset", "format", "corpus_sha256"} <= manifest.keys()
+
+
+def claim_corpus_dir(target: CorpusDir) -> None:
+    """Refuse to build over a folder that mhindex did not create as a corpus: a build replaces
+    its target whole, so anything else in the way would be deleted."""
+    root = target.root
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise UsageError(f"{root} exists and is not a corpus folder; choose another --name or move it away")
+    if root.is_dir() and any(root.iterdir()) and not is_mhindex_corpus(root):
+        raise UsageError(f"{root} exists and is not a corpus that mhindex built; nothing was changed: choose another --name or move it away")
 
 
 def downloads_dir(home: Path, dataset: str) -> Path:
@@ -81,7 +118,7 @@ def built_corpora(home: Path) -> list[CorpusDir]:
     if not home.is_dir():
         return []
     return sorted(
-        (CorpusDir(p) for p in home.iterdir() if p.is_dir() and not p.name.startswith(".") and (p / MANIFEST).is_file()),
+        (CorpusDir(p) for p in home.iterdir() if _NAME.fullmatch(p.name) and p.name not in RESERVED and p.is_dir() and is_mhindex_corpus(p)),
         key=lambda c: c.name,
     )
 

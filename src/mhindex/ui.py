@@ -6,7 +6,11 @@ command. Nothing here decides *what* happens, only how it is shown.
 
 from __future__ import annotations
 
+import contextvars
+import os
+import signal
 import sys
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -56,7 +60,9 @@ class Reporter:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=True, highlight=False)
+            # A copy of descriptor 2, taken now: engines that send their own chatter to a log by
+            # redirecting descriptor 2 (ColBERT, FAISS) must not swallow our bars and lines.
+            self._console = Console(file=os.fdopen(os.dup(2), "w", buffering=1), highlight=False)
         return self._console
 
     def _emit(self, level: str, message: str, fields: dict) -> None:
@@ -93,10 +99,27 @@ class Reporter:
             TimeRemainingColumn,
         )
 
-        counter = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
-        columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), counter, TimeElapsedColumn(), TimeRemainingColumn()]
+        if total is None:  # no bar that sits at "0/?": a spinner, what is happening, and the time so far
+            columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
+        else:
+            counter = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
+            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), counter, TimeElapsedColumn(), TimeRemainingColumn()]
         with Progress(*columns, console=self.console, transient=True) as progress:
             yield _RichTask(progress, progress.add_task(description, total=total))
+
+    @contextmanager
+    def activity(self, description: str) -> Iterator[None]:
+        """A live line on stderr for one long piece of work (one `ask`): what it is doing now,
+        tokens so far and the time; the library updates it through `ui.note(...)`."""
+        if not self.interactive:
+            yield
+            return
+        with self.progress(description, total=None) as task:
+            token = _activity.set(_Activity(task, description))
+            try:
+                yield
+            finally:
+                _activity.reset(token)
 
 
 _reporter = Reporter(quiet=True, interactive=False)
@@ -110,3 +133,74 @@ def configure(quiet: bool = False, interactive: bool | None = None) -> Reporter:
     global _reporter
     _reporter = Reporter(quiet=quiet, interactive=interactive)
     return _reporter
+
+
+# -- what a long `ask` is doing now --------------------------------------------------------------
+
+class _Activity:
+    def __init__(self, task: _RichTask, label: str) -> None:
+        self.task = task
+        self.label = label
+
+
+_activity: contextvars.ContextVar[_Activity | None] = contextvars.ContextVar("mhindex_activity", default=None)
+
+
+def note(label: str) -> None:
+    """Say what the current activity is doing (a no-op outside `Reporter.activity`)."""
+    if (current := _activity.get()) is not None:
+        current.label = label
+        current.task.update(description=label)
+
+
+def note_tokens(generated: int) -> None:
+    """Tokens generated so far by the call in progress, shown beside what it is doing."""
+    if (current := _activity.get()) is not None:
+        current.task.update(description=f"{current.label} · {generated} tokens")
+
+
+# -- Ctrl-C: stop after the current call, or at once on the second press ---------------------------
+
+_stop = threading.Event()
+
+
+def stop_requested() -> bool:
+    """True once Ctrl-C was pressed under `graceful_interrupts`: long work stops at its next call."""
+    return _stop.is_set()
+
+
+def check_stop() -> None:
+    """Raise KeyboardInterrupt here if Ctrl-C was pressed: a safe point between two calls."""
+    if _stop.is_set():
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def graceful_interrupts() -> Iterator[None]:
+    """Ctrl-C during work that calls a language model.
+
+    The first press says so at once and stops the command at once: the call in flight is
+    abandoned (a local model stops generating at its next token), finished answers are kept and
+    the command says how to go on. Model calls run in helper threads, so the press is taken
+    even while llama.cpp evaluates a long prompt. The second press quits on the spot. Results
+    are written a whole line at a time, so either way only complete output is left.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_interrupt(signum, frame) -> None:
+        if _stop.is_set():
+            os.write(2, b"mhindex: interrupted\n")
+            os._exit(130)
+        _stop.set()
+        os.write(2, b"mhindex: stopping; finished answers are kept (Ctrl-C again to quit at once)\n")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    _stop.clear()
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _stop.clear()

@@ -51,7 +51,10 @@ def _prepare(home: Path, threads: int):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(home / "cache" / "torch_extensions"))
-    _drop_stale_locks(Path(os.environ["TORCH_EXTENSIONS_DIR"]))
+    extensions = Path(os.environ["TORCH_EXTENSIONS_DIR"])
+    _drop_stale_locks(extensions)
+    if len({so.parent.name for so in extensions.glob("*/*.so")}) < len(EXTENSIONS):
+        reporter().info(f"colbert-ai compiles its {len(EXTENSIONS)} C++ extensions on first use, once: a few minutes on two cores (into {extensions})")
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*CUDA is not available.*")
     try:
@@ -63,6 +66,7 @@ def _prepare(home: Path, threads: int):
 
 
 STALE_LOCK_SECONDS = 15 * 60  # one extension compiles in about a minute on two cores
+EXTENSIONS = ("decompress_residuals_cpp", "filter_pids_cpp", "segmented_lookup_cpp", "segmented_maxsim_cpp")
 
 
 def _drop_stale_locks(extensions: Path) -> None:
@@ -80,21 +84,28 @@ def _drop_stale_locks(extensions: Path) -> None:
 
 @contextlib.contextmanager
 def _quiet(log: Path):
-    """colbert-ai prints its configuration and progress on stdout, and FAISS's k-means prints from C;
-    keep stdout for our output by sending file descriptor 1 to the log too."""
+    """colbert-ai prints its configuration and progress on stdout, and FAISS's k-means prints its
+    warnings from C on descriptor 2; keep both descriptors for our output (and progress line, which
+    writes to its own copy of descriptor 2) by sending them to the log while colbert-ai runs."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    if reporter().interactive:
+        reporter().console  # noqa: B018 - takes its copy of descriptor 2 now, before it is redirected
     sys.stdout.flush()
+    sys.stderr.flush()
     with open(log, "a") as sink:
-        saved = os.dup(1)
+        saved = [os.dup(1), os.dup(2)]
         os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
         try:
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 yield
         finally:
             sink.flush()
             _flush_c_stdio()
-            os.dup2(saved, 1)
-            os.close(saved)
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
 
 
 def _flush_c_stdio() -> None:
@@ -166,7 +177,8 @@ class ColbertBackend:
         from colbert.infra import ColBERTConfig, Run, RunConfig
 
         log = target / "colbert.log"
-        with reporter().progress(f"indexing {len(texts):,} paragraphs with ColBERT (PLAID)", total=None), _quiet(log):
+        what = f"indexing {len(texts):,} paragraphs with ColBERT (PLAID): encoding, k-means, encoding again (minutes on CPU; log: {log})"
+        with reporter().progress(what, total=None), _quiet(log):
             with Run().context(RunConfig(nranks=1, root=str(target), experiment="colbert", avoid_fork_if_possible=True)):
                 config = ColBERTConfig(
                     nbits=int(options["nbits"]), doc_maxlen=int(options["doc_maxlen"]), query_maxlen=int(options["query_maxlen"]),

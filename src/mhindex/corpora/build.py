@@ -21,7 +21,7 @@ from mhindex import __version__
 from mhindex.corpora.records import Paragraph, Question, RecordGuard
 from mhindex.errors import BadInput, UsageError
 from mhindex.files import atomic_directory, sha256_file
-from mhindex.home import CorpusDir, corpus_dir
+from mhindex.home import CorpusDir, claim_corpus_dir, corpus_dir
 from mhindex.ui import reporter
 
 FORMAT = 1  # bump when the corpus layout changes, so that old builds are rebuilt
@@ -33,6 +33,8 @@ class BuildResult:
     manifest: dict
     rebuilt: bool
     warnings: list[str] = field(default_factory=list)
+    # Indexes of the previous build, kept beside the new corpus: they are stale until rebuilt.
+    stale_indexes: list[str] = field(default_factory=list)
 
 
 def describe_inputs(inputs: list[Path]) -> list[dict]:
@@ -74,7 +76,8 @@ def build_corpus(
     if not inputs:
         raise UsageError(f"no input files for {dataset.name}; pass --input FILE or run `mhindex download {dataset.name}`")
     log = reporter()
-    target = corpus_dir(home, name or dataset.name)
+    target = corpus_dir(home, dataset.name if name is None else name)
+    claim_corpus_dir(target)
     described = describe_inputs(inputs)
     if not force and is_up_to_date(target, dataset.name, described, seed):
         return BuildResult(target, target.manifest(), rebuilt=False)
@@ -149,9 +152,11 @@ def build_corpus(
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
-        if target.indexes.is_dir():
-            # Kept so that searching them says they are stale and what to run, instead of vanishing.
-            os.replace(target.indexes, staging / "indexes")
+        for kept in ("indexes", "eval"):
+            # Indexes are kept so that searching them says they are stale and what to run, instead of
+            # vanishing; evaluation runs are the user's results (each records the corpus it ran on).
+            if (target.root / kept).is_dir():
+                os.replace(target.root / kept, staging / kept)
 
     warnings = []
     if unmapped:
@@ -161,7 +166,8 @@ def build_corpus(
         )
     if guard.skipped:
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
-    return BuildResult(target, manifest, rebuilt=True, warnings=warnings)
+    stale = sorted(p.name for p in target.indexes.iterdir() if p.is_dir() and not p.name.startswith(".")) if target.indexes.is_dir() else []
+    return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=stale)
 
 
 def _write_shuffled(staged: Path, offsets: array, out: Path, seed: int) -> str:

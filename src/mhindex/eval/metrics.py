@@ -73,10 +73,11 @@ def retrieval_recall(retrieved_ids: Iterable[str], gold_ids: Sequence[str]) -> f
     return sum(1 for g in set(gold_ids) if g in found) / len(set(gold_ids))
 
 
-def score_one(prediction: dict, question: dict) -> dict:
+def score_one(prediction: dict, question: dict, budget: int | None = None) -> dict:
+    """Recall counts only the first `budget` paragraphs retrieved, as the paper's "Recall (<=15)"."""
     answer = prediction.get("answer") or ""
     answers = question.get("answers") or []
-    retrieved = [r["id"] for r in prediction.get("retrieved", [])]
+    retrieved = [r["id"] for r in prediction.get("retrieved", [])][:budget]
     return {
         "em": best(exact_match, answer, answers),
         "f1": best(f1, answer, answers),
@@ -110,7 +111,7 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
         if prediction is None:
             failed += 1
             prediction = {}
-        rows.append(score_one(prediction, question))
+        rows.append(score_one(prediction, question, budget))
         for c in COST:
             costs[c] += float(prediction.get(c) or 0)
     n = len(rows) or 1

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
+
+from mhindex.errors import UsageError
+
 COLUMNS = [
     ("EM", "em", "{:.1f}", 100),
     ("F1", "f1", "{:.1f}", 100),
@@ -53,38 +57,71 @@ def terminal_bars(metrics: dict[str, dict], width: int = 40) -> str:
     return "\n".join(lines)
 
 
-def bar_chart(metrics: dict[str, dict], path: Path, title: str) -> Path:
-    """Grouped bars (retrieval recall, answer F1) per method, drawn with Pillow."""
-    from PIL import Image, ImageDraw, ImageFont
+def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
+    """Retrieval recall and answer F1 side by side (two panels), datasets along the x axis and
+    one bar per method, each with its 95% interval, like the figures of IRCoT's paper.
 
-    names = list(metrics)
-    width, height, margin = max(480, 160 * len(names) + 120), 360, 60
-    image = Image.new("RGB", (width, height), "white")
-    draw = ImageDraw.Draw(image)
-    font = ImageFont.load_default()
-    plot_bottom, plot_top = height - margin, margin
-    draw.text((margin, 18), title, fill="black", font=font)
-    for tick in range(0, 101, 20):
-        y = plot_bottom - (plot_bottom - plot_top) * tick / 100
-        draw.line([(margin - 5, y), (width - 20, y)], fill="#dddddd")
-        draw.text((10, y - 6), f"{tick}", fill="black", font=font)
-    colours = {"recall": "#4c78a8", "f1": "#f58518"}
-    group = (width - margin - 40) / max(1, len(names))
-    for i, name in enumerate(names):
-        x0 = margin + 20 + i * group
-        for j, key in enumerate(("recall", "f1")):
-            value = metrics[name].get(key)
-            left = x0 + j * 44
-            if value is None:  # not applicable (NoR retrieves nothing)
-                draw.text((left + 14, plot_bottom - 14), "-", fill="black", font=font)
-                continue
-            top = plot_bottom - (plot_bottom - plot_top) * value
-            draw.rectangle([left, top, left + 38, plot_bottom], fill=colours[key])
-            draw.text((left + 4, top - 14), f"{value * 100:.0f}", fill="black", font=font)
-        draw.text((x0 + 10, plot_bottom + 8), name, fill="black", font=font)
-    for j, (key, label) in enumerate((("recall", "retrieval recall"), ("f1", "answer F1"))):
-        draw.rectangle([width - 170, 16 + j * 16, width - 160, 26 + j * 16], fill=colours[key])
-        draw.text((width - 154, 14 + j * 16), label, fill="black", font=font)
+    runs: {dataset: {method: summary}}. A zero is drawn as a labelled baseline tick; a method with
+    no retrieval (NoR) is marked "n/a" in the recall panel rather than drawn as zero.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, never a window
+    import matplotlib.pyplot as plt
+
+    datasets = list(runs)
+    methods = list(dict.fromkeys(m for summaries in runs.values() for m in summaries))
+    width = 0.8 / max(1, len(methods))
+    colours = plt.get_cmap("tab10").colors
+    figure, axes = plt.subplots(1, 2, figsize=(max(6.4, 2.2 + 1.6 * len(datasets) * max(1, len(methods)) / 2), 3.6), sharey=True, constrained_layout=True)
+    for axis, (key, label) in zip(axes, (("recall", "Retrieval recall (%)"), ("f1", "Answer F1 (%)")), strict=True):
+        for j, method in enumerate(methods):
+            for i, dataset in enumerate(datasets):
+                summary = runs[dataset].get(method)
+                x = i - 0.4 + width * (j + 0.5)
+                if summary is None:
+                    continue
+                value = summary.get(key)
+                if value is None:
+                    axis.text(x, 1, "n/a", ha="center", va="bottom", fontsize=7, color="0.4", rotation=90)
+                    continue
+                spread = summary.get(f"{key}_ci95")
+                axis.bar(x, value * 100, width * 0.92, color=colours[j % len(colours)], label=method if i == 0 else None,
+                         yerr=None if spread is None else spread * 100, capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "0.25"})
+                top = value * 100 + (spread or 0) * 100
+                axis.text(x, top + 1.5, f"{value * 100:.0f}", ha="center", va="bottom", fontsize=7)
+        axis.set_title(label.replace(" (%)", ""), fontsize=10)
+        axis.set_ylabel(label)
+        axis.set_xticks(range(len(datasets)), datasets, fontsize=9)
+        axis.set_xlim(-0.6, len(datasets) - 0.4)
+        axis.set_ylim(0, 110)
+        axis.axhline(0, color="0.2", linewidth=0.8)
+        axis.grid(axis="y", color="0.9")
+        axis.set_axisbelow(True)
+        axis.spines[["top", "right"]].set_visible(False)
+    legend: dict[str, object] = {}
+    for axis in axes:  # NoR has bars only in the F1 panel
+        for handle, name in zip(*axis.get_legend_handles_labels(), strict=True):
+            legend.setdefault(name, handle)
+    ordered = [m for m in methods if m in legend]
+    figure.legend([legend[m] for m in ordered], ordered, loc="outside lower center", ncols=max(1, len(ordered)), frameon=False, fontsize=9)
+    figure.suptitle(title, fontsize=10)
+    figure.text(0.99, 0.01, "bars: 95% intervals over the sampled questions", ha="right", va="bottom", fontsize=6, color="0.4")
     path.parent.mkdir(parents=True, exist_ok=True)
-    image.save(path)
+    figure.savefig(path, dpi=160)
+    plt.close(figure)
     return path
+
+
+def read_metrics(path: Path) -> dict:
+    """The metrics.json of an evaluation folder (or the file itself), checked enough to chart."""
+    file = path / "metrics.json" if path.is_dir() else path
+    try:
+        report = orjson.loads(file.read_bytes())
+    except FileNotFoundError:
+        raise UsageError(f"{file}: no such file (is {path} an `mhindex eval` folder?)") from None
+    except orjson.JSONDecodeError as error:
+        raise UsageError(f"{file}: not valid JSON ({error})") from None
+    if not isinstance(report, dict) or not isinstance(report.get("methods"), dict):
+        raise UsageError(f"{file}: field 'methods' is missing; is this the metrics.json of `mhindex eval`?")
+    return report

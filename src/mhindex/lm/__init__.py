@@ -1,7 +1,7 @@
 """Language models behind one interface (`base.LanguageModel`), chosen with one option:
 
-    local:smollm2-135m            packaged GGUF model (default; see packaged.py)
-    local:qwen2.5-0.5b            packaged GGUF model
+    local:qwen2.5-0.5b            packaged GGUF model (default: the best reader that installs in a minute)
+    local:smollm2-135m            packaged GGUF model (fast, weak; the test suite's)
     gguf:/path/model.gguf         any GGUF file, through llama.cpp
     hf:/path/to/flan-t5-large     a transformers folder (or a cached hub name), offline
     openai:MODEL@URL              an OpenAI-compatible /v1/completions endpoint
@@ -20,7 +20,7 @@ from mhindex.lm.cache import CachedModel, CallCache
 
 __all__ = ["Completion", "LanguageModel", "LMError", "DEFAULT_LM", "load_lm", "parse_lm"]
 
-DEFAULT_LM = "local:smollm2-135m"
+DEFAULT_LM = "local:qwen2.5-0.5b"
 KINDS = ("local", "gguf", "hf", "openai", "openai-chat")
 
 

@@ -56,6 +56,17 @@ class LanguageModel(ABC):
         """What makes two instances give the same outputs (name plus weights), for the call cache."""
         return self.name
 
+    @property
+    def parameters(self) -> int | None:
+        """The model's parameter count where the runtime tells it (None: unknown). Methods choose
+        prompting by it: small models read better with direct prompting."""
+        return None
+
+    @property
+    def seq2seq(self) -> bool:
+        """An encoder-decoder model (Flan-T5), prompted as the IRCoT paper prompts Flan-T5."""
+        return False
+
     @abstractmethod
     def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion: ...
 

@@ -62,6 +62,14 @@ class CachedModel(LanguageModel):
     def identity(self) -> str:
         return self.inner.identity
 
+    @property
+    def parameters(self) -> int | None:
+        return self.inner.parameters
+
+    @property
+    def seq2seq(self) -> bool:
+        return self.inner.seq2seq
+
     def _call(self, kind: str, prompt: str, max_tokens: int, stop: Sequence[str], temperature: float) -> Completion:
         call = self.inner.chat if kind == "chat" else self.inner.complete
         if temperature > 0:

@@ -5,17 +5,24 @@ server code; `llama-cpp-python` compiles llama.cpp from source (about 14 minutes
 The model gets one slot and every call sets `cache_prompt`, so a prompt that shares a prefix
 with the previous one (IRCoT's demonstrations and the paragraphs found so far) evaluates only
 the new tokens. Calls are serialised: one slot, one prefix cache, no thrashing.
+
+Calls stream their tokens through a callback and run in a helper thread: the caller's thread
+stays free for Ctrl-C (which stops the generation at the next token) and the live status line
+can count tokens as they come. Streamed and whole answers are the same greedy tokens.
 """
 
 from __future__ import annotations
 
+import contextvars
 import ctypes
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
+from mhindex import ui
 from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
 
 
@@ -25,6 +32,8 @@ from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
 # hanging when torch had been loaded in the same process), so servers live until the process exits.
 _SERVERS: dict[tuple, tuple[Any, threading.Lock]] = {}
 _SERVERS_LOCK = threading.Lock()
+# Where llama.cpp calls run, so that the calling thread waits in Python and takes Ctrl-C at once.
+_CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="llama.cpp")
 
 
 def _shared_server(path: Path, threads: int, context_length: int) -> tuple[Any, threading.Lock]:
@@ -75,34 +84,70 @@ class LlamaCppModel(LanguageModel):
         stat = self.path.stat()
         self._identity = f"gguf:{self.path.name}:{stat.st_size}:{stat.st_mtime_ns}"
         self._http = None
+        self._parameters: int | None = None
 
     @property
     def identity(self) -> str:
         return self._identity
 
-    def _answer(self, kind: str, body: dict) -> dict:
-        with self._lock:
-            handle = self._server.handle_chat_completions if kind == "chat" else self._server.handle_completions
-            response = handle(body)
-        if not isinstance(response, dict) or "choices" not in response:
-            message = response.get("error", {}).get("message") if isinstance(response, dict) else None
-            raise LMError(f"llama.cpp failed on {self.path.name}: {message or response}")
-        return response
+    @property
+    def parameters(self) -> int | None:
+        """llama.cpp's own count, from its /v1/models on the loopback port of the in-process server."""
+        if self._parameters is None:
+            try:
+                meta = self._client().get("/v1/models").json()["data"][0].get("meta") or {}
+                self._parameters = int(meta["n_params"])
+            except Exception:  # noqa: BLE001 - unknown is an answer
+                self._parameters = 0
+        return self._parameters or None
+
+    def _client(self):
+        import httpx
+
+        if self._http is None:
+            self._http = httpx.Client(base_url=self._server.listening_address, timeout=30)
+        return self._http
+
+    def _stream(self, kind: str, body: dict) -> tuple[str, list[dict]]:
+        """Run one streamed call; returns the text and the chunks. Stops early on Ctrl-C."""
+        chunks: list[dict] = []
+        pieces: list[str] = []
+
+        def on_chunk(chunk: dict) -> bool:
+            chunks.append(chunk)
+            for choice in chunk.get("choices") or ():
+                piece = choice.get("delta", {}).get("content") if kind == "chat" else choice.get("text")
+                if piece:
+                    pieces.append(piece)
+            ui.note_tokens(len(pieces))
+            return ui.stop_requested()  # True tells llama.cpp to stop generating
+
+        def call() -> None:
+            with self._lock:
+                handle = self._server.handle_chat_completions if kind == "chat" else self._server.handle_completions
+                handle({**body, "stream": True, "stream_options": {"include_usage": True}}, on_chunk)
+
+        _CALLS.submit(contextvars.copy_context().run, call).result()
+        ui.check_stop()  # a generation cut short by Ctrl-C is not an answer
+        errors = [c["error"] for c in chunks if isinstance(c, dict) and c.get("error")]
+        if errors or not chunks:
+            message = errors[0].get("message") if errors and isinstance(errors[0], dict) else (errors[0] if errors else "no output")
+            raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
+        return "".join(pieces), chunks
 
     def _completion(self, kind: str, body: dict, stop: Sequence[str]) -> Completion:
         started = time.perf_counter()
-        response = self._answer(kind, body)
-        choice = response["choices"][0]
-        text = choice["message"]["content"] if kind == "chat" else choice["text"]
-        usage = response.get("usage", {})
-        timings = response.get("timings", {})
+        text, chunks = self._stream(kind, body)
+        usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), {})
+        timings = next((c["timings"] for c in reversed(chunks) if c.get("timings")), {})
+        finish = next((ch.get("finish_reason") for c in reversed(chunks) for ch in c.get("choices") or () if ch.get("finish_reason")), None)
         return Completion(
-            text=cut_at_stop(text or "", stop),
+            text=cut_at_stop(text, stop),
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=timings.get("prompt_n"),
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish,
             prompt_seconds=timings["prompt_ms"] / 1000 if "prompt_ms" in timings else None,
         )
 
@@ -123,11 +168,7 @@ class LlamaCppModel(LanguageModel):
 
     def count_tokens(self, text: str) -> int:
         # llama.cpp's server code answers /tokenize on its loopback port; no tokenizer is exposed otherwise.
-        import httpx
-
-        if self._http is None:
-            self._http = httpx.Client(base_url=self._server.listening_address, timeout=30)
-        response = self._http.post("/tokenize", json={"content": text, "add_special": False})
+        response = self._client().post("/tokenize", json={"content": text, "add_special": False})
         response.raise_for_status()
         return len(response.json()["tokens"])
 

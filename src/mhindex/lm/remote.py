@@ -44,6 +44,7 @@ class RemoteModel(LanguageModel):
         self._backoff = backoff
         self._slots = threading.BoundedSemaphore(concurrency)
         self._tokenize_url: str | None | bool = None  # None: not probed yet; False: server has none
+        self._parameters: int | None = None
         self.context_length = context_length or self._probe_context_length() or 4096
 
     # -- transport -------------------------------------------------------------------------
@@ -80,7 +81,7 @@ class RemoteModel(LanguageModel):
         raise LMError(f"the LM server at {url} kept failing after {self._retries + 1} tries")
 
     def _probe_context_length(self) -> int | None:
-        """vLLM reports max_model_len and llama.cpp n_ctx_train on /models; others say nothing."""
+        """vLLM reports max_model_len and llama.cpp n_ctx_train (and n_params) on /models; others say nothing."""
         try:
             response = self._client.get("/models", timeout=10)
             data = response.json().get("data") or []
@@ -89,10 +90,16 @@ class RemoteModel(LanguageModel):
         for entry in data:
             if entry.get("id") == self.model or len(data) == 1:
                 meta = entry.get("meta") or {}
+                if isinstance(meta.get("n_params"), int):
+                    self._parameters = meta["n_params"]
                 value = entry.get("max_model_len") or meta.get("n_ctx") or meta.get("n_ctx_train")
                 if isinstance(value, int):
                     return value
         return None
+
+    @property
+    def parameters(self) -> int | None:
+        return self._parameters
 
     # -- interface ----------------------------------------------------------------------------
 

@@ -37,10 +37,11 @@ class TransformersModel(LanguageModel):
         transformers.utils.logging.disable_progress_bar()
         self._model.eval()
         self._torch = torch
-        self.seq2seq = bool(config.is_encoder_decoder)
+        self._seq2seq = bool(config.is_encoder_decoder)
+        self._parameters = sum(p.numel() for p in self._model.parameters())
         self.name = f"hf:{source}"
         limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-        if not limit and self.seq2seq:
+        if not limit and self._seq2seq:
             limit = 6000  # T5's relative positions have no hard limit; IRCoT fed Flan-T5 up to ~6k tokens
         self.context_length = context_length or int(limit or 2048)
         self._identity = f"hf:{os.path.abspath(source) if os.path.exists(source) else source}"
@@ -48,6 +49,14 @@ class TransformersModel(LanguageModel):
     @property
     def identity(self) -> str:
         return self._identity
+
+    @property
+    def parameters(self) -> int | None:
+        return self._parameters
+
+    @property
+    def seq2seq(self) -> bool:
+        return self._seq2seq
 
     def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
         started = time.perf_counter()

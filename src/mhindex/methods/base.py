@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from mhindex import ui
 from mhindex.lm.base import Completion, LanguageModel
 
 
@@ -84,7 +85,10 @@ class Meter:
         self.completion_tokens = 0
         self._lock = threading.Lock()
 
-    def complete(self, prompt: str, max_tokens: int, stop: Sequence[str]) -> Completion:
+    def complete(self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating") -> Completion:
+        """One greedy call; `label` says what it is for on the live status line of `ask`."""
+        ui.check_stop()
+        ui.note(f"{label} (LM call {self.calls + 1}, {self.prompt_tokens + self.completion_tokens:,} tokens so far)")
         completion = self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=0.0)
         with self._lock:
             self.calls += 1

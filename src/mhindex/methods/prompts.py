@@ -104,7 +104,12 @@ def extract_answer(generation: str) -> str:
     return text.strip().strip('"').strip()
 
 
-_ABBREVIATION = re.compile(r"(\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Mt|No|vs|etc|Inc|Ltd|Co|U\.S))\.$")
+_ABBREVIATION = re.compile(r"(\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Mt|No|v|vs|etc|Inc|Ltd|Co|U\.S))\.$")
+
+
+def concludes(generation: str) -> bool:
+    """Whether a chain-of-thought generation reached its "answer is:" (else it rambled or was cut off)."""
+    return bool(_ANSWER.search(generation))
 
 
 def first_sentence(text: str) -> str:

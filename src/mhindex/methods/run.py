@@ -1,7 +1,7 @@
 """Running a method over a stream of questions: results come out in input order, each flushed
 as soon as it and all before it are done; `workers` questions run at once (useful with a
-remote LM); a question that fails becomes an error record and the run goes on; Ctrl-C stops
-after writing every answer already finished."""
+remote LM); a question that fails, for whatever reason, becomes an error record and the run goes
+on; Ctrl-C stops after writing every answer already finished."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from mhindex import ui
 from mhindex.errors import MhindexError
 from mhindex.methods.base import Method, Query
 
@@ -28,6 +29,8 @@ def _answer(method: Method, number: int, item: Query | str) -> dict:
         return method.answer(item).record()
     except MhindexError as error:
         return {"line": number, "id": item.id, "error": str(error)}
+    except Exception as error:  # noqa: BLE001 - one failing question is one error record, never the end of a run
+        return {"line": number, "id": item.id, "error": f"{type(error).__name__}: {error}"}
 
 
 def run_questions(method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict], None], workers: int = 1) -> RunStats:
@@ -44,6 +47,7 @@ def run_questions(method: Method, items: Iterable[tuple[int, Query | str]], emit
     if workers <= 1:
         try:
             for number, item in items:
+                ui.check_stop()
                 out(_answer(method, number, item))
         except KeyboardInterrupt:
             stats.interrupted = True
@@ -53,6 +57,7 @@ def run_questions(method: Method, items: Iterable[tuple[int, Query | str]], emit
     executor = ThreadPoolExecutor(max_workers=workers)
     try:
         for number, item in items:
+            ui.check_stop()
             pending.append(executor.submit(_answer, method, number, item))
             while pending and (pending[0].done() or len(pending) >= workers * 2):
                 out(pending.popleft().result())

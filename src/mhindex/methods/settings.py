@@ -35,4 +35,5 @@ class Settings:
         for name in ("k", "max_steps", "max_paragraphs", "max_paragraph_words", "step_tokens", "answer_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+                flag = "-k" if name == "k" else f"--{name.replace('_', '-')}"
+                raise UsageError(f"{flag} must be at least 1")

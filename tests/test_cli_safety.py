@@ -1,0 +1,156 @@
+"""What a first hour with the tool must never show: a command that deletes what is not its own,
+a traceback for a mistyped command, a bad value that runs anyway. Each case goes through the
+installed `mhindex` program, so that a dependency upgrade (typer now vendors its own click)
+cannot bring tracebacks back unnoticed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+
+MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+MHINDEX = Path(sys.executable).with_name("mhindex")
+
+
+def mhindex(*args, home: Path, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MHINDEX_HOME": str(home)}
+    return subprocess.run([str(MHINDEX), *map(str, args)], input=stdin, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def one_line_error(result: subprocess.CompletedProcess, code: int = 2) -> str:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("mhindex: error: ")
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """A data root holding a built corpus, an unrelated file, and a victim folder beside it."""
+    base = tmp_path_factory.mktemp("safety")
+    home = base / "home"
+    assert mhindex("--quiet", "build", "musique", "--input", MUSIQUE, home=home).returncode == 0
+    (home / "notes.txt").write_text("the user's own file")
+    (base / "victim").mkdir()
+    (base / "victim" / "thesis.tex").write_text("years of work")
+    return home
+
+
+def everything_is_still_there(home: Path) -> None:
+    assert (home / "notes.txt").read_text() == "the user's own file"
+    assert (home.parent / "victim" / "thesis.tex").read_text() == "years of work"
+    assert (home / "musique" / "corpus.jsonl").is_file() and (home / "musique" / "indexes" / "lucene" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("name", [".", "..", "../victim", "/tmp/mhindex-absolute-victim", "a/b", "downloads", "models", "cache", ".hidden", "-rf", ""])
+def test_a_corpus_name_never_escapes_the_data_root(root, name):
+    absolute = Path("/tmp/mhindex-absolute-victim")
+    absolute.mkdir(exist_ok=True)
+    (absolute / "keep.txt").write_text("keep")
+    error = one_line_error(mhindex("corpus", "iirc", "--name", name, "--force", home=root))
+    assert "corpus name" in error
+    everything_is_still_there(root)
+    assert (absolute / "keep.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize("command", [["search", "../home/musique", "x"], ["info", ".."], ["index", "../victim"], ["eval", "/tmp", "--limit", "1"], ["ask", "x", "--corpus", ".."]])
+def test_every_command_that_takes_a_name_checks_it_the_same_way(root, command):
+    error = one_line_error(mhindex(*command, home=root))
+    assert "is not allowed" in error
+    everything_is_still_there(root)
+
+
+def test_a_build_replaces_only_a_corpus_mhindex_built(root):
+    foreign = root / "mine"
+    foreign.mkdir()
+    (foreign / "data.csv").write_text("a,b\n1,2\n")
+    error = one_line_error(mhindex("corpus", "iirc", "--name", "mine", "--force", home=root))
+    assert "is not a corpus that mhindex built" in error and str(foreign) in error
+    assert (foreign / "data.csv").read_text() == "a,b\n1,2\n" and sorted(p.name for p in foreign.iterdir()) == ["data.csv"]
+    # A folder with a manifest.json that mhindex did not write is just as foreign.
+    (foreign / "manifest.json").write_text('{"name": "something else"}')
+    one_line_error(mhindex("build", "iirc", "--name", "mine", home=root))
+    assert (foreign / "data.csv").is_file()
+    # mhindex's own corpus is rebuilt in place, keeping its evaluation runs.
+    (root / "musique" / "eval" / "run-1").mkdir(parents=True)
+    (root / "musique" / "eval" / "run-1" / "nor.jsonl").write_text("{}\n")
+    assert mhindex("--quiet", "corpus", "musique", "--input", MUSIQUE, "--force", home=root).returncode == 0
+    assert (root / "musique" / "eval" / "run-1" / "nor.jsonl").read_text() == "{}\n"
+    everything_is_still_there(root)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["search"], "Missing argument"),
+        (["search", "musique", "x", "-k", "abc"], "Invalid value for '-k'"),
+        (["search", "musique", "x", "--no-such-flag"], "No such option: --no-such-flag"),
+        (["nosuchcommand"], "No such command 'nosuchcommand'"),
+        (["list", "--json", "true"], "unexpected extra argument"),
+        (["search", "musique", "x", "-k", "0"], "Invalid value for '-k'"),
+        (["search", "musique", "x", "-k", "-1"], "Invalid value for '-k'"),
+        (["ask", "x", "-k", "0"], "Invalid value for '-k'"),
+        (["eval", "musique", "--limit", "-3"], "Invalid value for '--limit'"),
+        (["ask", "x", "--distractors", "7"], "Invalid value for '--distractors'"),
+    ],
+)
+def test_every_usage_error_is_one_line_with_exit_code_2(root, args, fragment):
+    error = one_line_error(mhindex(*args, home=root))
+    assert fragment in error
+    assert "-h'" in error  # and where to read more
+
+
+def test_a_bare_mhindex_shows_the_help(root):
+    result = mhindex(home=root)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "Usage" in result.stdout + result.stderr and "ask" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_an_empty_question_is_refused_before_any_model_runs(root, question):
+    started = time.perf_counter()
+    error = one_line_error(mhindex("ask", question, home=root))
+    assert "the question is empty" in error
+    assert time.perf_counter() - started < 30  # refused up front, not after loading and running a model
+
+
+def test_score_refuses_a_missing_or_empty_predictions_file(root, tmp_path):
+    error = one_line_error(mhindex("score", tmp_path / "nope.jsonl", "--questions", "musique", home=root))
+    assert "nope.jsonl: no such file" in error
+    (tmp_path / "empty.jsonl").write_text("")
+    assert "holds no predictions" in one_line_error(mhindex("score", tmp_path / "empty.jsonl", "--questions", "musique", home=root))
+    assert "no such file" in one_line_error(mhindex("score", tmp_path / "empty.jsonl", "--questions", tmp_path / "q.jsonl", home=root))
+
+
+def test_ctrl_c_acts_at_once_and_a_second_one_quits(root):
+    """With the model busy (a long prompt is being read), the first Ctrl-C is answered at once and
+    ends the command; before the helper thread, Python could not take it until llama.cpp returned."""
+    env = {**os.environ, "MHINDEX_HOME": str(root), "MHINDEX_LM": "local:smollm2-135m"}
+    question = "Who is the spouse of the Green performer?"
+    for presses in (1, 2):
+        process = subprocess.Popen(
+            [str(MHINDEX), "ask", question, "--corpus", "musique", "--no-cache", "--lm-threads", "1", "--step-tokens", "300"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        time.sleep(8)  # the model is loaded and reading its first ~4,000-token prompt
+        assert process.poll() is None
+        pressed = time.perf_counter()
+        for _ in range(presses):
+            process.send_signal(signal.SIGINT)
+            time.sleep(0.2)
+        out, err = process.communicate(timeout=120)
+        waited = time.perf_counter() - pressed
+        assert process.returncode == 130, err
+        assert "stopping; finished answers are kept" in err and "Traceback" not in err
+        assert out == ""  # no half answer
+        assert waited < 10, waited  # a generation step alone takes longer than this on one thread
