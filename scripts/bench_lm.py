@@ -23,7 +23,8 @@ from mhindex.corpora import DATASETS  # noqa: E402
 from mhindex.corpora.build import build_corpus  # noqa: E402
 from mhindex.lm.llamacpp import LlamaCppModel, default_threads  # noqa: E402
 from mhindex.lm.packaged import packaged_model_path  # noqa: E402
-from mhindex.methods import Query, Settings, make_method  # noqa: E402
+from mhindex.methods import MethodContext, Query, make_method  # noqa: E402
+from mhindex.methods.ircot import IRCoTSettings  # noqa: E402
 
 SAMPLE = REPO / "corpora" / "samples" / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 
@@ -81,7 +82,7 @@ def main() -> None:
                 model = LlamaCppModel(path, name=spec, threads=args.threads, reuse_prefix=reuse)
                 prompt_tps, generation_tps = speed(model) if reuse else (float("nan"), float("nan"))
                 counting = Counting(model)
-                method = make_method("ircot", retriever, counting, Settings(max_demos=args.max_demos), "musique")
+                method = make_method("ircot", retriever, counting, IRCoTSettings(max_demos=args.max_demos), MethodContext(dataset="musique"))
                 started = time.perf_counter()
                 for q in questions:
                     method.answer(Query(q["id"], q["question"]))

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Set everything up, build the bundled MuSiQue sample (corpus + Lucene index) and answer a
-# question with IRCoT on the packaged SmolLM2 model. No server to start.
+# Set everything up, build the bundled MuSiQue sample (corpus + Lucene index) and answer one of its
+# questions with IRCoT on the default packaged model (Qwen2.5-0.5B, llama.cpp). No server to start.
+# Data goes where every mhindex command looks by default (~/.local/share/mhindex, or $MHINDEX_HOME),
+# so the README's next commands work right after this one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export MHINDEX_HOME=${MHINDEX_HOME:-$PWD/.mhindex}
 .venv/bin/mhindex build musique
-.venv/bin/mhindex ask "Who is the spouse of the Green performer?" --corpus musique --method ircot
+.venv/bin/mhindex ask "Who is the spouse of the actress who plays Scarlett in Gone With the Wind?" --corpus musique --method ircot

@@ -26,9 +26,9 @@ import orjson
 from mhindex.eval.run import sample_questions
 from mhindex.home import open_corpus, resolve_home
 from mhindex.lm import DEFAULT_LM, load_lm
-from mhindex.methods import Settings
 from mhindex.methods.base import Meter
 from mhindex.methods.reader import Reader
+from mhindex.methods.settings import ReaderSettings
 
 
 def main() -> int:
@@ -57,7 +57,7 @@ def main() -> int:
     if args.limit is not None:
         wanted = {q["id"] for q in sample_questions(corpus, args.limit, args.seed)}
         stored = [r for r in stored if r["id"] in wanted]
-    settings = Settings(reader=args.reader)
+    settings = ReaderSettings(reader=args.reader)
     with load_lm(args.lm, home=args.home, threads=args.lm_threads) as model:
         reader = Reader(model, settings, dataset, with_context=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,7 @@ class FileServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "FileServer":
+    def __enter__(self) -> FileServer:
         self.thread.start()
         return self
 
@@ -135,7 +135,7 @@ class FaultProxy:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         self.thread.start()
         return self
 

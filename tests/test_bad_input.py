@@ -96,7 +96,7 @@ def test_skip_bad_continues_and_counts(mh, home, tmp_path):
     assert manifest["counts"]["questions"] == 8
     # A skipped record contributes nothing: none of its paragraphs is in the corpus.
     corpus = (home / "musique" / "corpus.jsonl").read_text()
-    only_in_bad = [p["paragraph_text"] for p in bad["paragraphs"][1:] if all(p["paragraph_text"] not in l for i, l in enumerate(lines) if i != 6)]
+    only_in_bad = [p["paragraph_text"] for p in bad["paragraphs"][1:] if all(p["paragraph_text"] not in line for i, line in enumerate(lines) if i != 6)]
     assert only_in_bad and not any(text in corpus for text in only_in_bad)
     assert "skipped 2 bad records" in result.err and "line 3" in result.err
 

@@ -54,7 +54,7 @@ def test_title_scope_and_ask_oner(root, capsys):
 
 def test_checkpoint_errors(root, capsys, tmp_path):
     assert main(["--home", str(root), "search", "iirc", "x", "--backend", "colbert", "--checkpoint", str(tmp_path)]) == 2
-    assert "was built with the checkpoint colbert-minilm" in capsys.readouterr().err
+    assert "was built with --checkpoint colbert-minilm" in capsys.readouterr().err
     assert main(["--home", str(root), "index", "iirc", "--backend", "colbert", "--checkpoint", str(tmp_path), "--force"]) == 2
     err = capsys.readouterr().err
     assert "is not a ColBERT checkpoint folder" in err and len(err.strip().splitlines()) == 1

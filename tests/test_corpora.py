@@ -220,3 +220,21 @@ def test_list_and_info(mh, home):
     assert "mq" in mh("list").out
     missing = mh("info", "nope")
     assert missing.code == 2 and "no corpus named 'nope'" in missing.err
+
+
+def test_2wikimultihopqa_aliases_join_the_gold_answers(mh, home, tmp_path):
+    """The release's id_aliases.json, as the official script reads it: aliases and demonyms of answer_id."""
+    records = json.loads(TWOWIKI.read_text())[:5]
+    first = records[0]
+    aliases = tmp_path / "id_aliases.json"
+    aliases.write_text(
+        json.dumps({"Q_id": first["answer_id"], "aliases": ["An Alias", first["answer"]], "demonyms": ["Demonym"]}) + "\n"
+        + json.dumps({"Q_id": "Q0", "aliases": ["unused"], "demonyms": []}) + "\n"
+    )
+    dev = tmp_path / "dev.json"
+    dev.write_text(json.dumps(records))
+    assert mh("corpus", "2wikimultihopqa", "--input", dev, "--input", aliases).code == 0
+    _, questions = corpus_of(home, "2wikimultihopqa")
+    assert questions[0]["answers"] == [first["answer"], "An Alias", "Demonym"]
+    assert questions[0]["answer_id"] == first["answer_id"]
+    assert all(q["answers"] == [r["answer"]] for q, r in zip(questions[1:], records[1:], strict=True))

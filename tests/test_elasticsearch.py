@@ -10,14 +10,14 @@ import os
 import pytest
 
 from conftest import SAMPLES, leftovers, read_jsonl
-from mhindex.backends.elasticsearch import alias_name, index_body, query_body
+from mhindex.backends.elasticsearch import ElasticsearchOptions, alias_name, index_body, query_body
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 LIVE = os.environ.get("MHINDEX_ES_URL")
 
 
 def test_mapping_uses_ircots_english_analyzer_and_bm25_parameters():
-    body = index_body({"shards": 3, "replicas": 1, "k1": 0.9, "b": 0.4})
+    body = index_body(ElasticsearchOptions(shards=3, replicas=1, k1=0.9, b=0.4))
     properties = body["mappings"]["properties"]
     assert properties["title"]["analyzer"] == properties["paragraph_text"]["analyzer"] == "english"
     assert properties["title"]["fields"]["raw"]["type"] == "keyword"

@@ -98,20 +98,25 @@ def test_table_and_score_command(root, tmp_path, capsys):
 
 def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
     folder = tmp_path / "e"
-    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "nor", "--out", str(folder)]) == 0
-    assert json.loads((folder / "run.json").read_text())["settings"]["k"] == 3
-    before = (folder / "nor.jsonl").read_bytes()
+    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder)]) == 0
+    recorded = json.loads((folder / "run.json").read_text())
+    assert recorded["settings"]["oner"]["k"] == 3 and recorded["settings"]["oner"]["demos_from"] == "musique"
+    assert recorded["corpus_sha256"] and recorded["lm_context"] == 8192 and recorded["index"]["k1"] == 1.2
+    before = (folder / "oner.jsonl").read_bytes()
     capsys.readouterr()
     # Other settings in the same folder would mix two configurations in one table: refused, nothing asked.
-    changed = [*ARGS, "--method", "nor", "--out", str(folder), "-k", "4", "--reader", "direct"]
+    changed = [*ARGS, "--method", "oner", "--out", str(folder), "-k", "4", "--reader", "direct"]
     assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and str(folder) in error and "k=3, reader=auto" in error and "k=4, reader=direct" in error
-    assert (folder / "nor.jsonl").read_bytes() == before
+    assert error.count("\n") == 0 and str(folder) in error and "oner.reader=auto, oner.k=3" in error and "oner.reader=direct, oner.k=4" in error
+    assert (folder / "oner.jsonl").read_bytes() == before
+    # Another method joins the folder, and its settings are recorded beside the first's.
+    assert main(["--quiet", "--home", str(root), "eval", "musique", "--method", "nor", "--limit", "3", "--seed", "7", "--max-demos", "1", "--out", str(folder)]) == 0
+    assert set(json.loads((folder / "run.json").read_text())["settings"]) == {"oner", "nor"}
     # A folder written before run.json existed is checked against its metrics.json instead.
     (folder / "run.json").unlink()
     assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2
-    assert "k=3" in capsys.readouterr().err
+    assert "oner.k=3" in capsys.readouterr().err
 
 
 def test_torn_last_line_is_repaired(tmp_path):

@@ -135,3 +135,36 @@ def test_the_table_shows_the_interval_beside_f1_and_recall():
     row = next(line for line in text.splitlines() if "nor" in line)
     assert "25.0 ±8.1" in row and "20.0" in row and " - " in row and "1,050" in row
     assert "95% interval" in text
+
+
+def test_each_dataset_is_scored_by_its_official_rules():
+    # MuSiQue's script uses SQuAD's compute_f1: no yes/no rule, and two empty answers score 1.
+    # "no man's land" normalises to [no, mans, land]: precision 1, recall 1/3, F1 0.5.
+    assert f1("no", "no man's land", "musique") == pytest.approx(0.5)
+    assert f1("the", "a", "musique") == 1.0
+    # HotpotQA's script, and 2WikiMultihopQA's adapted from it, give 0 to a yes/no that differs.
+    for dataset in ("hotpotqa", "2wikimultihopqa"):
+        assert f1("no", "no man's land", dataset) == 0.0
+        assert f1("the", "a", dataset) == 0.0
+        assert f1("yes", "yes", dataset) == 1.0
+    questions = {
+        "m": {"answers": ["no man's land"], "gold_ids": [], "dataset": "musique"},
+        "h": {"answers": ["no man's land"], "gold_ids": [], "dataset": "hotpotqa"},
+    }
+    predictions = [{"id": "m", "answer": "no"}, {"id": "h", "answer": "no"}]
+    assert aggregate(predictions, questions)["f1"] == pytest.approx(0.25)
+
+
+def test_every_registered_answer_metric_is_a_column_and_a_score():
+    from rich.console import Console
+
+    from mhindex.eval.metrics import ANSWER_METRICS
+    from mhindex.eval.report import table
+
+    questions = {"q": {"answers": ["Paris"], "gold_ids": ["p"], "dataset": "hotpotqa"}}
+    summary = aggregate([{"id": "q", "answer": "Paris", "retrieved": [{"id": "p"}]}], questions)
+    console = Console(width=300, record=True)
+    console.print(table({"oner": summary}, "t"))
+    header = console.export_text().splitlines()[2]
+    for metric in ANSWER_METRICS:
+        assert summary[metric.key] == 1.0 and metric.column in header

@@ -77,8 +77,8 @@ def test_causal_folder_and_stop_sequences(gpt2_folder):
 
 
 def test_flan_style_is_chosen_for_seq2seq_models(t5_folder):
-    from mhindex.methods import Settings
     from mhindex.methods.reader import resolve_reader, resolve_style
+    from mhindex.methods.settings import ReaderSettings as Settings
 
     model = load_lm(f"hf:{t5_folder}", cache=False)
     style = resolve_style(Settings(), model)

@@ -5,6 +5,7 @@ class MhindexError(Exception):
     """A failure with a message that says what went wrong and, where possible, what to run."""
 
     exit_code = 1
+    label = "error"  # printed as "mhindex: <label>: <message>"
 
 
 class BadInput(MhindexError):

@@ -9,20 +9,12 @@ import io
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def file_digest(path: Path, algorithm: str, chunk: int = 1 << 20) -> str:
+def file_digest(path: Path, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
     digest = hashlib.new(algorithm)
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
@@ -62,6 +54,26 @@ def atomic_file(final: Path, mode: str = "wb") -> Iterator[io.IOBase]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_jsonl_stream(stream, required: str):
+    """(line number, record) for each non-blank line of a JSONL text stream (stdin), or (line
+    number, why the line is not a record with the string field `required`): a bad line is
+    reported in its place and the stream goes on."""
+    import orjson
+
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            yield number, f"not valid JSON ({error})"
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get(required), str):
+            yield number, f"field '{required}' is missing or not a string"
+            continue
+        yield number, record
 
 
 class CountingReader(io.RawIOBase):

@@ -23,6 +23,7 @@ import orjson
 from mhindex.errors import UsageError
 
 MANIFEST = "manifest.json"
+OFFSETS = "corpus.offsets"  # int64 byte offsets of each corpus.jsonl line, and the file's end
 # Folders of the data root that are not corpora: a corpus may not take their names.
 RESERVED = ("downloads", "models", "cache")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -71,6 +72,62 @@ class CorpusDir:
 
     def manifest(self) -> dict:
         return orjson.loads(self.manifest_path.read_bytes())
+
+    def paragraphs(self) -> ParagraphReader:
+        return ParagraphReader(self)
+
+    def summary(self) -> dict:
+        """What `mhindex list` and `info` show: counts, indexes, size on disk."""
+        from mhindex.files import human_size
+
+        manifest = self.manifest()
+        size = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+        indexes = sorted(p.name for p in self.indexes.iterdir() if p.is_dir() and not p.name.startswith(".")) if self.indexes.is_dir() else []
+        return {
+            "name": self.name,
+            "dataset": manifest.get("dataset"),
+            "paragraphs": manifest["counts"]["paragraphs"],
+            "questions": manifest["counts"]["questions"],
+            "indexes": indexes,
+            "bytes": size,
+            "size": human_size(size),
+            "path": str(self.root),
+        }
+
+
+class ParagraphReader:
+    """Paragraph N of a corpus by its line's byte offset, for the engines that return positions
+    (FAISS, PLAID). pread, not seek: safe to share between threads."""
+
+    def __init__(self, corpus: CorpusDir) -> None:
+        from array import array
+
+        self._offsets = array("q")
+        path = corpus.root / OFFSETS
+        if path.is_file():
+            with open(path, "rb") as handle:
+                self._offsets.frombytes(handle.read())
+        else:  # a corpus built before the offsets were written
+            self._offsets.append(0)
+            with open(corpus.corpus, "rb") as handle:
+                for line in handle:
+                    self._offsets.append(self._offsets[-1] + len(line))
+        self._fd = os.open(corpus.corpus, os.O_RDONLY)
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, position: int) -> dict:
+        start, end = self._offsets[position], self._offsets[position + 1]
+        return orjson.loads(os.pread(self._fd, end - start, start))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 def check_name(name: str) -> str:
@@ -132,3 +189,17 @@ def open_corpus(home: Path, name: str) -> CorpusDir:
             f"no corpus named '{name}' in {home} (built: {known}); run `mhindex corpus DATASET --name {name}` or `mhindex build {name}`"
         )
     return found
+
+
+def pick_corpus(home: Path, name: str | None, required: bool = True) -> CorpusDir | None:
+    """The corpus named, else the only one built; a one-line error when the choice is not clear."""
+    if name:
+        return open_corpus(home, name)
+    corpora = built_corpora(home)
+    if len(corpora) == 1:
+        return corpora[0]
+    if not required:
+        return None
+    if not corpora:
+        raise UsageError(f"no corpus is built in {home}; run `mhindex build musique` first")
+    raise UsageError(f"several corpora are built ({', '.join(c.name for c in corpora)}); pick one with --corpus")

@@ -11,8 +11,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import orjson
 

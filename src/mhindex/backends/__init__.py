@@ -2,12 +2,17 @@
 them and imports each only when it is used, so `mhindex --help` and a Lucene query never pay
 for torch or an Elasticsearch client.
 
+Adding a backend: a module with a class that has `name`, `Options` (a dataclass of its options,
+each saying when it takes effect), `build` and `open`, and one line in BACKENDS.
+
 An index lives in `<home>/<corpus>/indexes/<backend>/` with a `manifest.json` that records the
-corpus hash it was built from; opening an index built from another corpus is refused.
+corpus hash it was built from and its index-time options; opening an index built from another
+corpus, or asking for other index-time options than it was built with, is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import time
 from dataclasses import dataclass
@@ -17,12 +22,13 @@ from typing import Any
 import orjson
 
 from mhindex import __version__
-from mhindex.backends.base import Backend, Hit, Retriever
+from mhindex.backends.base import Backend, BackendContext, Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.files import atomic_directory
 from mhindex.home import CorpusDir
+from mhindex.options import check_choices, declared, flag_of
 
-__all__ = ["BACKENDS", "Hit", "Retriever", "IndexResult", "get_backend", "build_index", "open_retriever"]
+__all__ = ["BACKENDS", "Hit", "IndexResult", "Retriever", "build_index", "get_backend", "index_manifest", "open_retriever", "options_types"]
 
 BACKENDS = {
     "lucene": "mhindex.backends.lucene:LuceneBackend",
@@ -31,6 +37,8 @@ BACKENDS = {
     "colbert": "mhindex.backends.colbert:ColbertBackend",
 }
 DEFAULT_BACKEND = "lucene"
+INDEX_STAGES = ("index", "both", "connection")
+SEARCH_STAGES = ("search", "both", "connection")
 
 
 def get_backend(name: str) -> Backend:
@@ -40,10 +48,56 @@ def get_backend(name: str) -> Backend:
     return getattr(importlib.import_module(module), cls)()
 
 
-def _options(backend: Backend, given: dict[str, Any] | None) -> dict[str, Any]:
-    options = dict(getattr(backend, "defaults", {}))
-    options.update({k: v for k, v in (given or {}).items() if v is not None})
+def backend_class(name: str) -> type:
+    if name not in BACKENDS:
+        raise UsageError(f"unknown backend '{name}'; choose one of: {', '.join(BACKENDS)}")
+    module, cls = BACKENDS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def options_types() -> dict[str, type]:
+    """Each backend's options dataclass, for the options of index, search, ask and eval.
+    Importing a backend module is cheap: engines (torch, FAISS, the JVM) load when used."""
+    return {name: backend_class(name).Options for name in BACKENDS}
+
+
+def _options(backend: str, given: dict[str, Any] | None, stages: tuple[str, ...], recorded: dict[str, Any] | None = None) -> Any:
+    """The backend's options from what the user gave (and, at search time, what the index recorded).
+    An option of another backend, or of the other stage, is a one-line error that says what to do."""
+    cls = backend_class(backend).Options
+    fields = declared(cls)
+    given = {k: v for k, v in (given or {}).items() if v is not None}
+    for name, value in given.items():
+        if name not in fields:
+            owners = [b for b, t in options_types().items() if name in declared(t)]
+            raise UsageError(f"{_flag(name)} is an option of the {' and '.join(owners) or 'no'} backend, not of {backend}")
+        stage = fields[name][1].stage
+        flag = flag_of(name, fields[name][1])
+        if stage not in stages and stage == "search":
+            raise UsageError(f"{flag} of {backend} applies when searching, not when indexing: give it to search, ask or eval")
+        if stage not in stages and stage == "index" and recorded is not None and recorded.get(name) != value:
+            built = recorded.get(name)
+            raise UsageError(
+                f"the {backend} index was built with {flag} {built if built is not None else '(default)'}, and {flag} is fixed when the index is built; "
+                f"rebuild it: mhindex index CORPUS --backend {backend} {flag} {value} --force"
+            )
+    known = {k: v for k, v in (recorded or {}).items() if k in fields}
+    options = cls(**{**known, **given})
+    check_choices(options)
     return options
+
+
+def _flag(name: str) -> str:
+    for settings_type in options_types().values():
+        if name in declared(settings_type):
+            return flag_of(name, declared(settings_type)[name][1])
+    return "--" + name.replace("_", "-")
+
+
+def recorded_options(options: Any) -> dict[str, Any]:
+    """The index-time options, as the manifest records them (never connection settings)."""
+    fields = declared(type(options))
+    return {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage == "index"}
 
 
 @dataclass
@@ -60,20 +114,20 @@ def _read_manifest(path: Path) -> dict | None:
         return None
 
 
-def build_index(corpus: CorpusDir, backend_name: str, options: dict[str, Any] | None = None, force: bool = False) -> IndexResult:
+def build_index(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None, force: bool = False) -> IndexResult:
     """Index the corpus, unless an index of the same corpus and options exists. The new index is
     built beside the old one and replaces it only when complete."""
     backend = get_backend(backend_name)
-    options = _options(backend, options)
+    options = _options(backend_name, given, INDEX_STAGES)
     corpus_sha = corpus.manifest()["corpus_sha256"]
     target = corpus.index_dir(backend.name)
     old = _read_manifest(target)
-    index_options = {k: v for k, v in options.items() if k not in getattr(backend, "search_only", ())}
+    index_options = recorded_options(options)
     if not force and old and old.get("corpus_sha256") == corpus_sha and old.get("options") == index_options:
         return IndexResult(target, old, rebuilt=False)
     started = time.perf_counter()
     with atomic_directory(target) as staging:
-        facts = backend.build(corpus.corpus, staging, options)
+        facts = backend.build(corpus, staging, options, BackendContext(corpus.root.parent))
         manifest = {
             "backend": backend.name,
             "corpus": corpus.name,
@@ -88,7 +142,47 @@ def build_index(corpus: CorpusDir, backend_name: str, options: dict[str, Any] | 
     return IndexResult(target, manifest, rebuilt=True)
 
 
-def open_retriever(corpus: CorpusDir, backend_name: str, options: dict[str, Any] | None = None) -> Retriever:
+def index_manifest(corpus: CorpusDir, backend_name: str) -> dict | None:
+    """What the corpus's index of this backend records (options, encoder, corpus hash), if built."""
+    return _read_manifest(corpus.index_dir(get_backend(backend_name).name))
+
+
+def retrieval_settings(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What decides a ranking, for run.json: the options the index was built with and the
+    search-time ones in effect (never connection settings), and what the index records of its model."""
+    manifest = index_manifest(corpus, backend_name) or {}
+    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {})
+    fields = declared(type(options))
+    effective = {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"}
+    return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
+
+
+def search_stream(retriever: Retriever, items, k: int, batch: int, emit) -> int:
+    """Answer a stream of (line number, {"id", "query"} or why the line is bad) in input order,
+    `batch` queries at a time: {"id", "hits"} or {"line", "error"} to `emit`; returns the bad lines."""
+    failed = 0
+    pending: list[tuple[int, dict | str]] = []
+
+    def flush() -> None:
+        good = [(n, r) for n, r in pending if isinstance(r, dict)]
+        results = iter(retriever.search_many([r["query"] for _, r in good], k))
+        for number, record in pending:
+            if isinstance(record, str):
+                emit({"line": number, "error": record})
+            else:
+                emit({"id": record.get("id", str(number)), "hits": [h.record() for h in next(results)]})
+        pending.clear()
+
+    for number, record in items:
+        failed += isinstance(record, str)
+        pending.append((number, record))
+        if len(pending) >= batch:
+            flush()
+    flush()
+    return failed
+
+
+def open_retriever(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None) -> Retriever:
     """A retriever over the corpus's index, or a one-line error saying what to run."""
     backend = get_backend(backend_name)
     target = corpus.index_dir(backend.name)
@@ -98,6 +192,5 @@ def open_retriever(corpus: CorpusDir, backend_name: str, options: dict[str, Any]
         raise UsageError(f"corpus '{corpus.name}' has no {backend.name} index; {rebuild}")
     if manifest.get("corpus_sha256") != corpus.manifest()["corpus_sha256"]:
         raise UsageError(f"the {backend.name} index of '{corpus.name}' was built from an older corpus; {rebuild}")
-    merged = {**getattr(backend, "defaults", {}), **manifest.get("options", {})}
-    merged.update({k: v for k, v in (options or {}).items() if v is not None})
-    return backend.open(target, manifest, merged)
+    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {})
+    return backend.open(corpus, target, manifest, options, BackendContext(corpus.root.parent))

@@ -1,14 +1,20 @@
 """The retriever interface every backend implements, and what a search returns.
 
-A backend builds an index from a corpus folder into an index folder and opens a `Retriever`
-over it. Methods only ever see `Retriever`, so each of them runs on every backend.
+A backend builds an index of a corpus into an index folder and opens a `Retriever` over it.
+Methods only ever see `Retriever`, so each of them runs on every backend. A backend's options
+are a dataclass (`Options`) whose fields say when they take effect (see mhindex/options.py):
+the CLI offers them, refuses what a backend does not know, and records the index-time ones in
+the index's manifest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, ClassVar, Protocol
+
+from mhindex.home import CorpusDir
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +43,41 @@ class Retriever(Protocol):
     def close(self) -> None: ...
 
 
-class Backend(Protocol):
-    name: str
+@dataclass(frozen=True)
+class BackendContext:
+    """Where a backend keeps what outlives one index: models built once, compiled extensions."""
 
-    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
-        """Index `corpus_file` into the (empty, temporary) folder `target`; returns facts for the manifest."""
+    home: Path
+
+    @property
+    def models(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def cache(self) -> Path:
+        return self.home / "cache"
+
+
+class Backend(Protocol):
+    name: ClassVar[str]
+    Options: ClassVar[type]
+
+    def build(self, corpus: CorpusDir, target: Path, options: Any, context: BackendContext) -> dict[str, Any]:
+        """Index `corpus` into the (empty, temporary) folder `target`; returns facts for the manifest."""
         ...
 
-    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> Retriever: ...
+    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: Any, context: BackendContext) -> Retriever: ...
+
+
+def search_within_titles(ranked: Callable[[int], list[Hit]], k: int, titles: Sequence[str], total: int) -> list[Hit]:
+    """For engines that cannot filter by title inside the search (FAISS, PLAID): widen the ranked
+    list until `k` paragraphs of the allowed pages are found or the whole corpus was ranked."""
+    allowed = set(titles)
+    if not allowed:
+        return []
+    depth = k * 20
+    while True:
+        hits = [h for h in ranked(min(depth, total)) if h.title in allowed]
+        if len(hits) >= k or depth >= total:
+            return hits[:k]
+        depth *= 4

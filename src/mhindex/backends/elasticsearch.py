@@ -15,29 +15,35 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import orjson
 
-from mhindex.backends.base import Hit
+from mhindex.backends.base import BackendContext, Hit
 from mhindex.errors import MhindexError
+from mhindex.home import CorpusDir
+from mhindex.options import option
 from mhindex.ui import reporter
 
-DEFAULTS: dict[str, Any] = {
-    "url": None,
-    "api_key": None,
-    "username": None,
-    "password": None,
-    "ca_file": None,
-    "shards": 1,
-    "replicas": 0,
-    "k1": 1.2,
-    "b": 0.75,
-    "batch": 1000,
-    "timeout": 60,
-}
-CONNECTION = ("url", "api_key", "username", "password", "ca_file", "batch", "timeout")
+
+@dataclass(frozen=True)
+class ElasticsearchOptions:
+    es_url: str | None = option(None, "Elasticsearch URL \\[env MHINDEX_ES_URL, default http://localhost:9200].", stage="connection")
+    es_api_key: str | None = option(None, "Elasticsearch API key \\[env MHINDEX_ES_API_KEY; or MHINDEX_ES_USER and MHINDEX_ES_PASSWORD].", stage="connection")
+    es_ca_file: str | None = option(None, "CA certificate for Elasticsearch over TLS \\[env MHINDEX_ES_CA_FILE].", stage="connection")
+    shards: int = option(1, "Elasticsearch: primary shards.", min=1, stage="index")
+    replicas: int = option(0, "Elasticsearch: replicas.", min=0, stage="index")
+    # Elasticsearch fixes BM25's parameters in the index's settings when it creates the index.
+    k1: float = option(1.2, "BM25 k1.", min=0, stage="index")
+    b: float = option(0.75, "BM25 b.", min=0, max=1, stage="index")
+    es_batch: int = option(1000, "Elasticsearch: documents per bulk request.", min=1, stage="index")
+    timeout: int = 60
+    alias: str | None = None  # default: mhindex-<corpus>
+
+
 RETRY_STATUS = (429, 500, 502, 503, 504)
 
 
@@ -45,16 +51,16 @@ class ElasticsearchError(MhindexError):
     pass
 
 
-def connection_settings(options: dict[str, Any]) -> dict[str, Any]:
+def connection_settings(options: ElasticsearchOptions) -> dict[str, Any]:
     """Flags first, then environment variables."""
     env = os.environ.get
     return {
-        "url": options.get("url") or env("MHINDEX_ES_URL") or "http://localhost:9200",
-        "api_key": options.get("api_key") or env("MHINDEX_ES_API_KEY"),
-        "username": options.get("username") or env("MHINDEX_ES_USER"),
-        "password": options.get("password") or env("MHINDEX_ES_PASSWORD"),
-        "ca_file": options.get("ca_file") or env("MHINDEX_ES_CA_FILE"),
-        "timeout": options.get("timeout") or 60,
+        "url": options.es_url or env("MHINDEX_ES_URL") or "http://localhost:9200",
+        "api_key": options.es_api_key or env("MHINDEX_ES_API_KEY"),
+        "username": env("MHINDEX_ES_USER"),
+        "password": env("MHINDEX_ES_PASSWORD"),
+        "ca_file": options.es_ca_file or env("MHINDEX_ES_CA_FILE"),
+        "timeout": options.timeout,
     }
 
 
@@ -79,13 +85,13 @@ def client(options: dict[str, Any]):
     return Elasticsearch(settings["url"], **kwargs)
 
 
-def index_body(options: dict[str, Any]) -> dict[str, Any]:
+def index_body(options: ElasticsearchOptions) -> dict[str, Any]:
     """Settings and mappings of a new physical index (IRCoT's analyzers, BM25 with our k1 and b)."""
     return {
         "settings": {
-            "number_of_shards": int(options["shards"]),
-            "number_of_replicas": int(options["replicas"]),
-            "similarity": {"default": {"type": "BM25", "k1": float(options["k1"]), "b": float(options["b"])}},
+            "number_of_shards": options.shards,
+            "number_of_replicas": options.replicas,
+            "similarity": {"default": {"type": "BM25", "k1": float(options.k1), "b": float(options.b)}},
         },
         "mappings": {
             "properties": {
@@ -131,23 +137,23 @@ def _actions(corpus_file: Path, index: str, bar) -> Iterator[dict]:
             }
 
 
-def _unreachable(error: Exception, options: dict[str, Any]) -> ElasticsearchError:
+def _unreachable(error: Exception, options: ElasticsearchOptions) -> ElasticsearchError:
     url = connection_settings(options)["url"]
     return ElasticsearchError(f"cannot reach Elasticsearch at {url} ({type(error).__name__}); start it or pass --es-url / set MHINDEX_ES_URL")
 
 
 class ElasticsearchBackend:
     name = "elasticsearch"
-    defaults = DEFAULTS
-    search_only = CONNECTION
+    Options = ElasticsearchOptions
 
-    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
+    def build(self, corpus: CorpusDir, target: Path, options: ElasticsearchOptions, context: BackendContext) -> dict[str, Any]:
         from elastic_transport import ConnectionError as TransportConnectionError
         from elasticsearch import ApiError
         from elasticsearch.helpers import streaming_bulk
 
         es = client(options)
-        alias = options.get("alias") or alias_name(corpus_file.parent.name)
+        corpus_file = corpus.corpus
+        alias = options.alias or alias_name(corpus.name)
         physical = f"{alias}-{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}"
         count = 0
         try:
@@ -157,7 +163,7 @@ class ElasticsearchBackend:
                     for _ok, _item in streaming_bulk(
                         es,
                         _actions(corpus_file, physical, bar),
-                        chunk_size=int(options["batch"]),
+                        chunk_size=options.es_batch,
                         max_retries=5,
                         initial_backoff=2,
                         max_backoff=60,
@@ -179,12 +185,12 @@ class ElasticsearchBackend:
             raise ElasticsearchError(f"Elasticsearch refused the request: {error.message} ({error.meta.status})") from None
         return {"paragraphs": count, "alias": alias, "physical_index": physical, "url": connection_settings(options)["url"]}
 
-    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> "ElasticsearchRetriever":
+    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: ElasticsearchOptions, context: BackendContext) -> ElasticsearchRetriever:
         return ElasticsearchRetriever(client(options), manifest["alias"], options)
 
 
 class ElasticsearchRetriever:
-    def __init__(self, es, alias: str, options: dict[str, Any]) -> None:
+    def __init__(self, es, alias: str, options: ElasticsearchOptions) -> None:
         self._es = es
         self._alias = alias
         self._options = options

@@ -19,16 +19,27 @@ import importlib.util
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import orjson
 
-from mhindex.backends.base import Hit
+from mhindex.backends.base import BackendContext, Hit
 from mhindex.errors import MhindexError
+from mhindex.home import CorpusDir
+from mhindex.options import option
 from mhindex.ui import reporter
 
-DEFAULTS = {"k1": 1.2, "b": 0.75, "threads": 1}  # Lucene's and Elasticsearch's BM25 defaults, as in IRCoT
+
+@dataclass(frozen=True)
+class LuceneOptions:
+    # Lucene's and Elasticsearch's BM25 defaults, as IRCoT used them. Lucene applies them at search
+    # time: the index stores term frequencies and lengths, not scores.
+    k1: float = option(1.2, "BM25 k1.", min=0, stage="search")
+    b: float = option(0.75, "BM25 b.", min=0, max=1, stage="search")
+    threads: int = option(1, "Threads for indexing and batched search.", min=1, stage="both")
 
 
 class LuceneUnavailable(MhindexError):
@@ -100,10 +111,10 @@ def _jvm() -> dict[str, Any]:
 
 class LuceneBackend:
     name = "lucene"
-    defaults = DEFAULTS
-    search_only = ("k1", "b", "threads")  # BM25 parameters apply at search time; norms do not depend on them
+    Options = LuceneOptions
 
-    def build(self, corpus_file: Path, target: Path, options: dict[str, Any]) -> dict[str, Any]:
+    def build(self, corpus: CorpusDir, target: Path, options: LuceneOptions, context: BackendContext) -> dict[str, Any]:
+        corpus_file = corpus.corpus
         jar, java = anserini_jar(), java_home() / "bin" / "java"
         docs = target / "docs"
         docs.mkdir()
@@ -121,19 +132,19 @@ class LuceneBackend:
             str(java), *_JVM_OPTIONS, "-cp", str(jar), "io.anserini.index.IndexCollection",
             "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
             "-input", str(docs), "-index", str(target / "lucene"), "-fields", "title",
-            "-threads", str(options["threads"]), "-storeRaw",
+            "-threads", str(options.threads), "-storeRaw",
         ]  # fmt: skip
         with log.progress(f"indexing {count:,} paragraphs with Lucene", total=None):
             result = subprocess.run(command, capture_output=True, text=True)
         (docs / "docs.jsonl").unlink()
         docs.rmdir()
         if result.returncode != 0:
-            detail = next((l for l in reversed(result.stderr.splitlines()) if "Exception" in l or "Error" in l), result.stderr[-300:])
+            detail = next((line for line in reversed(result.stderr.splitlines()) if "Exception" in line or "Error" in line), result.stderr[-300:])
             raise MhindexError(f"Anserini indexing failed: {detail.strip()}")
         return {"paragraphs": count}
 
-    def open(self, index_dir: Path, manifest: dict[str, Any], options: dict[str, Any]) -> "LuceneRetriever":
-        return LuceneRetriever(index_dir / "lucene", k1=options["k1"], b=options["b"], threads=options["threads"])
+    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: LuceneOptions, context: BackendContext) -> LuceneRetriever:
+        return LuceneRetriever(index_dir / "lucene", k1=options.k1, b=options.b, threads=options.threads)
 
 
 class LuceneRetriever:

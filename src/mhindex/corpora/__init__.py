@@ -7,9 +7,9 @@ Adding a dataset: write a module with `convert(inputs, guard, on_bytes)` yieldin
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from mhindex.corpora import hotpotqa, iirc, musique, wikimultihopqa
 from mhindex.corpora.download import Download
@@ -54,7 +54,7 @@ DATASETS: dict[str, Dataset] = {
             "2WikiMultihopQA: train, dev and test of the data_ids release",
             wikimultihopqa.convert,
             (Download("https://www.dropbox.com/s/7ep3h8unu2njfxv/data_ids.zip?dl=1", "data_ids.zip", unpack=True),),
-            ("train.json", "dev.json", "test.json"),
+            ("train.json", "dev.json", "test.json", "id_aliases.json"),
             ("dev.sample.json",),
         ),
         Dataset(

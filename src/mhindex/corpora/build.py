@@ -20,8 +20,8 @@ import orjson
 from mhindex import __version__
 from mhindex.corpora.records import Paragraph, Question, RecordGuard
 from mhindex.errors import BadInput, UsageError
-from mhindex.files import atomic_directory, sha256_file
-from mhindex.home import CorpusDir, claim_corpus_dir, corpus_dir
+from mhindex.files import atomic_directory, file_digest
+from mhindex.home import OFFSETS, CorpusDir, claim_corpus_dir, corpus_dir
 from mhindex.ui import reporter
 
 FORMAT = 1  # bump when the corpus layout changes, so that old builds are rebuilt
@@ -42,7 +42,7 @@ def describe_inputs(inputs: list[Path]) -> list[dict]:
     for path in inputs:
         if not path.is_file():
             raise BadInput(f"{path}: no such file")
-        described.append({"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": sha256_file(path)})
+        described.append({"path": str(path.resolve()), "bytes": path.stat().st_size, "sha256": file_digest(path)})
     return described
 
 
@@ -61,6 +61,22 @@ def is_up_to_date(target: CorpusDir, dataset: str, inputs: list[dict], seed: int
         and target.corpus.is_file()
         and target.questions.is_file()
     )
+
+
+def build_dataset(home: Path, dataset: str, inputs: list[Path] | None, name: str | None = None, **options) -> BuildResult:
+    """`mhindex corpus DATASET`: the files given, else the downloaded release, else the bundled
+    sample. The target is checked before anything is read, so a bad name fails at once."""
+    from mhindex.corpora import default_inputs, get_dataset
+    from mhindex.home import downloads_dir
+
+    spec = get_dataset(dataset)
+    claim_corpus_dir(corpus_dir(home, spec.name if name is None else name))
+    files = list(inputs or [])
+    if not files:
+        files, origin = default_inputs(spec, downloads_dir(home, spec.name))
+        if origin == "sample":
+            reporter().info(f"no release of {spec.name} under {downloads_dir(home, spec.name)}: using the bundled sample")
+    return build_corpus(spec, files, home, name=name, **options)
 
 
 def build_corpus(
@@ -171,18 +187,22 @@ def build_corpus(
 
 
 def _write_shuffled(staged: Path, offsets: array, out: Path, seed: int) -> str:
-    """Copy the staged lines into `out` in a seeded random order; returns the sha256 of `out`."""
+    """Copy the staged lines into `out` in a seeded random order, and their byte offsets into
+    `corpus.offsets` beside it (for reading paragraph N directly); returns the sha256 of `out`."""
     import hashlib
 
     order = list(range(len(offsets) - 1))
     random.Random(seed).shuffle(order)
     digest = hashlib.sha256()
+    positions = array("q", [0])
     with open(staged, "rb") as source, open(out, "wb") as sink:
-        if staged.stat().st_size == 0:
-            return digest.hexdigest()
-        with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as lines:
-            for i in order:
-                line = lines[offsets[i] : offsets[i + 1]]
-                digest.update(line)
-                sink.write(line)
+        if staged.stat().st_size:
+            with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as lines:
+                for i in order:
+                    line = lines[offsets[i] : offsets[i + 1]]
+                    digest.update(line)
+                    sink.write(line)
+                    positions.append(positions[-1] + len(line))
+    with open(out.with_name(OFFSETS), "wb") as handle:
+        positions.tofile(handle)
     return digest.hexdigest()

@@ -9,8 +9,8 @@ answerable questions) is kept once by the corpus builder.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from mhindex.corpora.records import Paragraph, Question, RecordGuard, need, optional, read_records, strings
 

@@ -12,9 +12,10 @@ import bz2
 import gzip
 import hashlib
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import ijson
 import orjson
@@ -24,7 +25,7 @@ from mhindex.errors import BadInput
 
 def paragraph_id(title: str, text: str) -> str:
     """A stable id from content: the same paragraph gets the same id in every build and corpus."""
-    return hashlib.blake2b(f"{title}\n{text}".encode("utf-8"), digest_size=8).hexdigest()
+    return hashlib.blake2b(f"{title}\n{text}".encode(), digest_size=8).hexdigest()
 
 
 def join_sentences(sentences: Iterable[str]) -> str:

@@ -2,8 +2,11 @@
 
 - EM and F1 use the official HotpotQA/SQuAD normalisation (lower case, drop punctuation and
   the articles a/an/the, collapse white space) and take the best over all gold answers and
-  aliases. As in HotpotQA's official script, F1 is 0 when either side is yes/no/noanswer and
-  the two differ.
+  aliases, each dataset as its official script does: HotpotQA's (and 2WikiMultihopQA's, which
+  is adapted from it) gives F1 0 when either side is yes/no/noanswer and the two differ;
+  MuSiQue's (SQuAD's `compute_f1`) has no such rule and scores two empty answers 1.
+  2WikiMultihopQA's gold answers include the aliases and demonyms of `answer_id` from its
+  `id_aliases.json`, which the corpus builder adds to `answers` when given that file.
 - Cover-EM (SearChain): the normalised gold answer occurs in the normalised prediction.
 - Hit@1 (KD-CoT): the first answer of the prediction (a list split on ';' or ',' counts its
   first item) equals a gold answer after normalisation.
@@ -20,7 +23,8 @@ import math
 import re
 import string
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)
@@ -37,12 +41,18 @@ def exact_match(prediction: str, gold: str) -> float:
     return float(normalize_answer(prediction) == normalize_answer(gold))
 
 
-def f1(prediction: str, gold: str) -> float:
+# Datasets whose official F1 is SQuAD's, without HotpotQA's yes/no/noanswer rule.
+SQUAD_F1 = frozenset({"musique"})
+
+
+def f1(prediction: str, gold: str, dataset: str | None = None) -> float:
     pred, truth = normalize_answer(prediction), normalize_answer(gold)
-    special = ("yes", "no", "noanswer")
-    if (pred in special or truth in special) and pred != truth:
-        return 0.0
     pred_tokens, truth_tokens = pred.split(), truth.split()
+    if dataset in SQUAD_F1:
+        if not pred_tokens or not truth_tokens:
+            return float(pred_tokens == truth_tokens)
+    elif (pred in ("yes", "no", "noanswer") or truth in ("yes", "no", "noanswer")) and pred != truth:
+        return 0.0
     common = Counter(pred_tokens) & Counter(truth_tokens)
     same = sum(common.values())
     if same == 0:
@@ -61,8 +71,30 @@ def hit_at_1(prediction: str, gold: str) -> float:
     return float(bool(normalize_answer(first)) and normalize_answer(first) == normalize_answer(gold))
 
 
-def best(metric, prediction: str, answers: Sequence[str]) -> float:
+def best(metric, prediction: str, answers: Sequence[str], dataset: str | None = None) -> float:
+    """The metric against the closest gold answer; `dataset` picks its official rules where it has any."""
+    if metric is f1:
+        return max((f1(prediction, gold, dataset) for gold in answers), default=0.0)
     return max((metric(prediction, gold) for gold in answers), default=0.0)
+
+
+@dataclass(frozen=True)
+class AnswerMetric:
+    """One answer metric: its key in metrics.json, its column, what it scores and whose it is."""
+
+    key: str
+    column: str
+    about: str
+    score: Callable[[str, str], float]
+
+
+# The answer metrics of every table; a new one is one entry here (its scorer above).
+ANSWER_METRICS = (
+    AnswerMetric("em", "EM", "exact match after the official normalisation (HotpotQA, SQuAD, MuSiQue, 2WikiMultihopQA)", exact_match),
+    AnswerMetric("f1", "F1", "token F1, each dataset's official rules", f1),
+    AnswerMetric("cover_em", "Cover-EM", "the normalised gold answer occurs in the normalised prediction as whole words", cover_exact_match),
+    AnswerMetric("hit1", "Hit@1", "the first answer of the prediction (before ; or ,) equals a gold answer", hit_at_1),
+)
 
 
 def retrieval_recall(retrieved_ids: Iterable[str], gold_ids: Sequence[str]) -> float | None:
@@ -77,12 +109,10 @@ def score_one(prediction: dict, question: dict, budget: int | None = None) -> di
     """Recall counts only the first `budget` paragraphs retrieved, as the paper's "Recall (<=15)"."""
     answer = prediction.get("answer") or ""
     answers = question.get("answers") or []
+    dataset = question.get("dataset")
     retrieved = [r["id"] for r in prediction.get("retrieved", [])][:budget]
     return {
-        "em": best(exact_match, answer, answers),
-        "f1": best(f1, answer, answers),
-        "cover_em": best(cover_exact_match, answer, answers),
-        "hit1": best(hit_at_1, answer, answers),
+        **{m.key: best(m.score, answer, answers, dataset) for m in ANSWER_METRICS},
         "recall": retrieval_recall(retrieved, question.get("gold_ids") or []),
         "retrieved": len(retrieved),
     }
@@ -118,7 +148,7 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
     # A method that never retrieves (NoR) has no recall to report, not a recall of 0.
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
-    summary = {name: sum(r[name] for r in rows) / n for name in ("em", "f1", "cover_em", "hit1")}
+    summary = {m.key: sum(r[m.key] for r in rows) / n for m in ANSWER_METRICS}
     summary.update(
         {
             "recall": sum(recalls) / len(recalls) if recalls else None,

@@ -8,12 +8,10 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
+from mhindex.eval.metrics import ANSWER_METRICS
 
 COLUMNS = [
-    ("EM", "em", "{:.1f}", 100),
-    ("F1", "f1", "{:.1f}", 100),
-    ("Cover-EM", "cover_em", "{:.1f}", 100),
-    ("Hit@1", "hit1", "{:.1f}", 100),
+    *((m.column, m.key, "{:.1f}", 100) for m in ANSWER_METRICS),
     ("Recall", "recall", "{:.1f}", 100),
     ("#Paras", "retrieved_per_question", "{:.1f}", 1),
     ("LM calls/q", "lm_calls_per_question", "{:.1f}", 1),
@@ -111,6 +109,15 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
     figure.savefig(path, dpi=160)
     plt.close(figure)
     return path
+
+
+def chart_runs(runs: list[Path], out: Path, title: str | None = None) -> Path:
+    """Several evaluation folders (one per dataset) in one figure."""
+    reports = [read_metrics(path) for path in runs]
+    by_dataset = {report.get("dataset") or report.get("corpus") or str(path): report["methods"] for path, report in zip(runs, reports, strict=True)}
+    models = sorted({str(report.get("lm")) for report in reports})
+    sizes = sorted({int(report.get("questions") or 0) for report in reports})
+    return bar_chart(by_dataset, out, title or f"{', '.join(models)}: {'/'.join(map(str, sizes))} questions per dataset")
 
 
 def read_metrics(path: Path) -> dict:

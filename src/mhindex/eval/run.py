@@ -9,14 +9,18 @@ setting is refused instead of silently mixing two configurations in one table.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
 import orjson
 
-from mhindex.errors import BadInput, UsageError
+from mhindex.errors import BadInput, MhindexError, UsageError
 from mhindex.eval.metrics import aggregate
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
@@ -73,11 +77,19 @@ class PredictionLog:
         self._handle.close()
 
 
-def claim_folder(folder: Path, run: dict) -> None:
-    """Record `run` (corpus, lm, backend, settings) in `<folder>/run.json`, or check that it matches.
+# Recorded for the reader of run.json, not compared: a new mhindex may resume an older run.
+INFORMATIONAL = ("tool_version",)
+# Older run.json and metrics.json files held one flat, IRCoT-shaped "settings" for every method.
+RENAMED = {"style": "prompt_style"}
 
-    The question sample is not part of it: a larger `--limit` or another seed reuses the answers
-    already made, which is what nested samples are for.
+
+def claim_folder(folder: Path, run: dict) -> dict:
+    """Record `run` (corpus and its hash, LM, backend and index, each method's settings and the
+    demonstrations it used) in `<folder>/run.json`, or check it against what is recorded there.
+
+    Whatever both record must agree, so one folder never mixes two configurations; a method not
+    yet recorded is added. The question sample is not part of it: a larger `--limit` or another
+    seed reuses the answers already made, which is what nested samples are for.
     """
     path = folder / "run.json"
     recorded: dict = {}
@@ -89,28 +101,45 @@ def claim_folder(folder: Path, run: dict) -> None:
                 found = f"not valid JSON ({error})"
             if not isinstance(found, dict):
                 raise UsageError(f"{source}: {found if isinstance(found, str) else 'not a JSON object'}; remove it, or pass --out for a new folder")
-            recorded = {key: found[key] for key in run if key in found}
+            recorded = found
             break
-    before, now = _flatten(recorded), _flatten(run)
-    differing = [key for key in now if key in before and before[key] != now[key]]
+    before, now = _flatten(recorded, run["settings"]), _flatten(run, run["settings"])
+    differing = [key for key in now if key in before and before[key] != now[key] and key not in INFORMATIONAL]
     if differing:
         was = ", ".join(f"{key}={_shown(before[key])}" for key in differing)
         asked = ", ".join(f"{key}={_shown(now[key])}" for key in differing)
         raise UsageError(f"{folder} holds predictions made with {was}; this run has {asked}: pass --out for a new folder, or remove it to start over")
-    if not path.exists():
+    earlier = recorded.get("settings") if path.exists() and _per_method(recorded.get("settings")) else {}
+    merged = {**run, "settings": {**earlier, **run["settings"]}}
+    if merged != recorded:
         with atomic_file(path) as handle:
-            handle.write(orjson.dumps(run, option=orjson.OPT_INDENT_2) + b"\n")
+            handle.write(orjson.dumps(merged, option=orjson.OPT_INDENT_2) + b"\n")
+    return merged
 
 
 def _shown(value) -> str:
     return "default" if value is None else str(value)
 
 
-def _flatten(run: dict) -> dict:
+def _per_method(settings) -> bool:
+    return isinstance(settings, dict) and all(isinstance(v, dict) for v in settings.values())
+
+
+def _flatten(run: dict, methods: dict) -> dict:
+    """`run` as one level of keys: a method's settings as `method.key`, the index's as `index.key`.
+    A legacy flat "settings" (one IRCoT-shaped set for all) applies to each method being run."""
     flat = {key: value for key, value in run.items() if not isinstance(value, dict)}
-    for key, value in run.items():
-        if isinstance(value, dict):
-            flat.update(value)
+    for key, value in (run.get("index") or {}).items():
+        flat[f"index.{key}"] = value
+    settings = run.get("settings")
+    if _per_method(settings):
+        for method, values in settings.items():
+            for key, value in values.items():
+                flat[f"{method}.{key}"] = value
+    elif isinstance(settings, dict):
+        for method in methods:
+            for key, value in settings.items():
+                flat[f"{method}.{RENAMED.get(key, key)}"] = value
     return flat
 
 
@@ -141,3 +170,141 @@ def evaluate_method(
 def score_methods(predictions: dict[str, list[dict]], questions: Sequence[dict], budget: int) -> dict[str, dict]:
     by_id = {q["id"]: q for q in questions}
     return {name: aggregate(records, by_id, budget) for name, records in predictions.items()}
+
+
+class Interrupted(MhindexError):
+    """Ctrl-C during an evaluation; what is done is kept."""
+
+    exit_code = 130
+    label = "interrupted"
+
+
+@dataclass
+class Evaluation:
+    folder: Path
+    report: dict  # what metrics.json holds
+
+
+def default_folder(corpus: CorpusDir, lm_spec: str, backend: str, seed: int, limit: int | None) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", lm_spec).strip("-")
+    return corpus.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}"
+
+
+def evaluate(
+    corpus: CorpusDir,
+    methods: list[str],
+    *,
+    lm_spec: str | None = None,
+    backend: str = "lucene",
+    method_options: dict[str, Any] | None = None,
+    backend_options: dict[str, Any] | None = None,
+    limit: int | None = None,
+    seed: int = 13370,
+    out: Path | None = None,
+    workers: int = 1,
+    budget: int = 15,
+    lm_threads: int | None = None,
+    lm_context: int | None = None,
+    cache: bool = True,
+    home: Path | None = None,
+) -> Evaluation:
+    """Run `methods` on a seeded sample of the corpus's questions, resuming from the predictions
+    already in the folder, and write `metrics.json` and `chart.png` there (the papers' table)."""
+    from mhindex import __version__, ui
+    from mhindex.backends import retrieval_settings
+    from mhindex.eval.report import bar_chart
+    from mhindex.lm import resolve_spec
+    from mhindex.methods import Query, method_class, settings_for
+    from mhindex.methods.run import run_questions
+    from mhindex.methods.session import Session
+    from mhindex.methods.settings import demo_set
+
+    lm_spec = resolve_spec(lm_spec)
+    names = list(dict.fromkeys(methods))
+    if not names:
+        raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
+    settings = settings_for(names, method_options or {})
+    dataset = corpus.manifest().get("dataset")
+    questions = sample_questions(corpus, limit, seed)
+    if not questions:
+        raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
+    folder = out or default_folder(corpus, lm_spec, backend, seed, limit)
+    index = retrieval_settings(corpus, backend, backend_options) if any(method_class(name).needs_retriever for name in names) else None
+    session = Session(corpus, methods=names, backend=backend, backend_options=backend_options, lm_spec=lm_spec, lm_threads=lm_threads, lm_context=lm_context, cache=cache, home=home)
+    try:
+        configuration = {
+            "corpus": corpus.name,
+            "corpus_sha256": corpus.manifest().get("corpus_sha256"),
+            "lm": lm_spec,
+            "lm_context": session.lm.context_length,
+            "backend": backend,
+            "index": index,
+            "settings": {name: {**dataclasses.asdict(s), "demos_from": demo_set(s, dataset)} for name, s in settings.items()},
+            "tool_version": __version__,
+        }
+        configuration = claim_folder(folder, configuration)
+        log = ui.reporter()
+        predictions: dict[str, list[dict]] = {}
+        for name in names:
+            solver = session.method(name, settings[name])
+
+            def run(todo: list[dict], emit: Callable[[dict], None], solver=solver, name=name) -> None:
+                with log.progress(f"{name} on {corpus.name}", total=len(todo)) as bar:
+
+                    def record(result: dict) -> None:
+                        emit(result)
+                        bar.advance()
+
+                    items = ((i, Query.from_record(q, str(i))) for i, q in enumerate(todo, 1))
+                    stats = run_questions(solver, items, record, workers=workers)
+                if stats.interrupted:
+                    raise KeyboardInterrupt
+
+            predictions[name] = evaluate_method(name, questions, folder, run)
+            log.info(f"{name}: {len(predictions[name])} predictions in {folder / (name + '.jsonl')}")
+    except KeyboardInterrupt:
+        raise Interrupted(f"the answers so far are kept in {folder}; the same command resumes from them") from None
+    finally:
+        session.close()
+    metrics = score_methods(predictions, questions, budget)
+    report = {**configuration, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed, "budget": budget, "methods": metrics}
+    with atomic_file(folder / "metrics.json") as handle:
+        handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    bar_chart({dataset or corpus.name: metrics}, folder / "chart.png", f"{corpus.name}: {len(questions)} questions, {lm_spec}, {backend}")
+    return Evaluation(folder, report)
+
+
+def score_file(predictions: Path, questions: str, budget: int, home: Path) -> tuple[dict, Path]:
+    """`mhindex score`: the metrics of a predictions file against a questions file (or a corpus
+    name, meaning its questions.jsonl); returns them and the questions file used."""
+    from mhindex.home import open_corpus
+
+    if not predictions.is_file():
+        raise UsageError(f"{predictions}: no such file")
+    questions_file = Path(questions).expanduser()
+    if not questions_file.is_file():
+        if "/" in questions or questions.endswith(".jsonl"):
+            raise UsageError(f"{questions}: no such file")
+        questions_file = open_corpus(home, questions).questions
+    records = read_predictions(predictions)
+    if not records:
+        raise UsageError(f"{predictions}: holds no predictions")
+    gold = read_questions(questions_file)
+    ids = list(dict.fromkeys(r["id"] for r in records if "id" in r))
+    missing = [i for i in ids if i not in gold]
+    if missing:
+        raise UsageError(f"{predictions}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})")
+    return {predictions.stem: aggregate(records, {i: gold[i] for i in ids}, budget)}, questions_file
+
+
+def read_questions(path: Path) -> dict[str, dict]:
+    """A questions.jsonl by id; a line that is not a question record is a one-line error."""
+    gold: dict[str, dict] = {}
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        if line.strip():
+            try:
+                record = orjson.loads(line)
+                gold[record["id"]] = record
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise BadInput(f"{path} line {number}: not a question record with an 'id'") from None
+    return gold

@@ -12,13 +12,14 @@ Each runtime is imported only when its kind is used.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel, LMError
 from mhindex.lm.cache import CachedModel, CallCache
 
-__all__ = ["Completion", "LanguageModel", "LMError", "DEFAULT_LM", "load_lm", "parse_lm"]
+__all__ = ["DEFAULT_LM", "Completion", "LMError", "LanguageModel", "load_lm", "parse_lm", "resolve_spec"]
 
 DEFAULT_LM = "local:qwen2.5-0.5b"
 KINDS = ("local", "gguf", "hf", "openai", "openai-chat")
@@ -31,8 +32,13 @@ def parse_lm(spec: str) -> tuple[str, str]:
     return kind, rest
 
 
+def resolve_spec(spec: str | None = None) -> str:
+    """The model to use: the one named, else $MHINDEX_LM, else the packaged default."""
+    return spec or os.environ.get("MHINDEX_LM") or DEFAULT_LM
+
+
 def load_lm(
-    spec: str = DEFAULT_LM,
+    spec: str | None = None,
     home: Path | None = None,
     threads: int | None = None,
     context_length: int | None = None,
@@ -42,6 +48,7 @@ def load_lm(
     from mhindex.home import resolve_home
 
     root = resolve_home(home)
+    spec = resolve_spec(spec)
     kind, rest = parse_lm(spec)
     model: LanguageModel
     if kind in ("local", "gguf"):

@@ -9,8 +9,8 @@ demonstrations as fit.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 from mhindex.errors import MhindexError
 
@@ -77,7 +77,7 @@ class LanguageModel(ABC):
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: most models hold nothing to release
         pass
 
     def __enter__(self):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
 
 import orjson
 

@@ -18,13 +18,13 @@ import ctypes
 import os
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mhindex import ui
 from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
-
 
 # One llama.cpp server per (model file, threads, context) per process, shared by every model object
 # that asks for it, with one lock: loading is paid once, and the prompt cache is shared. A server is

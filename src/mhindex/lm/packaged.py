@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from mhindex.errors import UsageError
 from mhindex.lm.base import LMError
 
 
@@ -89,5 +90,5 @@ PACKAGED: dict[str, PackagedModel] = {
 
 def packaged_model_path(name: str, models: Path) -> Path:
     if name not in PACKAGED:
-        raise LMError(f"unknown packaged model '{name}'; choose one of: {', '.join(PACKAGED)}")
+        raise UsageError(f"unknown packaged model '{name}'; choose one of: {', '.join(PACKAGED)}")
     return PACKAGED[name].locate(models)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
 

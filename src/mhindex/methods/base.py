@@ -1,9 +1,10 @@
 """What every question-answering method takes and returns.
 
-A method gets a retriever and a language model, answers one `Query` at a time and returns an
-`Answer` with its trace: each step's generated sentence, the query it issued, and what that
-query retrieved, plus the LM calls, tokens and time it cost. Methods are stateless between
-questions, so several questions can run at once.
+A method gets a retriever (unless it says it needs none), a language model, its own settings
+and a small context; it answers one `Query` at a time and returns an `Answer` with its trace:
+each step's generated sentence, the query it issued, and what that query retrieved, plus the LM
+calls, tokens and time it cost. Methods are stateless between questions, so several questions
+can run at once.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, ClassVar
 
 from mhindex import ui
 from mhindex.lm.base import Completion, LanguageModel
+from mhindex.methods.settings import ReaderSettings
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,21 @@ class Query:
     main_passage: dict | None = None
     # IIRC: titles of the pages the main passage links to.
     links: tuple[str, ...] = ()
+
+    @classmethod
+    def from_record(cls, record: Any, fallback_id: str) -> Query:
+        """A question record ({"id", "question"}, plus "main_passage" and "links" for IIRC), as read
+        from `ask -` or a questions.jsonl; ValueError names the field that is wrong."""
+        if not isinstance(record, dict):
+            raise ValueError("a question line should be a JSON object")
+        question = record.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("field 'question' is missing or empty")
+        main = record.get("main_passage")
+        if main is not None and not (isinstance(main, dict) and isinstance(main.get("title"), str) and isinstance(main.get("text"), str)):
+            raise ValueError('field \'main_passage\' should be {"title", "text"}')
+        links = record.get("links") or []
+        return cls(str(record.get("id", fallback_id)), question, main, tuple(link for link in links if isinstance(link, str)))
 
 
 @dataclass
@@ -97,8 +115,25 @@ class Meter:
         return completion
 
 
+@dataclass(frozen=True)
+class MethodContext:
+    """What a method may need beyond its retriever and LM: the corpus's dataset (its demonstrations
+    default to that dataset's), and a loader for further models (a verifier, a reader) that shares
+    the main model's data root, threads and call cache."""
+
+    dataset: str | None = None
+    load_lm: Any = None  # Callable[[str], LanguageModel]
+
+
 class Method(ABC):
-    name: str
+    name: ClassVar[str]
+    #: the method's settings; every field declared with `option(...)` is an option of ask and eval
+    Settings: ClassVar[type] = ReaderSettings
+    #: False for methods that answer without retrieval (no corpus or index is opened for them)
+    needs_retriever: ClassVar[bool] = True
+
+    @abstractmethod
+    def __init__(self, retriever: Any, lm: LanguageModel, settings: Any, context: MethodContext) -> None: ...
 
     @abstractmethod
     def answer(self, query: Query) -> Answer: ...

@@ -17,10 +17,11 @@ retrieval is restricted to them (the paper's Appendix B).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import orjson
 
-from mhindex.methods.base import Answer, Clock, Method, Meter, Query, Step
+from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
 from mhindex.methods.prompts import (
     PromptPacker,
     concludes,
@@ -32,24 +33,37 @@ from mhindex.methods.prompts import (
     question_block,
 )
 from mhindex.methods.reader import Reader, resolve_style
+from mhindex.methods.settings import ReaderSettings, demo_set
+from mhindex.options import option
 
-DEFAULT_K = 4
+
+@dataclass(frozen=True)
+class IRCoTSettings(ReaderSettings):
+    """The paper's values as defaults; it tunes K in {2,4,6,8} per dataset on development data."""
+
+    k: int = option(4, "Paragraphs per retrieval (K).", flag="-k", min=1)
+    max_steps: int = option(8, "Most reasoning steps before giving up on \"answer is\".", min=1)
+    max_paragraphs: int = option(15, "Most paragraphs collected (the paper's budget).", min=1)
+    step_tokens: int = option(100, "Most tokens generated for one reasoning step (its first sentence is kept).", min=1)
+    iirc_pages: int = option(2, "IIRC: pages the model names before retrieval.", min=1)
 
 
 class IRCoT(Method):
     name = "ircot"
+    Settings = IRCoTSettings
 
-    def __init__(self, retriever, lm, settings, demo_set: str) -> None:
+    def __init__(self, retriever, lm, settings: IRCoTSettings, context: MethodContext) -> None:
         self.retriever = retriever
         self.lm = lm
         self.settings = settings
-        self.k = settings.k or DEFAULT_K
+        self.k = settings.k
+        demos_from = demo_set(settings, context.dataset)
         self.style = resolve_style(settings, lm)
         self.packer = PromptPacker(lm.count_tokens, lm.context_length)
         budget = settings.demo_budget or lm.context_length // 2
-        pool = demonstrations(demo_set, f"gold_with_{settings.distractors}_distractors_context_cot_qa", self.style)
+        pool = demonstrations(demos_from, f"gold_with_{settings.distractors}_distractors_context_cot_qa", self.style)
         self.demos = self.packer.choose(pool, budget, settings.max_demos)
-        self.reader = Reader(lm, settings, demo_set, with_context=True)
+        self.reader = Reader(lm, settings, demos_from, with_context=True)
         self._page_demos = None
 
     # -- the loop -------------------------------------------------------------------------

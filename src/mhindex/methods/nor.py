@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from mhindex.methods.base import Answer, Clock, Method, Meter, Query
+from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query
 from mhindex.methods.reader import Reader
+from mhindex.methods.settings import ReaderSettings, demo_set
 
 
 class NoRetrieval(Method):
     name = "nor"
+    needs_retriever = False
 
-    def __init__(self, retriever, lm, settings, demo_set: str) -> None:
+    def __init__(self, retriever, lm, settings: ReaderSettings, context: MethodContext) -> None:
         self.lm = lm
-        self.reader = Reader(lm, settings, demo_set, with_context=False)
+        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=False)
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)

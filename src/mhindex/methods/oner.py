@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from mhindex.methods.base import Answer, Clock, Method, Meter, Query, Step
-from mhindex.methods.reader import Reader
+from dataclasses import dataclass
 
-DEFAULT_K = 15
+from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.methods.reader import Reader
+from mhindex.methods.settings import ReaderSettings, demo_set
+from mhindex.options import option
+
+
+@dataclass(frozen=True)
+class OneRSettings(ReaderSettings):
+    k: int = option(15, "Paragraphs per retrieval (K).", flag="-k", min=1)
 
 
 class OneRetrieval(Method):
     name = "oner"
+    Settings = OneRSettings
 
-    def __init__(self, retriever, lm, settings, demo_set: str) -> None:
+    def __init__(self, retriever, lm, settings: OneRSettings, context: MethodContext) -> None:
         self.retriever = retriever
         self.lm = lm
-        self.k = min(settings.k or DEFAULT_K, settings.max_paragraphs)
-        self.reader = Reader(lm, settings, demo_set, with_context=True)
+        self.k = settings.k
+        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)

@@ -11,10 +11,10 @@ each annotated training question with its gold paragraphs and M distractors, and
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Callable, Sequence
 
 from mhindex.errors import UsageError
 
@@ -24,7 +24,7 @@ COT_INSTRUCTION = "Answer the following question by reasoning step-by-step."
 DIRECT_INSTRUCTION = "Answer the following question."
 
 
-@lru_cache(maxsize=None)
+@cache
 def demonstrations(dataset: str, kind: str, style: str) -> tuple[str, ...]:
     """The demonstrations of one released file, METADATA lines removed, in file order.
 

@@ -3,13 +3,12 @@ NoR), with direct or chain-of-thought prompting, using IRCoT's demonstrations.""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Meter
 from mhindex.methods.prompts import PromptPacker, demonstrations, extract_answer, paragraph_block, question_block
-from mhindex.methods.settings import Settings
-
+from mhindex.methods.settings import ReaderSettings
 
 # Below this size a model answers better with the Direct reader than with CoT: Qwen2.5-0.5B's F1
 # on 50 HotpotQA questions, OneR, is 35.2 with Direct and 13.2 with CoT (benchmarks/README.md),
@@ -17,13 +16,13 @@ from mhindex.methods.settings import Settings
 SMALL_MODEL_PARAMETERS = 3_000_000_000
 
 
-def resolve_style(settings: Settings, lm: LanguageModel) -> str:
-    if settings.style != "auto":
-        return settings.style
+def resolve_style(settings: ReaderSettings, lm: LanguageModel) -> str:
+    if settings.prompt_style != "auto":
+        return settings.prompt_style
     return "flan_t5" if lm.seq2seq else "codex"
 
 
-def resolve_reader(settings: Settings, style: str, lm: LanguageModel) -> str:
+def resolve_reader(settings: ReaderSettings, style: str, lm: LanguageModel) -> str:
     """auto: Direct for Flan-T5-style prompting (the paper) and for small models (measured), else CoT."""
     if settings.reader != "auto":
         return settings.reader
@@ -34,7 +33,7 @@ def resolve_reader(settings: Settings, style: str, lm: LanguageModel) -> str:
 
 
 class Reader:
-    def __init__(self, lm: LanguageModel, settings: Settings, demo_set: str, with_context: bool) -> None:
+    def __init__(self, lm: LanguageModel, settings: ReaderSettings, demo_set: str, with_context: bool) -> None:
         self.settings = settings
         self.style = resolve_style(settings, lm)
         self.kind = resolve_reader(settings, self.style, lm)

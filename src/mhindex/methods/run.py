@@ -6,9 +6,9 @@ on; Ctrl-C stops after writing every answer already finished."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from mhindex import ui
 from mhindex.errors import MhindexError

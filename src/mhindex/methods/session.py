@@ -1,0 +1,57 @@
+"""A corpus, a backend and a language model opened once for answering: every method made from
+the session shares its retriever and model (and the model's prompt cache). `ask` opens one for
+its method, `eval` one for all the methods it compares."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from mhindex.home import CorpusDir
+from mhindex.methods import MethodContext, make_method, method_class
+
+
+class Session:
+    def __init__(
+        self,
+        corpus: CorpusDir | None,
+        *,
+        methods: list[str],
+        backend: str = "lucene",
+        backend_options: dict[str, Any] | None = None,
+        lm_spec: str | None = None,
+        lm_threads: int | None = None,
+        lm_context: int | None = None,
+        cache: bool = True,
+        home: Path | None = None,
+    ) -> None:
+        from mhindex.backends import open_retriever
+        from mhindex.lm import load_lm
+
+        self.corpus = corpus
+        self.dataset = corpus.manifest().get("dataset") if corpus else None
+        retrieves = any(method_class(name).needs_retriever for name in methods)
+        self.retriever = open_retriever(corpus, backend, backend_options) if retrieves and corpus else None
+        self.load_lm = functools.partial(load_lm, home=home, threads=lm_threads, cache=cache)
+        try:
+            self.lm = self.load_lm(lm_spec, context_length=lm_context)
+        except BaseException:
+            self.close()
+            raise
+
+    def method(self, name: str, settings: Any):
+        retriever = self.retriever if method_class(name).needs_retriever else None
+        return make_method(name, retriever, self.lm, settings, MethodContext(dataset=self.dataset, load_lm=self.load_lm))
+
+    def close(self) -> None:
+        if getattr(self, "lm", None) is not None:
+            self.lm.close()
+        if self.retriever is not None:
+            self.retriever.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,149 @@
+"""Options declared once, beside what they configure.
+
+A method's (or a backend's) settings are a frozen dataclass. Each field a user may set carries
+`option(...)` metadata: its help, flag and bounds. The CLI turns the fields of every registered
+method into Typer options (`with_options`), so adding a method touches its own module and one
+registry line; `settings_from` turns what the user typed back into one method's settings,
+refusing an option that the method does not declare, with one line that says whose it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Optional
+
+from mhindex.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Opt:
+    help: str
+    flag: str | None = None  # default: --field-name
+    short: str | None = None  # e.g. "-k"
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] | None = None
+    # Backends: when the option takes effect. "index": fixed when the index is built (recorded in
+    # its manifest); "search": each time it is opened; "both": at both; "connection": where the
+    # engine is (never recorded: it may hold credentials).
+    stage: str | None = None
+
+
+def option(default: Any, help: str, **details: Any) -> Any:
+    """A settings field that users may set from the command line."""
+    return field(default=default, metadata={"option": Opt(help=help, **details)})
+
+
+def flag_of(name: str, opt: Opt) -> str:
+    return opt.flag or "--" + name.replace("_", "-")
+
+
+def declared(settings_type: type) -> dict[str, tuple[dataclasses.Field, Opt, type]]:
+    """The user-settable fields of a settings dataclass: name -> (field, option, value type)."""
+    hints = typing.get_type_hints(settings_type)
+    found = {}
+    for f in dataclasses.fields(settings_type):
+        if "option" in f.metadata:
+            found[f.name] = (f, f.metadata["option"], _value_type(hints[f.name]))
+    return found
+
+
+def _value_type(hint: Any) -> type:
+    """int for `int`, `int | None` and `Optional[int]`."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0]
+    return hint
+
+
+def check_choices(settings: Any) -> None:
+    """Refuse a value outside a field's declared choices (Typer checks the numeric bounds)."""
+    for name, (_, opt, _) in declared(type(settings)).items():
+        value = getattr(settings, name)
+        if opt.choices and value is not None and value not in opt.choices:
+            raise UsageError(f"{flag_of(name, opt)} must be one of {', '.join(opt.choices)}, not {value!r}")
+
+
+def settings_from(settings_type: type, given: dict[str, Any], owner: str) -> Any:
+    """`settings_type` with the values the user gave; an option it does not declare is refused."""
+    fields = declared(settings_type)
+    foreign = [name for name in given if name not in fields]
+    if foreign:
+        own = ", ".join(flag_of(n, o) for n, (_, o, _) in fields.items()) or "none"
+        raise UsageError(f"{_flag_named(foreign[0])} is not an option of {owner} (its options: {own})")
+    settings = settings_type(**given)
+    check_choices(settings)
+    return settings
+
+
+_FLAGS: dict[str, str] = {}  # every generated option's field name -> flag, for messages
+
+
+def _flag_named(name: str) -> str:
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str | Callable[[Opt], str]) -> Callable:
+    """Give a Typer command one option per field declared by any of `owners()` (name -> settings
+    type), all defaulting to unset; the command receives the ones the user set as a dict in its
+    parameter `group`. Options shared by several owners (`-k`) appear once, with each default."""
+
+    def decorate(command: Callable) -> Callable:
+        by_name: dict[str, list[tuple[str, dataclasses.Field, Opt, type]]] = {}
+        for owner, settings_type in owners().items():
+            for name, (f, opt, kind) in declared(settings_type).items():
+                by_name.setdefault(name, []).append((owner, f, opt, kind))
+        generated = []
+        for name, uses in by_name.items():
+            _, _, opt, kind = uses[0]
+            flag = flag_of(name, opt)
+            _FLAGS[name] = flag
+            defaults = {owner: f.default for owner, f, _, _ in uses if f.default is not None}
+            if len(set(map(str, defaults.values()))) == 1:
+                shown = str(next(iter(defaults.values())))
+            else:
+                shown = ", ".join(f"{owner} {value}" for owner, value in defaults.items())
+            owners_note = "" if len(uses) == len(owners()) else f" ({', '.join(owner for owner, *_ in uses)})"
+            text = f"{opt.help}{owners_note}" + (f" \\[default: {shown}]" if shown else "")
+            names = [flag, opt.short] if opt.short else [flag]
+            if kind is bool:
+                names = [f"{flag}/--no-{flag[2:]}"]
+            details = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
+            info = _typer().Option(*names, help=text, show_default=False, rich_help_panel=panel(opt) if callable(panel) else panel, **details)
+            generated.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[kind], info]))
+
+        original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
+        kept = [p for p in original.parameters.values() if p.name != group]
+        taken = {p.name for p in kept}
+        clash = [p.name for p in generated if p.name in taken]
+        if clash:
+            raise TypeError(f"{command.__name__}: generated options clash with its own parameters: {clash}")
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            chosen = {p.name: kwargs.pop(p.name) for p in generated if kwargs.get(p.name) is not None}
+            for p in generated:
+                kwargs.pop(p.name, None)
+            return command(*args, **kwargs, **{group: chosen})
+
+        wrapper.__signature__ = original.replace(parameters=[*kept, *generated])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in [*kept, *generated] if p.annotation is not inspect.Parameter.empty}
+        return wrapper
+
+    return decorate
+
+
+def _typer():
+    import typer
+
+    return typer
+
+
+def names(settings: Any) -> Iterable[str]:
+    return declared(type(settings)).keys()
