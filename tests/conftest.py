@@ -16,7 +16,7 @@ from mhindex.cli import main
 os.environ.setdefault("MHINDEX_LM", "local:smollm2-135m")
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "corpora" / "samples"
+SAMPLES = REPO / "src" / "mhindex" / "corpora" / "samples"
 
 
 @dataclass

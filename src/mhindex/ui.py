@@ -156,7 +156,7 @@ def note(label: str) -> None:
 def note_tokens(generated: int) -> None:
     """Tokens generated so far by the call in progress, shown beside what it is doing."""
     if (current := _activity.get()) is not None:
-        current.task.update(description=f"{current.label} · {generated} tokens")
+        current.task.update(description=f"{current.label} · {generated} token{'' if generated == 1 else 's'} generated")
 
 
 # -- Ctrl-C: stop after the current call, or at once on the second press ---------------------------

@@ -24,7 +24,7 @@ class Dataset:
     release: tuple[Download, ...]
     # Files under <home>/downloads/<name>/ that `mhindex corpus NAME` uses when no --input is given.
     release_inputs: tuple[str, ...]
-    # Small real samples shipped in the repository's corpora/samples/<name>/ for trying things out.
+    # Small real samples shipped in the package (mhindex/corpora/samples/<name>/) for trying things out.
     samples: tuple[str, ...] = ()
 
 
@@ -94,10 +94,10 @@ def get_dataset(name: str) -> Dataset:
 
 
 def samples_dir() -> Path:
-    """The repository's bundled samples (`corpora/samples/`), or `$MHINDEX_SAMPLES`."""
+    """The bundled samples (package data, so an installed wheel has them too), or `$MHINDEX_SAMPLES`."""
     if env := os.environ.get("MHINDEX_SAMPLES"):
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "corpora" / "samples"
+    return Path(__file__).resolve().parent / "samples"
 
 
 def default_inputs(dataset: Dataset, downloads: Path) -> tuple[list[Path], str]:
