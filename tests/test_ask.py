@@ -147,8 +147,8 @@ def test_iirc_pins_the_main_passage_and_scopes_retrieval(mh, home):
     assert with_main.code == 0, with_main.err
     record = json.loads(with_main.out)
     assert record["lm_calls"] >= 3  # pages to read, at least one reasoning step, the reader
-    if record.get("scope"):
-        assert {r["title"] for r in record["retrieved"]} <= set(record["scope"])
+    # Whether SmolLM2 names pages that map to corpus titles is up to the model; the scoping itself
+    # is tested with scripted pages in test_ircot_loop.py::test_iirc_pages_scope_the_retrieval.
     del line["main_passage"]
     without = json.loads(mh("ask", "-", "--corpus", "iirc", *FAST, stdin=json.dumps(line) + "\n").out)
     assert "scope" not in without

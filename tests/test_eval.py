@@ -136,3 +136,18 @@ def test_samples_are_reproducible_and_nested(root):
     assert {q["id"] for q in small} < {q["id"] for q in large}
     assert {q["id"] for q in sample_questions(corpus, 20, 1)} != {q["id"] for q in small}
     assert len(sample_questions(corpus, None, 0)) == 100
+
+
+def test_claim_folder_refuses_a_changed_index_and_adds_new_methods(tmp_path):
+    from mhindex.eval.run import claim_folder
+
+    run = {"corpus": "c", "corpus_sha256": "aa", "lm": "m", "backend": "dense", "index": {"encoder": "minilm", "nprobe": 16}, "settings": {"oner": {"k": 15}}, "tool_version": "0.1.0"}
+    claim_folder(tmp_path, run)
+    other_encoder = {**run, "index": {"encoder": "dpr", "nprobe": 16}}
+    with pytest.raises(Exception, match="index.encoder=minilm; this run has index.encoder=dpr"):
+        claim_folder(tmp_path, other_encoder)
+    with pytest.raises(Exception, match="corpus_sha256=aa"):
+        claim_folder(tmp_path, {**run, "corpus_sha256": "bb"})
+    merged = claim_folder(tmp_path, {**run, "settings": {"nor": {"reader": "direct"}}, "tool_version": "0.2.0"})  # a newer mhindex may resume
+    assert set(merged["settings"]) == {"oner", "nor"}
+    assert set(json.loads((tmp_path / "run.json").read_text())["settings"]) == {"oner", "nor"}

@@ -38,3 +38,16 @@ def test_concludes_tells_an_answer_from_a_ramble() -> None:
 
     assert concludes("Raiatea is in the Leeward Islands. So the answer is: Raiatea.")
     assert not concludes("John Lynch-Staunton held a position in the Senate of Canada, where he was")
+
+
+def test_the_packer_drops_demonstrations_from_the_end_to_fit() -> None:
+    from mhindex.methods.prompts import SEPARATOR, PromptPacker
+
+    words = len  # a token per character keeps the arithmetic visible
+    packer = PromptPacker(words, context_length=100)
+    demos = ["a" * 30, "b" * 30, "c" * 30]
+    assert packer.choose(demos, budget=70) == demos[:2]  # 33 + 33 fit in 70, a third does not
+    assert packer.choose(demos, budget=1000, limit=1) == demos[:1]
+    prompt = packer.render(demos, "Q: x", max_tokens=20)
+    assert prompt == SEPARATOR.join([demos[0], demos[1], "Q: x"])  # 67 + 20 <= 100; with the third it would not fit
+    assert packer.render(demos, "Q: " + "y" * 200, max_tokens=20) == "Q: " + "y" * 200  # never drops the question itself
