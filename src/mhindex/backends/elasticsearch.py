@@ -25,6 +25,7 @@ import orjson
 from mhindex.backends.base import BackendContext, Hit
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
+from mhindex.http import RETRY_STATUS
 from mhindex.options import option
 from mhindex.ui import reporter
 
@@ -44,7 +45,6 @@ class ElasticsearchOptions:
     alias: str | None = None  # default: mhindex-<corpus>
 
 
-RETRY_STATUS = (429, 500, 502, 503, 504)
 
 
 class ElasticsearchError(MhindexError):

@@ -12,14 +12,14 @@ import os
 import shutil
 import tarfile
 import time
-import urllib.error
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import orjson
 
+from mhindex import http
 from mhindex.errors import MhindexError
 from mhindex.files import file_digest
 from mhindex.ui import reporter
@@ -43,49 +43,49 @@ def _source_url(item: Download) -> str:
     return f"{mirror.rstrip('/')}/{item.filename}" if mirror else item.url
 
 
-def _fetch_once(url: str, part: Path, timeout: float) -> None:
+def _fetch_once(session, url: str, part: Path) -> None:
+    """One request for what the `.part` file lacks (a Range from its size); appends to it."""
     have = part.stat().st_size if part.exists() else 0
-    request = urllib.request.Request(url, headers={"User-Agent": "mhindex", **({"Range": f"bytes={have}-"} if have else {})})
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as error:
-        if error.code == 416 and have:  # asked past the end: the part file is already complete
+    with session.stream("GET", url, headers={"Range": f"bytes={have}-"} if have else {}) as response:
+        if response.status_code == 416 and have:  # asked past the end: the part file is already complete
             return
-        raise
-    with response:
-        resumed = have and response.status == 206
+        if response.status_code >= 400:  # 429 and 5xx were retried by the transport already
+            raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason_phrase}")
+        resumed = have and response.status_code == 206
         if have and not resumed:
             have = 0  # the server ignored Range: start over
         length = response.headers.get("Content-Length")
         total = have + int(length) if length else None
         with open(part, "ab" if resumed else "wb") as out, reporter().progress(f"downloading {part.name[:-5]}", total=total, unit="bytes") as bar:
             bar.update(completed=have)
-            while chunk := response.read(1 << 20):
+            for chunk in response.iter_raw():  # as it arrives: a cut keeps every byte received
                 out.write(chunk)
                 bar.advance(len(chunk))
         if total is not None and part.stat().st_size < total:
-            raise urllib.error.URLError(f"connection closed after {part.stat().st_size} of {total} bytes")
+            raise httpx.ReadError(f"connection closed after {part.stat().st_size} of {total} bytes")
 
 
 def fetch(item: Download, folder: Path, retries: int = 4, timeout: float = 60.0, backoff: float = 1.0) -> Path:
-    """Download one release file into `folder` (resuming a `.part` left by an earlier try)."""
+    """Download one release file into `folder` (resuming a `.part` left by an earlier try).
+
+    Error answers are retried by the HTTP layer; a connection that breaks mid-way is resumed
+    here with a Range request for the rest, up to `retries` times."""
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / item.filename
     if final.is_file():
         return final
     part = folder / (item.filename + ".part")
     url = _source_url(item)
-    for attempt in range(retries + 1):
-        try:
-            _fetch_once(url, part, timeout)
-            break
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-            reason = getattr(error, "reason", error)
-            if isinstance(error, urllib.error.HTTPError) and error.code < 500 and error.code != 429:
-                raise DownloadError(f"{url}: HTTP {error.code} {error.reason}") from None
-            if attempt == retries:
-                raise DownloadError(f"{url}: {reason} (after {retries + 1} tries; run again to resume)") from None
-            time.sleep(min(backoff * 2**attempt, 30))
+    with http.client(timeout=timeout, retries=retries, backoff=backoff, headers={"User-Agent": "mhindex"}) as session:
+        for attempt in range(retries + 1):
+            try:
+                _fetch_once(session, url, part)
+                break
+            except httpx.TransportError as error:
+                if attempt == retries:
+                    reason = str(error) or type(error).__name__
+                    raise DownloadError(f"{url}: {reason} (after {retries + 1} tries; run again to resume)") from None
+                time.sleep(min(backoff * 2**attempt, 30))
     if item.size is not None and part.stat().st_size != item.size:
         raise DownloadError(f"{url}: got {part.stat().st_size} bytes, expected {item.size}; delete {part} and retry")
     if item.checksum:

@@ -13,9 +13,8 @@ import threading
 import time
 from collections.abc import Sequence
 
+from mhindex import http
 from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
-
-RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
 class RemoteModel(LanguageModel):
@@ -31,17 +30,14 @@ class RemoteModel(LanguageModel):
         concurrency: int = 4,
         context_length: int | None = None,
     ) -> None:
-        import httpx
-
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.chat_only = chat
         self.name = f"{'openai-chat' if chat else 'openai'}:{model}@{self.base_url}"
         key = api_key or os.environ.get("MHINDEX_LM_API_KEY") or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers)
-        self._retries = retries
-        self._backoff = backoff
+        self._client = http.client(self.base_url, timeout=timeout, retries=retries, backoff=backoff, headers=headers)
+        self._tries = retries + 1
         self._slots = threading.BoundedSemaphore(concurrency)
         self._tokenize_url: str | None | bool = None  # None: not probed yet; False: server has none
         self._parameters: int | None = None
@@ -50,35 +46,14 @@ class RemoteModel(LanguageModel):
     # -- transport -------------------------------------------------------------------------
 
     def _post(self, path: str, body: dict) -> dict:
-        import httpx
-
         url = self.base_url + path
-        for attempt in range(self._retries + 1):
-            wait = self._backoff * 2**attempt
-            try:
-                with self._slots:
-                    response = self._client.post(path, json=body)
-            except httpx.ConnectError:
-                if attempt >= min(self._retries, 1):  # nothing listens: one more try, not a long wait
-                    raise LMError(f"cannot reach the LM server at {url}: connection refused; is it running?") from None
-            except httpx.TimeoutException:
-                if attempt == self._retries:
-                    raise LMError(f"the LM server at {url} did not answer within {self._client.timeout.read}s ({attempt + 1} tries)") from None
-            except httpx.TransportError as error:
-                if attempt == self._retries:
-                    raise LMError(f"the connection to the LM server at {url} failed: {error}") from None
-            else:
-                if response.status_code in RETRY_STATUS and attempt < self._retries:
-                    wait = max(wait, _retry_after(response))
-                elif response.status_code >= 400:
-                    raise LMError(f"the LM server at {url} answered HTTP {response.status_code}: {_brief(response.text)}")
-                else:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise LMError(f"the LM server at {url} answered with something that is not JSON: {_brief(response.text)}") from None
-            time.sleep(min(wait, 60))
-        raise LMError(f"the LM server at {url} kept failing after {self._retries + 1} tries")
+        with http.one_line_errors("the LM server", url, LMError, self._tries), self._slots:
+            response = self._client.post(path, json=body)
+            response.raise_for_status()
+        try:
+            return response.json()
+        except ValueError:
+            raise LMError(f"the LM server at {url} answered with something that is not JSON: {http.brief(response.text)}") from None
 
     def _probe_context_length(self) -> int | None:
         """vLLM reports max_model_len and llama.cpp n_ctx_train (and n_params) on /models; others say nothing."""
@@ -112,7 +87,7 @@ class RemoteModel(LanguageModel):
             if not isinstance(text, str):
                 raise TypeError("text is not a string")
         except (KeyError, IndexError, TypeError) as error:
-            raise LMError(f"the LM server at {self.base_url + path} answered without a completion ({error}): {_brief(str(reply))}") from None
+            raise LMError(f"the LM server at {self.base_url + path} answered without a completion ({error}): {http.brief(str(reply))}") from None
         usage = reply.get("usage") or {}
         timings = reply.get("timings") or {}
         return Completion(
@@ -141,32 +116,21 @@ class RemoteModel(LanguageModel):
 
     def count_tokens(self, text: str) -> int:
         """The server's /tokenize where it has one (llama.cpp, vLLM); else a cautious estimate."""
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
         if self._tokenize_url is None:
             self._tokenize_url = False
-            root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
             try:
                 response = self._client.post(root + "/tokenize", json={"content": "probe", "model": self.model, "prompt": "probe"}, timeout=10)
                 if response.status_code == 200 and isinstance(response.json().get("tokens"), list):
                     self._tokenize_url = root + "/tokenize"
-            except Exception:  # noqa: BLE001 - a probe
+            except Exception:  # noqa: BLE001 - a probe: any failure means the server has none
                 pass
         if self._tokenize_url:
-            response = self._client.post(self._tokenize_url, json={"content": text, "model": self.model, "prompt": text, "add_special": False})
-            if response.status_code == 200:
-                return len(response.json()["tokens"])
+            with http.one_line_errors("the LM server", self._tokenize_url, LMError, self._tries):
+                response = self._client.post(self._tokenize_url, json={"content": text, "model": self.model, "prompt": text, "add_special": False})
+                response.raise_for_status()
+            return len(response.json()["tokens"])
         return len(text) // 3 + 1  # English BPE averages ~4 characters a token; err on the long side
 
     def close(self) -> None:
         self._client.close()
-
-
-def _retry_after(response) -> float:
-    try:
-        return float(response.headers.get("Retry-After", 0))
-    except ValueError:
-        return 0.0
-
-
-def _brief(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
