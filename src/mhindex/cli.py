@@ -12,8 +12,10 @@ import orjson
 import typer
 
 from mhindex import __version__, render, ui
+from mhindex.backends import BACKENDS
 from mhindex.errors import MhindexError, UsageError
 from mhindex.home import built_corpora, downloads_dir, open_corpus, resolve_home
+from mhindex.methods import METHODS
 
 app = typer.Typer(
     name="mhindex",
@@ -189,7 +191,7 @@ def info(
         _out().print(render.corpus_info(summary))
 
 
-BackendOption = Annotated[str, typer.Option("--backend", "-b", help="lucene (embedded, default), elasticsearch, dense (FAISS) or colbert (ColBERTv2 PLAID).")]
+BackendOption = Annotated[str, typer.Option("--backend", "-b", help=f"Retrieval engine: {', '.join(BACKENDS)} (lucene is embedded; see the README).")]
 
 
 def _backend_options(command):
@@ -365,7 +367,7 @@ def _print_trace(answer) -> None:
 def ask(
     question: Annotated[str, typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False)],
     corpus_name: CorpusOption = None,
-    method: Annotated[str, typer.Option("--method", "-m", help="ircot, oner or nor (see mhindex -h for all).")] = "ircot",
+    method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "ircot",
     backend: BackendOption = "lucene",
     lm: LmOption = None,
     workers: WorkersOption = 1,
@@ -445,7 +447,7 @@ def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = 
 @_backend_options
 def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
-    methods: Annotated[str, typer.Option("--method", "-m", help="Comma-separated methods, e.g. nor,oner,ircot.")] = "nor,oner,ircot",
+    methods: Annotated[str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS)}.")] = "nor,oner,ircot",
     limit: Annotated[Optional[int], typer.Option(min=1, help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
     out: Annotated[Optional[Path], typer.Option(help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,

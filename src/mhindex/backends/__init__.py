@@ -35,6 +35,7 @@ BACKENDS = {
     "elasticsearch": "mhindex.backends.elasticsearch:ElasticsearchBackend",
     "dense": "mhindex.backends.dense:DenseBackend",
     "colbert": "mhindex.backends.colbert:ColbertBackend",
+    "bm25s": "mhindex.backends.bm25s:Bm25sBackend",
 }
 DEFAULT_BACKEND = "lucene"
 INDEX_STAGES = ("index", "both", "connection")
