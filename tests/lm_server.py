@@ -2,6 +2,7 @@
 its own: `python tests/lm_server.py MODEL.gguf PORT`. Prints its address when ready and runs
 until stdin closes."""
 
+import os
 import sys
 
 import xllamacpp
@@ -19,3 +20,6 @@ params.verbosity = -1
 server = xllamacpp.Server(params)
 print(server.listening_address, flush=True)
 sys.stdin.read()
+# xllamacpp's destructor joins its HTTP threads, which wait on clients' kept-alive connections:
+# leave without it, as mhindex itself never destroys a server (see mhindex/lm/llamacpp.py).
+os._exit(0)

@@ -128,6 +128,7 @@ def test_remote_completions_chat_stop_and_tokens(server, local):
     assert model.context_length == 4096  # what the server reports
     chat_only = load_lm(f"openai-chat:smollm2@{server}", cache=False)
     assert "Paris" in chat_only.complete("What is the capital of France? Answer in one word.", max_tokens=10).text
+    chat_only.close()
     model.close()
 
 

@@ -3,6 +3,7 @@ line on stderr with a non-zero exit code (2 for bad input or usage, 1 otherwise)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -77,9 +78,21 @@ LmOption = Annotated[
         show_default=False,
     ),
 ]
-LmThreadsOption = Annotated[Optional[int], typer.Option("--lm-threads", min=1, help="CPU threads of a local model \\[default: half the cores].", show_default=False)]
-LmContextOption = Annotated[Optional[int], typer.Option("--lm-context", min=256, help="Context length in tokens \\[default: 8192 local, else what the server reports].", show_default=False)]
-NoCacheOption = Annotated[bool, typer.Option("--no-cache", metavar="", help="Do not read or write the LM call cache.")]
+
+
+def _model_options(command):
+    """How to load the language model (mhindex.lm.ModelOptions), for lm, ask and eval alike."""
+    from mhindex.lm import ModelOptions
+    from mhindex.options import with_options
+
+    return with_options("model_options", lambda: {"model": ModelOptions}, panel="Model options")(command)
+
+
+def _model(given: dict | None):
+    from mhindex.lm import ModelOptions
+
+    options = ModelOptions(**(given or {}))
+    return options if options.lm else dataclasses.replace(options, lm=_globals.lm)
 
 
 @app.callback()
@@ -311,26 +324,22 @@ def _unescape(text: str) -> str:
 
 
 @app.command(name="lm")
+@_model_options
 def lm_(
     prompt: Annotated[str, typer.Argument(help="The prompt to complete; \\n and \\t are read as a newline and a tab.", show_default=False)],
-    lm: LmOption = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens to generate.")] = 64,
     stop: Annotated[Optional[list[str]], typer.Option("--stop", help="Stop sequence (repeatable; \\n for a newline, \\t for a tab).")] = None,
     temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
     chat: Annotated[bool, typer.Option("--chat", metavar="", help="Send the prompt as one user turn through the chat template.")] = False,
-    lm_threads: LmThreadsOption = None,
-    lm_context: LmContextOption = None,
-    no_cache: NoCacheOption = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
+    model_options: dict | None = None,
 ) -> None:
     """Complete one prompt and print the text: a check that a model is set up."""
-    from mhindex.lm import load_lm
-
     root = _setup(home, quiet)
     prompt, stops = _unescape(prompt), [_unescape(s) for s in stop or []]
-    with load_lm(lm or _globals.lm, home=root, threads=lm_threads, context_length=lm_context, cache=not no_cache) as model:
+    with _model(model_options).load(root) as model:
         call = model.chat if chat else model.complete
         completion = call(prompt, max_tokens=max_tokens, stop=stops, temperature=temperature)
         if json:
@@ -364,21 +373,19 @@ def _print_trace(answer) -> None:
 @app.command()
 @_method_options
 @_backend_options
+@_model_options
 def ask(
     question: Annotated[str, typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False)],
     corpus_name: CorpusOption = None,
     method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "ircot",
     backend: BackendOption = "lucene",
-    lm: LmOption = None,
     workers: WorkersOption = 1,
-    lm_threads: LmThreadsOption = None,
-    lm_context: LmContextOption = None,
-    no_cache: NoCacheOption = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
     method_options: dict | None = None,
     backend_options: dict | None = None,
+    model_options: dict | None = None,
 ) -> None:
     """Answer a question with retrieval and reasoning, and show the trace and the paragraphs used.
 
@@ -395,8 +402,7 @@ def ask(
     settings = settings_for([method], method_options or {})[method]
     found = pick_corpus(root, corpus_name, required=method_class(method).needs_retriever)
     with ui.graceful_interrupts():
-        opened = dict(methods=[method], backend=backend, backend_options=backend_options, lm_spec=lm or _globals.lm)
-        with Session(found, **opened, lm_threads=lm_threads, lm_context=lm_context, cache=not no_cache, home=root) as session:
+        with Session(found, methods=[method], backend=backend, backend_options=backend_options, model=_model(model_options), home=root) as session:
             solver = session.method(method, settings)
             if question == "-":
                 _answer_stream(solver, workers)
@@ -445,6 +451,7 @@ def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = 
 @app.command(name="eval")
 @_method_options
 @_backend_options
+@_model_options
 def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
     methods: Annotated[str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS)}.")] = "nor,oner,ircot",
@@ -453,16 +460,13 @@ def eval_(
     out: Annotated[Optional[Path], typer.Option(help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
     budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved (IRCoT's budget).")] = 15,
     backend: BackendOption = "lucene",
-    lm: LmOption = None,
     workers: WorkersOption = 1,
-    lm_threads: LmThreadsOption = None,
-    lm_context: LmContextOption = None,
-    no_cache: NoCacheOption = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
     method_options: dict | None = None,
     backend_options: dict | None = None,
+    model_options: dict | None = None,
 ) -> None:
     """Run methods on a reproducible sample of a corpus's questions and print the paper-style table.
 
@@ -475,9 +479,8 @@ def eval_(
     names = [m.strip() for m in methods.split(",") if m.strip()]
     with ui.graceful_interrupts():
         result = evaluate(
-            open_corpus(root, name), names, lm_spec=lm or _globals.lm, backend=backend, method_options=method_options, backend_options=backend_options,
-            limit=limit, seed=seed, out=out, workers=workers, budget=budget, lm_threads=lm_threads, lm_context=lm_context,
-            cache=not no_cache, home=root,
+            open_corpus(root, name), names, model=_model(model_options), backend=backend, method_options=method_options, backend_options=backend_options,
+            limit=limit, seed=seed, out=out, workers=workers, budget=budget, home=root,
         )  # fmt: skip
     report = result.report
     if json:

@@ -9,9 +9,10 @@ import io
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 def file_digest(path: Path, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
@@ -56,19 +57,29 @@ def atomic_file(final: Path, mode: str = "wb") -> Iterator[io.IOBase]:
         raise
 
 
+def parse_jsonl(lines: Iterable[bytes | str], on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, record, None) for each non-blank JSON line, or (line number, None, why it is
+    not JSON): the one reading of JSON lines, for release files, archives and stdin alike."""
+    import orjson
+
+    for number, line in enumerate(lines, start=1):
+        if on_bytes:
+            on_bytes(len(line))
+        if not line.strip():
+            continue
+        try:
+            yield number, orjson.loads(line), None
+        except orjson.JSONDecodeError as error:
+            yield number, None, f"not valid JSON ({error})"
+
+
 def read_jsonl_stream(stream, required: str):
     """(line number, record) for each non-blank line of a JSONL text stream (stdin), or (line
     number, why the line is not a record with the string field `required`): a bad line is
     reported in its place and the stream goes on."""
-    import orjson
-
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as error:
-            yield number, f"not valid JSON ({error})"
+    for number, record, problem in parse_jsonl(stream):
+        if problem:
+            yield number, problem
             continue
         if not isinstance(record, dict) or not isinstance(record.get(required), str):
             yield number, f"field '{required}' is missing or not a string"

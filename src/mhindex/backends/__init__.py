@@ -119,6 +119,8 @@ def build_index(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | No
     """Index the corpus, unless an index of the same corpus and options exists. The new index is
     built beside the old one and replaces it only when complete."""
     backend = get_backend(backend_name)
+    if not getattr(backend, "builds_index", True):
+        raise UsageError(f"the {backend.name} backend searches an index that lives elsewhere: there is nothing to build here")
     options = _options(backend_name, given, INDEX_STAGES)
     corpus_sha = corpus.manifest()["corpus_sha256"]
     target = corpus.index_dir(backend.name)
@@ -186,6 +188,8 @@ def search_stream(retriever: Retriever, items, k: int, batch: int, emit) -> int:
 def open_retriever(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None) -> Retriever:
     """A retriever over the corpus's index, or a one-line error saying what to run."""
     backend = get_backend(backend_name)
+    if not getattr(backend, "builds_index", True):
+        return backend.open(corpus, None, {}, _options(backend_name, given, SEARCH_STAGES), BackendContext(corpus.root.parent))
     target = corpus.index_dir(backend.name)
     manifest = _read_manifest(target)
     rebuild = f"run `mhindex index {corpus.name} --backend {backend.name}`"

@@ -61,6 +61,9 @@ class BackendContext:
 class Backend(Protocol):
     name: ClassVar[str]
     Options: ClassVar[type]
+    #: False for an index that lives elsewhere (a served one): nothing is built or recorded here,
+    #: and `open` gets no index folder and no manifest.
+    builds_index: ClassVar[bool]
 
     def build(self, corpus: CorpusDir, target: Path, options: Any, context: BackendContext) -> dict[str, Any]:
         """Index `corpus` into the (empty, temporary) folder `target`; returns facts for the manifest."""

@@ -13,8 +13,6 @@ import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import orjson
-
 from mhindex.corpora.records import (
     FieldError,
     Paragraph,
@@ -28,7 +26,7 @@ from mhindex.corpora.records import (
     strings,
 )
 from mhindex.errors import BadInput
-from mhindex.files import CountingReader
+from mhindex.files import CountingReader, parse_jsonl
 
 NAME = "hotpotqa"
 
@@ -97,14 +95,8 @@ def convert_abstract(record: dict) -> list:
 
 
 def _abstract_lines(label: str, stream, guard: RecordGuard) -> Iterator:
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as error:
-            record = FieldError(f"not valid JSON ({error})")
-        yield from guard.convert(label, f"line {number}", record, convert_abstract)
+    for number, record, problem in parse_jsonl(stream):
+        yield from guard.convert(label, f"line {number}", FieldError(problem) if problem else record, convert_abstract)
 
 
 def _abstracts_archive(path: Path, guard: RecordGuard, on_bytes: Callable[[int], None]) -> Iterator:

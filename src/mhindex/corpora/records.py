@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import ijson
-import orjson
 
 from mhindex.errors import BadInput
+from mhindex.files import parse_jsonl
 
 
 def paragraph_id(title: str, text: str) -> str:
@@ -164,15 +164,8 @@ def first_char(path: Path) -> str:
 def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:
     """(location, record) for each non-blank line; an unparsable line yields a FieldError."""
     with open_binary(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if on_bytes:
-                on_bytes(len(line))
-            if not line.strip():
-                continue
-            try:
-                yield f"line {number}", orjson.loads(line)
-            except orjson.JSONDecodeError as error:
-                yield f"line {number}", FieldError(f"not valid JSON ({error})")
+        for number, record, problem in parse_jsonl(handle, on_bytes):
+            yield f"line {number}", FieldError(problem) if problem else record
 
 
 def read_json_array(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:

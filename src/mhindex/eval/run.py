@@ -194,7 +194,7 @@ def evaluate(
     corpus: CorpusDir,
     methods: list[str],
     *,
-    lm_spec: str | None = None,
+    model: Any = None,
     backend: str = "lucene",
     method_options: dict[str, Any] | None = None,
     backend_options: dict[str, Any] | None = None,
@@ -203,9 +203,6 @@ def evaluate(
     out: Path | None = None,
     workers: int = 1,
     budget: int = 15,
-    lm_threads: int | None = None,
-    lm_context: int | None = None,
-    cache: bool = True,
     home: Path | None = None,
 ) -> Evaluation:
     """Run `methods` on a seeded sample of the corpus's questions, resuming from the predictions
@@ -213,13 +210,14 @@ def evaluate(
     from mhindex import __version__, ui
     from mhindex.backends import retrieval_settings
     from mhindex.eval.report import bar_chart
-    from mhindex.lm import resolve_spec
+    from mhindex.lm import ModelOptions, resolve_spec
     from mhindex.methods import Query, method_class, settings_for
     from mhindex.methods.run import run_questions
     from mhindex.methods.session import Session
     from mhindex.methods.settings import demo_set
 
-    lm_spec = resolve_spec(lm_spec)
+    model = model or ModelOptions()
+    lm_spec = resolve_spec(model.lm)
     names = list(dict.fromkeys(methods))
     if not names:
         raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
@@ -230,7 +228,7 @@ def evaluate(
         raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
     folder = out or default_folder(corpus, lm_spec, backend, seed, limit)
     index = retrieval_settings(corpus, backend, backend_options) if any(method_class(name).needs_retriever for name in names) else None
-    session = Session(corpus, methods=names, backend=backend, backend_options=backend_options, lm_spec=lm_spec, lm_threads=lm_threads, lm_context=lm_context, cache=cache, home=home)
+    session = Session(corpus, methods=names, backend=backend, backend_options=backend_options, model=dataclasses.replace(model, lm=lm_spec), home=home)
     try:
         configuration = {
             "corpus": corpus.name,

@@ -13,13 +13,15 @@ Each runtime is imported only when its kind is used.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel, LMError
 from mhindex.lm.cache import CachedModel, CallCache
+from mhindex.options import option
 
-__all__ = ["DEFAULT_LM", "Completion", "LMError", "LanguageModel", "load_lm", "parse_lm", "resolve_spec"]
+__all__ = ["DEFAULT_LM", "Completion", "LMError", "LanguageModel", "ModelOptions", "load_lm", "parse_lm", "resolve_spec"]
 
 DEFAULT_LM = "local:qwen2.5-0.5b"
 KINDS = ("local", "gguf", "hf", "openai", "openai-chat")
@@ -30,6 +32,19 @@ def parse_lm(spec: str) -> tuple[str, str]:
     if not sep or kind not in KINDS or not rest:
         raise UsageError(f"--lm {spec!r} is not one of: local:NAME, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL")
     return kind, rest
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How to load the language model, for every command that runs one (lm, ask, eval)."""
+
+    lm: str | None = option(None, "Language model: local:qwen2.5-0.5b, local:smollm2-135m, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].")
+    lm_threads: int | None = option(None, "CPU threads of a local model \\[default: half the cores].", min=1)
+    lm_context: int | None = option(None, "Context length in tokens \\[default: 8192 local, else what the server reports].", min=256)
+    cache: bool = option(True, "Read and write the call cache of greedy LM calls (--no-cache bypasses it).")
+
+    def load(self, home: Path | None = None, spec: str | None = None) -> LanguageModel:
+        return load_lm(self.lm or spec, home=home, threads=self.lm_threads, context_length=self.lm_context, cache=self.cache)
 
 
 def resolve_spec(spec: str | None = None) -> str:

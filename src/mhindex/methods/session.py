@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.home import CorpusDir
+from mhindex.lm import ModelOptions
 from mhindex.methods import MethodContext, make_method, method_class
 
 
@@ -20,22 +21,20 @@ class Session:
         methods: list[str],
         backend: str = "lucene",
         backend_options: dict[str, Any] | None = None,
-        lm_spec: str | None = None,
-        lm_threads: int | None = None,
-        lm_context: int | None = None,
-        cache: bool = True,
+        model: ModelOptions | None = None,
         home: Path | None = None,
     ) -> None:
         from mhindex.backends import open_retriever
         from mhindex.lm import load_lm
 
+        model = model or ModelOptions()
         self.corpus = corpus
         self.dataset = corpus.manifest().get("dataset") if corpus else None
         retrieves = any(method_class(name).needs_retriever for name in methods)
         self.retriever = open_retriever(corpus, backend, backend_options) if retrieves and corpus else None
-        self.load_lm = functools.partial(load_lm, home=home, threads=lm_threads, cache=cache)
+        self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache)
         try:
-            self.lm = self.load_lm(lm_spec, context_length=lm_context)
+            self.lm = model.load(home)
         except BaseException:
             self.close()
             raise
