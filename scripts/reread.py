@@ -17,7 +17,6 @@ cost columns keep the original loop's figures plus the new reader call.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -73,7 +72,7 @@ def main() -> int:
                     answer=answer,
                     reasoning=f"{chain}\n[reader] {generation}" if chain else generation,
                     lm_calls=record.get("lm_calls", 0) + meter.calls,
-                    reread={"from": str(args.predictions), "reader": args.reader, **{k: v for k, v in dataclasses.asdict(settings).items() if k == "reader"}},
+                    reread={"from": str(args.predictions), "reader": args.reader},
                 )
                 sink.write(orjson.dumps(record) + b"\n")
                 sink.flush()

@@ -25,7 +25,6 @@ import orjson
 from mhindex.backends.base import BackendContext, Hit
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
-from mhindex.http import RETRY_STATUS
 from mhindex.options import option
 from mhindex.ui import reporter
 
@@ -64,7 +63,9 @@ def connection_settings(options: ElasticsearchOptions) -> dict[str, Any]:
     }
 
 
-def client(options: dict[str, Any]):
+def client(options: ElasticsearchOptions):
+    from mhindex.http import RETRY_STATUS  # here, not at the top: the CLI reads this module's options at start-up
+
     try:
         from elasticsearch import Elasticsearch
     except ImportError:

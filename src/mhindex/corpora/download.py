@@ -16,10 +16,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import orjson
 
-from mhindex import http
 from mhindex.errors import MhindexError
 from mhindex.files import file_digest
 from mhindex.ui import reporter
@@ -45,6 +43,7 @@ def _source_url(item: Download) -> str:
 
 def _fetch_once(session, url: str, part: Path) -> None:
     """One request for what the `.part` file lacks (a Range from its size); appends to it."""
+    import httpx
     have = part.stat().st_size if part.exists() else 0
     with session.stream("GET", url, headers={"Range": f"bytes={have}-"} if have else {}) as response:
         if response.status_code == 416 and have:  # asked past the end: the part file is already complete
@@ -70,6 +69,10 @@ def fetch(item: Download, folder: Path, retries: int = 4, timeout: float = 60.0,
 
     Error answers are retried by the HTTP layer; a connection that breaks mid-way is resumed
     here with a Range request for the rest, up to `retries` times."""
+    import httpx
+
+    from mhindex import http
+
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / item.filename
     if final.is_file():
