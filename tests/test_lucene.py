@@ -159,7 +159,8 @@ def test_missing_and_stale_indexes(mh, home):
     assert missing.code == 2 and "has no lucene index; run `mhindex index musique --backend lucene`" in missing.err
     assert mh("index", "musique").code == 0
     assert "up to date" in mh("index", "musique").out
-    assert mh("corpus", "musique", "--input", MUSIQUE, "--seed", "5").code == 0
+    rebuilt = mh("corpus", "musique", "--input", MUSIQUE, "--seed", "5")
+    assert rebuilt.code == 0 and "the lucene index of musique was built from the previous corpus" in rebuilt.err
     stale = mh("search", "musique", "anything")
     assert stale.code == 2 and "built from an older corpus" in stale.err
     assert mh("index", "musique").code == 0  # a changed corpus makes the index out of date
