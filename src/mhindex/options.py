@@ -76,17 +76,18 @@ def settings_from(settings_type: type, given: dict[str, Any], owner: str) -> Any
     foreign = [name for name in given if name not in fields]
     if foreign:
         own = ", ".join(flag_of(n, o) for n, (_, o, _) in fields.items()) or "none"
-        raise UsageError(f"{_flag_named(foreign[0])} is not an option of {owner} (its options: {own})")
+        raise UsageError(f"{flag_among(foreign[0], [])} is not an option of {owner} (its options: {own})")
     settings = settings_type(**given)
     check_choices(settings)
     return settings
 
 
-_FLAGS: dict[str, str] = {}  # every generated option's field name -> flag, for messages
-
-
-def _flag_named(name: str) -> str:
-    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+def flag_among(name: str, settings_types: Iterable[type]) -> str:
+    """The flag of field `name` as the first of `settings_types` that declares it spells it."""
+    for settings_type in settings_types:
+        if name in (fields := declared(settings_type)):
+            return flag_of(name, fields[name][1])
+    return "--" + name.replace("_", "-")
 
 
 def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str | Callable[[Opt], str]) -> Callable:
@@ -103,7 +104,6 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
         for name, uses in by_name.items():
             _, _, opt, kind = uses[0]
             flag = flag_of(name, opt)
-            _FLAGS[name] = flag
             defaults = {owner: f.default for owner, f, _, _ in uses if f.default is not None}
             if len(set(map(str, defaults.values()))) == 1:
                 shown = str(next(iter(defaults.values())))
@@ -144,6 +144,3 @@ def _typer():
 
     return typer
 
-
-def names(settings: Any) -> Iterable[str]:
-    return declared(type(settings)).keys()

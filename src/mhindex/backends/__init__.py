@@ -26,7 +26,7 @@ from mhindex.backends.base import Backend, BackendContext, Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.files import atomic_directory
 from mhindex.home import CorpusDir
-from mhindex.options import check_choices, declared, flag_of
+from mhindex.options import check_choices, declared, flag_among, flag_of
 
 __all__ = ["BACKENDS", "Hit", "IndexResult", "Retriever", "build_index", "get_backend", "index_manifest", "open_retriever", "options_types"]
 
@@ -43,10 +43,7 @@ SEARCH_STAGES = ("search", "both", "connection")
 
 
 def get_backend(name: str) -> Backend:
-    if name not in BACKENDS:
-        raise UsageError(f"unknown backend '{name}'; choose one of: {', '.join(BACKENDS)}")
-    module, cls = BACKENDS[name].split(":")
-    return getattr(importlib.import_module(module), cls)()
+    return backend_class(name)()
 
 
 def backend_class(name: str) -> type:
@@ -62,7 +59,7 @@ def options_types() -> dict[str, type]:
     return {name: backend_class(name).Options for name in BACKENDS}
 
 
-def _options(backend: str, given: dict[str, Any] | None, stages: tuple[str, ...], recorded: dict[str, Any] | None = None) -> Any:
+def _options(backend: str, given: dict[str, Any] | None, stages: tuple[str, ...], recorded: dict[str, Any] | None = None, corpus: str = "CORPUS") -> Any:
     """The backend's options from what the user gave (and, at search time, what the index recorded).
     An option of another backend, or of the other stage, is a one-line error that says what to do."""
     cls = backend_class(backend).Options
@@ -71,7 +68,7 @@ def _options(backend: str, given: dict[str, Any] | None, stages: tuple[str, ...]
     for name, value in given.items():
         if name not in fields:
             owners = [b for b, t in options_types().items() if name in declared(t)]
-            raise UsageError(f"{_flag(name)} is an option of the {' and '.join(owners) or 'no'} backend, not of {backend}")
+            raise UsageError(f"{flag_among(name, options_types().values())} is an option of the {' and '.join(owners) or 'no'} backend, not of {backend}")
         stage = fields[name][1].stage
         flag = flag_of(name, fields[name][1])
         if stage not in stages and stage == "search":
@@ -80,19 +77,12 @@ def _options(backend: str, given: dict[str, Any] | None, stages: tuple[str, ...]
             built = recorded.get(name)
             raise UsageError(
                 f"the {backend} index was built with {flag} {built if built is not None else '(default)'}, and {flag} is fixed when the index is built; "
-                f"rebuild it: mhindex index CORPUS --backend {backend} {flag} {value} --force"
+                f"rebuild it: mhindex index {corpus} --backend {backend} {flag} {value} --force"
             )
     known = {k: v for k, v in (recorded or {}).items() if k in fields}
     options = cls(**{**known, **given})
     check_choices(options)
     return options
-
-
-def _flag(name: str) -> str:
-    for settings_type in options_types().values():
-        if name in declared(settings_type):
-            return flag_of(name, declared(settings_type)[name][1])
-    return "--" + name.replace("_", "-")
 
 
 def recorded_options(options: Any) -> dict[str, Any]:
@@ -154,7 +144,7 @@ def retrieval_settings(corpus: CorpusDir, backend_name: str, given: dict[str, An
     """What decides a ranking, for run.json: the options the index was built with and the
     search-time ones in effect (never connection settings), and what the index records of its model."""
     manifest = index_manifest(corpus, backend_name) or {}
-    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {})
+    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {}, corpus=corpus.name)
     fields = declared(type(options))
     effective = {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"}
     return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
@@ -197,5 +187,5 @@ def open_retriever(corpus: CorpusDir, backend_name: str, given: dict[str, Any] |
         raise UsageError(f"corpus '{corpus.name}' has no {backend.name} index; {rebuild}")
     if manifest.get("corpus_sha256") != corpus.manifest()["corpus_sha256"]:
         raise UsageError(f"the {backend.name} index of '{corpus.name}' was built from an older corpus; {rebuild}")
-    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {})
+    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {}, corpus=corpus.name)
     return backend.open(corpus, target, manifest, options, BackendContext(corpus.root.parent))

@@ -222,7 +222,8 @@ def evaluate(
     if not names:
         raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
     settings = settings_for(names, method_options or {})
-    dataset = corpus.manifest().get("dataset")
+    manifest = corpus.manifest()
+    dataset = manifest.get("dataset")
     questions = sample_questions(corpus, limit, seed)
     if not questions:
         raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
@@ -232,7 +233,7 @@ def evaluate(
     try:
         configuration = {
             "corpus": corpus.name,
-            "corpus_sha256": corpus.manifest().get("corpus_sha256"),
+            "corpus_sha256": manifest.get("corpus_sha256"),
             "lm": lm_spec,
             "lm_context": session.lm.context_length,
             "backend": backend,

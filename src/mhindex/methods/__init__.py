@@ -12,7 +12,7 @@ from typing import Any
 
 from mhindex.errors import UsageError
 from mhindex.methods.base import Answer, Method, MethodContext, Query
-from mhindex.options import declared, flag_of, settings_from
+from mhindex.options import declared, flag_among, settings_from
 
 __all__ = ["METHODS", "Answer", "Method", "MethodContext", "Query", "make_method", "method_class", "settings_for", "settings_types"]
 
@@ -43,8 +43,7 @@ def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
     for option in given:
         if not any(option in declared(cls.Settings) for cls in classes.values()):
             owners = {n: t for n, t in settings_types().items() if option in declared(t)}
-            flag = flag_of(option, declared(next(iter(owners.values())))[option][1]) if owners else option
-            raise UsageError(f"{flag} is an option of {', '.join(owners)}, not of {', '.join(names)}")
+            raise UsageError(f"{flag_among(option, owners.values())} is an option of {', '.join(owners)}, not of {', '.join(names)}")
     return {
         name: settings_from(cls.Settings, {k: v for k, v in given.items() if k in declared(cls.Settings)}, f"method {name}")
         for name, cls in classes.items()
