@@ -1,0 +1,75 @@
+"""The `mhindex` command, one module per job (corpora, indexes, answering, evaluation), each
+parsing, calling the library and printing. Errors are one line on stderr with a non-zero exit
+code (2 for bad input or usage, 1 otherwise)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+from mhindex.cli.app import app
+from mhindex.errors import MhindexError
+
+for _job in ("corpora", "indexes", "answering", "evaluation"):  # each registers its commands; `--help` lists them in this order
+    importlib.import_module(f"mhindex.cli.{_job}")
+
+def _usage_problem(error: BaseException) -> int | None:
+    """Show click's usage errors as one line (a bare `mhindex` shows the help); returns the exit code.
+
+    Recognised by class name along the MRO, not by class: typer 0.29 raises the exceptions of its
+    own vendored click (`typer._click`), older typers raise click's, and both must read the same.
+    """
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if "NoArgsIsHelpError" in names:
+        error.show()
+        return 2
+    if "ClickException" in names:
+        ctx = getattr(error, "ctx", None)
+        hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+        message = " ".join(str(error.format_message()).split())
+        print(f"mhindex: error: {message}{hint}", file=sys.stderr)
+        return int(getattr(error, "exit_code", 2))
+    if "Abort" in names:
+        print("mhindex: aborted", file=sys.stderr)
+        return 1
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of raising, so tests can call it in-process."""
+    try:
+        code = app(args=argv, prog_name="mhindex", standalone_mode=False)
+        if isinstance(code, int):
+            return code
+    except MhindexError as error:
+        message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        print(f"mhindex: {error.label}: {message}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("mhindex: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if type(error).__name__ == "Exit":  # typer.Exit, from either click
+            return int(getattr(error, "exit_code", 0) or 0)
+        code = _usage_problem(error)
+        if code is None:
+            raise
+        return code
+    return 0
+
+
+def entry() -> None:
+    """The `mhindex` program. After Ctrl-C a model call abandoned in a helper thread may still be
+    inside llama.cpp (a long prompt cannot be cut short): everything is written and flushed by
+    then, so the process exits without waiting for it."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,133 @@
+"""Asking: `ask` a question (or a JSONL stream of them) with a method, and `lm` to check a model."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from mhindex import render, ui
+from mhindex.cli.app import (
+    BackendOption,
+    HomeOption,
+    JsonOption,
+    QuietOption,
+    app,
+    backend_options,
+    console,
+    method_options,
+    model_from,
+    model_options,
+    print_json,
+    setup,
+    write_line,
+)
+from mhindex.errors import UsageError
+from mhindex.methods import METHODS
+
+WorkersOption = Annotated[int, typer.Option(min=1, max=64, help="Questions answered at once (useful with a remote LM).")]
+CorpusOption = Annotated[Optional[str], typer.Option("--corpus", "-c", help="Corpus to search \\[default: the only one built].", show_default=False)]
+
+
+@app.command()
+@method_options
+@backend_options
+@model_options
+def ask(
+    question: Annotated[str, typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False)],
+    corpus_name: CorpusOption = None,
+    method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "ircot",
+    backend: BackendOption = "lucene",
+    workers: WorkersOption = 1,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+    method_options: dict | None = None,
+    backend_options: dict | None = None,
+    model_options: dict | None = None,
+) -> None:
+    """Answer a question with retrieval and reasoning, and show the trace and the paragraphs used.
+
+    With "-", reads JSONL from stdin ({"id", "question"}, plus "main_passage" for IIRC) and writes
+    one JSON result per line in input order; a bad line gets {"line", "error"} and the exit code is 1.
+    """
+    from mhindex.home import pick_corpus
+    from mhindex.methods import Query, method_class, settings_for
+    from mhindex.methods.session import Session
+
+    root = setup(home, quiet)
+    if not question.strip():
+        raise UsageError('the question is empty; ask something, or pass "-" to read JSONL questions from stdin')
+    settings = settings_for([method], method_options or {})[method]
+    found = pick_corpus(root, corpus_name, required=method_class(method).needs_retriever)
+    with ui.graceful_interrupts():
+        with Session(found, methods=[method], backend=backend, backend_options=backend_options, model=model_from(model_options), home=root) as session:
+            solver = session.method(method, settings)
+            if question == "-":
+                _answer_stream(solver, workers)
+                return
+            with ui.reporter().activity(f"{method}: starting"):
+                answer = solver.answer(Query("cli", question))
+    if json:
+        print_json(answer.record())
+        return
+    out = console()
+    for part in render.trace(answer):
+        out.print(part)
+
+
+def _answer_stream(solver, workers: int) -> None:
+    from mhindex.files import read_jsonl_stream
+    from mhindex.methods import Query
+    from mhindex.methods.run import run_questions
+
+    def items():
+        for number, record in read_jsonl_stream(sys.stdin, "question"):
+            try:
+                yield number, record if isinstance(record, str) else Query.from_record(record, str(number))
+            except ValueError as error:
+                yield number, str(error)
+
+    stats = run_questions(solver, items(), write_line, workers=workers)
+    if stats.interrupted:
+        ui.reporter().warning(f"interrupted: {stats.answered} answered, {stats.failed} failed")
+        raise typer.Exit(130)
+    if stats.failed:
+        ui.reporter().warning(f"{stats.failed} of {stats.answered + stats.failed} questions failed")
+        raise typer.Exit(1)
+
+
+def _unescape(text: str) -> str:
+    r"""\n, \t and \\ as typed in a shell; everything else (accents, other scripts) as it is."""
+    return re.sub(r"\\([nt\\])", lambda m: {"n": "\n", "t": "\t", "\\": "\\"}[m.group(1)], text)
+
+
+@app.command(name="lm")
+@model_options
+def lm_(
+    prompt: Annotated[str, typer.Argument(help="The prompt to complete; \\n and \\t are read as a newline and a tab.", show_default=False)],
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens to generate.")] = 64,
+    stop: Annotated[Optional[list[str]], typer.Option("--stop", help="Stop sequence (repeatable; \\n for a newline, \\t for a tab).")] = None,
+    temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
+    chat: Annotated[bool, typer.Option("--chat", metavar="", help="Send the prompt as one user turn through the chat template.")] = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+    model_options: dict | None = None,
+) -> None:
+    """Complete one prompt and print the text: a check that a model is set up."""
+    root = setup(home, quiet)
+    prompt, stops = _unescape(prompt), [_unescape(s) for s in stop or []]
+    with model_from(model_options).load(root) as model:
+        call = model.chat if chat else model.complete
+        completion = call(prompt, max_tokens=max_tokens, stop=stops, temperature=temperature)
+        if json:
+            print_json({"lm": model.name, "context_length": model.context_length, **completion.record()})
+            return
+    print(completion.text)
+    ui.reporter().info(
+        f"{model.name}: {completion.prompt_tokens} prompt + {completion.completion_tokens} completion tokens "
+        f"in {completion.seconds:.2f}s{' (cached)' if completion.cached else ''}"
+    )

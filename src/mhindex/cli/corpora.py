@@ -1,0 +1,134 @@
+"""Corpora: `download`, `corpus`, `list`, `info`, and `build` (a corpus and its index in one go)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mhindex import render, ui
+from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup
+from mhindex.home import built_corpora, downloads_dir, open_corpus
+
+DatasetArgument = Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique or iirc.", show_default=False)]
+InputsOption = Annotated[
+    Optional[list[Path]],
+    typer.Option("--input", "-i", help="A release file; repeat for several (train, dev, test; ans and full). Default: the downloaded release, else the bundled sample."),
+]
+NameOption = Annotated[Optional[str], typer.Option(help="Corpus name \\[default: the dataset name].", show_default=False)]
+SeedOption = Annotated[int, typer.Option(help="Seed of the deterministic corpus shuffle (IRCoT's).")]
+SkipBadOption = Annotated[bool, typer.Option("--skip-bad", metavar="", help="Pass over malformed records (and count them) instead of stopping.")]
+
+
+def _convert(root: Path, dataset: str, inputs: list[Path] | None, name: str | None, seed: int, force: bool, skip_bad: bool):
+    from mhindex.corpora.build import build_dataset
+
+    result = build_dataset(root, dataset, inputs, name=name, seed=seed, force=force, skip_bad=skip_bad)
+    for warning in result.warnings:
+        ui.reporter().warning(warning)
+    return result
+
+
+def _report_build(result, json: bool) -> None:
+    if json:
+        print_json({"rebuilt": result.rebuilt, "path": str(result.corpus.root), **result.manifest})
+    else:
+        console().print(render.build_summary(result))
+
+
+@app.command()
+def corpus(
+    dataset: DatasetArgument,
+    inputs: InputsOption = None,
+    name: NameOption = None,
+    seed: SeedOption = 13370,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild even if inputs and seed are unchanged.")] = False,
+    skip_bad: SkipBadOption = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
+    root = setup(home, quiet)
+    result = _convert(root, dataset, inputs, name, seed, force, skip_bad)
+    if result.rebuilt and result.stale_indexes:
+        backends = ", ".join(result.stale_indexes)
+        ui.reporter().warning(f"the {backends} index of {result.corpus.name} was built from the previous corpus: run `mhindex index {result.corpus.name}` (or `mhindex build`) to rebuild it")
+    _report_build(result, json)
+
+
+@app.command()
+def download(
+    dataset: DatasetArgument,
+    only: Annotated[Optional[list[str]], typer.Option("--file", help="Fetch only this release file (repeatable).")] = None,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Fetch a dataset's official release files into <home>/downloads/DATASET (resumable, verified)."""
+    from mhindex.corpora import get_dataset
+    from mhindex.corpora.download import download_release
+
+    root = setup(home, quiet)
+    spec = get_dataset(dataset)
+    folder = downloads_dir(root, spec.name)
+    files = download_release(spec, folder, only)
+    console().print(f"{len(files)} files of {spec.name} in {folder}; next: mhindex corpus {spec.name}")
+
+
+@app.command(name="list")
+def list_(home: HomeOption = None, quiet: QuietOption = False, json: JsonOption = False) -> None:
+    """List the corpora built under the data root, with counts, indexes and sizes."""
+    root = setup(home, quiet)
+    rows = [c.summary() for c in built_corpora(root)]
+    if json:
+        print_json(rows)
+    else:
+        console().print(render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique")
+
+
+@app.command()
+def info(
+    name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Show one corpus: its manifest (inputs, hashes, seed, counts) and indexes."""
+    found = open_corpus(setup(home, quiet), name)
+    summary = {**found.summary(), "manifest": found.manifest()}
+    if json:
+        print_json(summary)
+    else:
+        console().print(render.corpus_info(summary))
+
+
+@app.command()
+@backend_options
+def build(
+    dataset: DatasetArgument,
+    inputs: InputsOption = None,
+    name: NameOption = None,
+    backend: BackendOption = "lucene",
+    seed: SeedOption = 13370,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild corpus and index.")] = False,
+    skip_bad: SkipBadOption = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+    backend_options: dict | None = None,
+) -> None:
+    """Corpus, then index, in one command: `mhindex build musique`."""
+    from mhindex.backends import build_index
+    from mhindex.cli.indexes import report_index
+
+    root = setup(home, quiet)
+    built = _convert(root, dataset, inputs, name, seed, force, skip_bad)
+    indexed = build_index(built.corpus, backend, backend_options, force=force)
+    if json:
+        print_json({"corpus": {"rebuilt": built.rebuilt, **built.manifest}, "index": {"rebuilt": indexed.rebuilt, **indexed.manifest}})
+        return
+    _report_build(built, False)
+    report_index(indexed, False)
+    if indexed.rebuilt or built.rebuilt:
+        console().print(f'next: mhindex search {built.corpus.name} "your query"   or   mhindex ask "your question" --corpus {built.corpus.name}')

@@ -1,0 +1,116 @@
+"""Evaluation: `eval` methods on a corpus's questions, `score` a predictions file, `chart` several runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mhindex import ui
+from mhindex.cli.answering import WorkersOption
+from mhindex.cli.app import (
+    BackendOption,
+    HomeOption,
+    JsonOption,
+    QuietOption,
+    app,
+    backend_options,
+    console,
+    method_options,
+    model_from,
+    model_options,
+    print_json,
+    setup,
+)
+from mhindex.home import open_corpus
+from mhindex.methods import METHODS
+
+
+def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = "") -> None:
+    from mhindex.eval.report import bar_chart, table, terminal_bars
+
+    out = console()
+    out.print(table(metrics, title))
+    if chart is not None:
+        bar_chart({dataset: metrics}, chart, title)
+        out.print(f"[dim]chart: {chart}[/dim]")
+    if out.is_terminal:
+        out.print(terminal_bars(metrics))
+
+
+@app.command(name="eval")
+@method_options
+@backend_options
+@model_options
+def eval_(
+    name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
+    methods: Annotated[str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS)}.")] = "nor,oner,ircot",
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
+    out: Annotated[Optional[Path], typer.Option(help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
+    budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved (IRCoT's budget).")] = 15,
+    backend: BackendOption = "lucene",
+    workers: WorkersOption = 1,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+    method_options: dict | None = None,
+    backend_options: dict | None = None,
+    model_options: dict | None = None,
+) -> None:
+    """Run methods on a reproducible sample of a corpus's questions and print the paper-style table.
+
+    Predictions are appended to <out>/<method>.jsonl as each question finishes, so an interrupted run
+    resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png.
+    """
+    from mhindex.eval.run import evaluate
+
+    root = setup(home, quiet)
+    names = [m.strip() for m in methods.split(",") if m.strip()]
+    with ui.graceful_interrupts():
+        result = evaluate(
+            open_corpus(root, name), names, model=model_from(model_options), backend=backend, method_options=method_options, backend_options=backend_options,
+            limit=limit, seed=seed, out=out, workers=workers, budget=budget, home=root,
+        )  # fmt: skip
+    report = result.report
+    if json:
+        print_json(report)
+        return
+    _show_metrics(report["methods"], f"{name}: {report['questions']} questions, {report['lm']}, {backend}", None)
+    console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
+
+
+@app.command()
+def score(
+    predictions: Annotated[Path, typer.Argument(help="A predictions file (ask --json records, one a line).", show_default=False)],
+    questions: Annotated[str, typer.Option("--questions", help="A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and gold paragraph ids.")],
+    budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved.")] = 15,
+    chart: Annotated[Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)] = None,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Score an existing predictions file against a question file."""
+    from mhindex.eval.run import score_file
+
+    root = setup(home, quiet)
+    summary, questions_file = score_file(predictions, questions, budget, root)
+    if json:
+        print_json(summary)
+        return
+    _show_metrics(summary, f"{predictions.name} against {questions_file.name}", chart, questions_file.parent.name)
+
+
+@app.command()
+def chart(
+    runs: Annotated[list[Path], typer.Argument(help="Evaluation folders (or their metrics.json), one per dataset.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The PNG to write.")] = Path("chart.png"),
+    title: Annotated[Optional[str], typer.Option(help="Title \\[default: the model and the question count].", show_default=False)] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Draw several `mhindex eval` runs in one figure: recall and F1 per dataset, methods side by side."""
+    from mhindex.eval.report import chart_runs
+
+    setup(None, quiet)
+    console().print(f"chart: {chart_runs(runs, out, title)}")
