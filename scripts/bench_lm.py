@@ -37,7 +37,7 @@ class Counting:
         self.name, self.context_length = model.name, model.context_length
         self.sent = self.evaluated = 0
 
-    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0):
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False):
         completion = self.model.complete(prompt, max_tokens, stop, temperature)
         self.sent += completion.prompt_tokens
         self.evaluated += completion.prompt_tokens_evaluated or 0

@@ -168,3 +168,45 @@ def test_remote_server_down(mh, home):
     result = mh("lm", "hi", "--lm", "openai:m@http://127.0.0.1:9/v1", "--no-cache")
     assert result.code == 1
     assert result.err.strip() == "mhindex: error: cannot reach the LM server at http://127.0.0.1:9/v1/completions: connection refused; is it running?"
+
+
+CONVERSATION = [
+    {"role": "user", "content": "What is the capital of France? Answer in one word."},
+    {"role": "assistant", "content": "Paris."},
+    {"role": "user", "content": "And the capital of Italy? Answer in one word."},
+]
+
+
+def test_log_probabilities_local_remote_and_cached(local, server, tmp_path):
+    plain = local.complete(QUESTION, max_tokens=16, stop=["\n"])
+    scored = local.complete(QUESTION, max_tokens=16, stop=["\n"], logprobs=True)
+    assert plain.token_logprobs is None and scored.text == plain.text  # asking for them changes nothing else
+    # One pair per kept token: the tokens spell the text (up to the stop), each probability <= 1.
+    assert "".join(token for token, _ in scored.token_logprobs) == scored.text
+    assert all(lp <= 0 for _, lp in scored.token_logprobs) and scored.mean_logprob < 0
+    remote = RemoteModel("smollm2", server)
+    for call in (remote.complete, load_lm(f"openai-chat:smollm2@{server}", cache=False).complete):
+        over_http = call(QUESTION, max_tokens=16, stop=["\n"], logprobs=True)
+        assert over_http.token_logprobs and over_http.mean_logprob < 0
+    assert remote.complete(QUESTION, max_tokens=16, stop=["\n"], logprobs=True).mean_logprob == pytest.approx(scored.mean_logprob, abs=1e-3)
+    cached = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
+    assert cached.complete(QUESTION, max_tokens=16, stop=["\n"]).token_logprobs is None
+    first = cached.complete(QUESTION, max_tokens=16, stop=["\n"], logprobs=True)  # another key than the call without
+    again = cached.complete(QUESTION, max_tokens=16, stop=["\n"], logprobs=True)
+    assert not first.cached and again.cached and again.token_logprobs == first.token_logprobs
+    remote.close()
+
+
+def test_chat_takes_a_conversation_locally_and_over_http(local, server, tmp_path):
+    reply = local.chat(CONVERSATION, max_tokens=8)
+    assert "Rome" in reply.text
+    # The earlier turns are the prefix of the next call: llama.cpp evaluates only what is new.
+    longer = local.chat([*CONVERSATION, {"role": "assistant", "content": reply.text}, {"role": "user", "content": "And of Spain?"}], max_tokens=8)
+    assert longer.prompt_tokens_evaluated is not None and longer.prompt_tokens_evaluated < longer.prompt_tokens / 2
+    remote = load_lm(f"openai-chat:smollm2@{server}", cache=False)
+    assert remote.chat(CONVERSATION, max_tokens=8).text == reply.text  # same template, same weights, greedy
+    cached = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
+    assert not cached.chat(CONVERSATION, max_tokens=8).cached
+    assert cached.chat(CONVERSATION, max_tokens=8).cached
+    assert not cached.chat(CONVERSATION[:1], max_tokens=8).cached  # another conversation, another key
+    remote.close()

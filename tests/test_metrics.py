@@ -11,6 +11,7 @@ from mhindex.eval.metrics import (
     best,
     ci95_half_width,
     cover_exact_match,
+    cover_substring,
     exact_match,
     f1,
     hit_at_1,
@@ -64,6 +65,11 @@ def test_unicode():
 def test_cover_em_and_hit_at_1():
     assert cover_exact_match("So the capital is Paris, France.", "Paris") == 1.0
     assert cover_exact_match("Parisian cafés", "Paris") == 0.0  # whole words only
+    # SearChain's variant (its released match_or_not): any substring, after normalisation.
+    assert cover_substring("Parisian cafés", "Paris") == 1.0
+    assert cover_substring("So the final answer is The Beatles.", "beatles") == 1.0
+    assert cover_substring("1,844", "1844") == 1.0 and cover_substring("London", "Paris") == 0.0
+    assert cover_substring("anything", "the") == 0.0  # a gold answer that normalises to nothing covers nothing
     assert hit_at_1("Paris; London", "Paris") == 1.0
     assert hit_at_1("Paris; London", "London") == 0.0  # only the first answer counts
     assert hit_at_1("The Beatles", "beatles") == 1.0
@@ -125,7 +131,7 @@ def test_the_table_shows_the_interval_beside_f1_and_recall():
     from mhindex.eval.report import table
 
     summary = {
-        "em": 0.2, "f1": 0.25, "f1_ci95": 0.081, "cover_em": 0.3, "hit1": 0.2, "recall": None, "recall_ci95": None,
+        "em": 0.2, "f1": 0.25, "f1_ci95": 0.081, "cover_em": 0.3, "cover_em_substring": 0.4, "hit1": 0.2, "recall": None, "recall_ci95": None,
         "paragraph_budget": 15, "retrieved_per_question": 0.0, "questions": 50, "failed": 0,
         "lm_calls_per_question": 1.0, "prompt_tokens_per_question": 1000.0, "completion_tokens_per_question": 50.0, "seconds_per_question": 2.0,
     }  # fmt: skip

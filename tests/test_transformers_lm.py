@@ -88,3 +88,15 @@ def test_flan_style_is_chosen_for_seq2seq_models(t5_folder):
 def test_missing_folder_is_one_clear_error(tmp_path):
     with pytest.raises(LMError, match="cannot load a transformers model from .* without the network"):
         load_lm(f"hf:{tmp_path / 'nothing-here'}", cache=False)
+
+
+def test_log_probabilities_and_conversations(t5_folder, gpt2_folder):
+    for folder in (t5_folder, gpt2_folder):
+        model = load_lm(f"hf:{folder}", cache=False)
+        plain = model.complete("the county seat of", max_tokens=6)
+        scored = model.complete("the county seat of", max_tokens=6, logprobs=True)
+        assert scored.text == plain.text and plain.token_logprobs is None
+        assert len(scored.token_logprobs) == 6 and all(lp <= 0 for _, lp in scored.token_logprobs)
+        # Without a chat template the turns are read as a User:/Assistant: transcript.
+        turns = [{"role": "user", "content": "the county"}, {"role": "assistant", "content": "seat"}, {"role": "user", "content": "of"}]
+        assert model.chat(turns, max_tokens=4).text == model.complete("User: the county\n\nAssistant: seat\n\nUser: of\n\nAssistant:", max_tokens=4).text

@@ -7,7 +7,9 @@
   MuSiQue's (SQuAD's `compute_f1`) has no such rule and scores two empty answers 1.
   2WikiMultihopQA's gold answers include the aliases and demonyms of `answer_id` from its
   `id_aliases.json`, which the corpus builder adds to `answers` when given that file.
-- Cover-EM (SearChain): the normalised gold answer occurs in the normalised prediction.
+- Cover-EM: the normalised gold answer occurs in the normalised prediction, in two variants:
+  as whole words (`cover_em`: "paris" covers "in paris" but not "parisian"), and as a plain
+  substring (`cover_em_substring`), which is SearChain's (its released `match_or_not`).
 - Hit@1 (KD-CoT): the first answer of the prediction (a list split on ';' or ',' counts its
   first item) equals a gold answer after normalisation.
 - Recall (IRCoT): the share of a question's gold paragraphs among those the method retrieved.
@@ -66,6 +68,11 @@ def cover_exact_match(prediction: str, gold: str) -> float:
     return float(bool(truth) and f" {truth} " in f" {normalize_answer(prediction)} ")
 
 
+def cover_substring(prediction: str, gold: str) -> float:
+    truth = normalize_answer(gold)
+    return float(bool(truth) and truth in normalize_answer(prediction))
+
+
 def hit_at_1(prediction: str, gold: str) -> float:
     first = re.split(r"[;,]", prediction, maxsplit=1)[0]
     return float(bool(normalize_answer(first)) and normalize_answer(first) == normalize_answer(gold))
@@ -93,6 +100,7 @@ ANSWER_METRICS = (
     AnswerMetric("em", "EM", "exact match after the official normalisation (HotpotQA, SQuAD, MuSiQue, 2WikiMultihopQA)", exact_match),
     AnswerMetric("f1", "F1", "token F1, each dataset's official rules", f1),
     AnswerMetric("cover_em", "Cover-EM", "the normalised gold answer occurs in the normalised prediction as whole words", cover_exact_match),
+    AnswerMetric("cover_em_substring", "Cover-EM (substr.)", "SearChain's cover-EM: the normalised gold answer occurs in the normalised prediction, as any substring", cover_substring),
     AnswerMetric("hit1", "Hit@1", "the first answer of the prediction (before ; or ,) equals a gold answer", hit_at_1),
 )
 

@@ -3,7 +3,9 @@
 Methods complete prompts greedily with stop sequences and never know which model runs: a
 GGUF file through llama.cpp, a transformers folder, or an OpenAI-compatible server. Each
 model also tells its context length and counts tokens, so that methods can pack as many
-demonstrations as fit.
+demonstrations as fit. A chat call takes a whole conversation (SearChain talks to the model
+over several turns), and any call can return each generated token's log-probability (a
+confidence for readers that have no other).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Union
 
 from mhindex.errors import MhindexError
 
@@ -32,9 +35,43 @@ class Completion:
     cached: bool = False
     # Seconds spent evaluating the prompt, where the back-end reports it (llama.cpp does).
     prompt_seconds: float | None = None
+    # [token, log-probability] of each generated token up to the stop, when asked for.
+    token_logprobs: list[tuple[str, float]] | None = None
 
     def record(self) -> dict:
         return asdict(self)
+
+    @property
+    def mean_logprob(self) -> float | None:
+        """The generation's average token log-probability (None: not asked for, or nothing generated)."""
+        if not self.token_logprobs:
+            return None
+        return sum(lp for _, lp in self.token_logprobs) / len(self.token_logprobs)
+
+
+#: a conversation: {"role": "system"|"user"|"assistant", "content": str} turns; a string is one user turn
+Messages = Union[str, Sequence[dict]]
+
+
+def as_messages(messages: Messages) -> list[dict]:
+    return [{"role": "user", "content": messages}] if isinstance(messages, str) else [dict(m) for m in messages]
+
+
+def transcript(messages: Messages) -> str:
+    """A conversation as "User: ..." / "Assistant: ..." paragraphs, ending where the assistant speaks."""
+    return "\n\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in as_messages(messages)) + "\n\nAssistant:"
+
+
+def tokens_within(pairs: Sequence[tuple[str, float]], text: str) -> list[tuple[str, float]]:
+    """The leading tokens that make up `text` (a generation cut at a stop sequence keeps only the
+    log-probabilities of what is kept)."""
+    kept, length = [], 0
+    for token, logprob in pairs:
+        if length >= len(text):
+            break
+        kept.append((token, logprob))
+        length += len(token)
+    return kept
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -68,11 +105,12 @@ class LanguageModel(ABC):
         return False
 
     @abstractmethod
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion: ...
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion: ...
 
-    def chat(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        """One user turn through the model's chat template; models without one just complete."""
-        return self.complete(prompt, max_tokens, stop, temperature)
+    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        """A conversation through the model's chat template; the answer is the next assistant turn.
+        Models without a template complete a plain transcript of the turns."""
+        return self.complete(transcript(messages), max_tokens, stop, temperature, logprobs)
 
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from mhindex.lm.base import Completion, LanguageModel
+from mhindex.lm.base import Completion, LanguageModel, Messages
 
 
 class CallCache:
@@ -28,14 +28,22 @@ class CallCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(identity: str, kind: str, prompt: str, max_tokens: int, stop: Sequence[str], temperature: float) -> str:
-        payload = orjson.dumps([identity, kind, prompt, max_tokens, list(stop), temperature])
+    def key(identity: str, kind: str, prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool = False) -> str:
+        """A conversation is keyed by its turns; `logprobs` enters only when asked, so calls stored
+        before it existed keep their keys."""
+        turns = prompt if isinstance(prompt, str) else [dict(m) for m in prompt]
+        payload = orjson.dumps([identity, kind, turns, max_tokens, list(stop), temperature, *(["logprobs"] if logprobs else [])])
         return hashlib.sha256(payload).hexdigest()
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
             row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
-        return Completion(**orjson.loads(row[0])) if row else None
+        if not row:
+            return None
+        stored = orjson.loads(row[0])
+        if stored.get("token_logprobs") is not None:
+            stored["token_logprobs"] = [tuple(pair) for pair in stored["token_logprobs"]]
+        return Completion(**stored)
 
     def put(self, key: str, completion: Completion) -> None:
         with self._lock, self._db:
@@ -70,22 +78,22 @@ class CachedModel(LanguageModel):
     def seq2seq(self) -> bool:
         return self.inner.seq2seq
 
-    def _call(self, kind: str, prompt: str, max_tokens: int, stop: Sequence[str], temperature: float) -> Completion:
+    def _call(self, kind: str, prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> Completion:
         call = self.inner.chat if kind == "chat" else self.inner.complete
         if temperature > 0:
-            return call(prompt, max_tokens, stop, temperature)
-        key = CallCache.key(self.identity, kind, prompt, max_tokens, stop, temperature)
+            return call(prompt, max_tokens, stop, temperature, logprobs)
+        key = CallCache.key(self.identity, kind, prompt, max_tokens, stop, temperature, logprobs)
         if (hit := self.cache.get(key)) is not None:
             return replace(hit, cached=True)
-        completion = call(prompt, max_tokens, stop, temperature)
+        completion = call(prompt, max_tokens, stop, temperature, logprobs)
         self.cache.put(key, completion)
         return completion
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        return self._call("complete", prompt, max_tokens, stop, temperature)
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        return self._call("complete", prompt, max_tokens, stop, temperature, logprobs)
 
-    def chat(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        return self._call("chat", prompt, max_tokens, stop, temperature)
+    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        return self._call("chat", messages, max_tokens, stop, temperature, logprobs)
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

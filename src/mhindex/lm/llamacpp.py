@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mhindex import ui
-from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
+from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, as_messages, cut_at_stop, tokens_within
 
 # One llama.cpp server per (model file, threads, context) per process, shared by every model object
 # that asks for it, with one lock: loading is paid once, and the prompt cache is shared. A server is
@@ -108,10 +108,12 @@ class LlamaCppModel(LanguageModel):
             self._http = httpx.Client(base_url=self._server.listening_address, timeout=30)
         return self._http
 
-    def _stream(self, kind: str, body: dict) -> tuple[str, list[dict]]:
-        """Run one streamed call; returns the text and the chunks. Stops early on Ctrl-C."""
+    def _stream(self, kind: str, body: dict) -> tuple[str, list[dict], list[tuple[str, float]]]:
+        """Run one streamed call; returns the text, the chunks and any token log-probabilities.
+        Stops early on Ctrl-C."""
         chunks: list[dict] = []
         pieces: list[str] = []
+        logprobs: list[tuple[str, float]] = []
 
         def on_chunk(chunk: dict) -> bool:
             chunks.append(chunk)
@@ -119,6 +121,8 @@ class LlamaCppModel(LanguageModel):
                 piece = choice.get("delta", {}).get("content") if kind == "chat" else choice.get("text")
                 if piece:
                     pieces.append(piece)
+                for token in (choice.get("logprobs") or {}).get("content") or ():
+                    logprobs.append((token["token"], float(token["logprob"])))
             ui.note_tokens(len(pieces))
             return ui.stop_requested()  # True tells llama.cpp to stop generating
 
@@ -133,38 +137,39 @@ class LlamaCppModel(LanguageModel):
         if errors or not chunks:
             message = errors[0].get("message") if errors and isinstance(errors[0], dict) else (errors[0] if errors else "no output")
             raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
-        return "".join(pieces), chunks
+        return "".join(pieces), chunks, logprobs
 
     def _completion(self, kind: str, body: dict, stop: Sequence[str]) -> Completion:
         started = time.perf_counter()
-        text, chunks = self._stream(kind, body)
+        text, chunks, logprobs = self._stream(kind, body)
+        text = cut_at_stop(text, stop)
         usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), {})
         timings = next((c["timings"] for c in reversed(chunks) if c.get("timings")), {})
         finish = next((ch.get("finish_reason") for c in reversed(chunks) for ch in c.get("choices") or () if ch.get("finish_reason")), None)
         return Completion(
-            text=cut_at_stop(text, stop),
+            text=text,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=timings.get("prompt_n"),
             finish_reason=finish,
             prompt_seconds=timings["prompt_ms"] / 1000 if "prompt_ms" in timings else None,
+            token_logprobs=tokens_within(logprobs, text) if "logprobs" in body else None,
         )
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        body = {"prompt": prompt, "max_tokens": max_tokens, "stop": list(stop), "temperature": temperature, "cache_prompt": self.reuse_prefix, "seed": 0}
-        return self._completion("complete", body, stop)
+    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> dict:
+        body = {"max_tokens": max_tokens, "stop": list(stop), "temperature": temperature, "cache_prompt": self.reuse_prefix, "seed": 0}
+        if logprobs:
+            body |= {"logprobs": True, "n_probs": 1}  # the chosen token's log-probability; n_probs for /completion
+        return body
 
-    def chat(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        body = {
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": max_tokens,
-            "stop": list(stop),
-            "temperature": temperature,
-            "cache_prompt": self.reuse_prefix,
-            "seed": 0,
-        }
-        return self._completion("chat", body, stop)
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        return self._completion("complete", {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}, stop)
+
+    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        """Through the chat template in the GGUF file; the conversation's earlier turns are a
+        prefix of the next call's, so llama.cpp's prompt cache evaluates only the new turns."""
+        return self._completion("chat", {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs)}, stop)
 
     def count_tokens(self, text: str) -> int:
         # llama.cpp's server code answers /tokenize on its loopback port; no tokenizer is exposed otherwise.

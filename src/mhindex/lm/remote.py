@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from mhindex import http
-from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
+from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, as_messages, cut_at_stop, tokens_within
 
 
 class RemoteModel(LanguageModel):
@@ -90,28 +90,32 @@ class RemoteModel(LanguageModel):
             raise LMError(f"the LM server at {self.base_url + path} answered without a completion ({error}): {http.brief(str(reply))}") from None
         usage = reply.get("usage") or {}
         timings = reply.get("timings") or {}
+        text = cut_at_stop(text, stop)
         return Completion(
-            text=cut_at_stop(text, stop),
+            text=text,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=timings.get("prompt_n"),
             finish_reason=choice.get("finish_reason"),
             prompt_seconds=timings["prompt_ms"] / 1000 if "prompt_ms" in timings else None,
+            token_logprobs=tokens_within(_logprobs(choice), text) if "logprobs" in body else None,
         )
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        if self.chat_only:
-            return self.chat(prompt, max_tokens, stop, temperature)
-        body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature}
+    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float) -> dict:
+        body = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature}
         if stop:
-            body["stop"] = list(stop)[:4]
+            body["stop"] = list(stop)[:4]  # OpenAI's limit; the rest are cut here
+        return body
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        if self.chat_only:
+            return self.chat(prompt, max_tokens, stop, temperature, logprobs)
+        body = {"prompt": prompt, **self._body(max_tokens, stop, temperature)} | ({"logprobs": 1} if logprobs else {})
         return self._completion("/completions", body, stop)
 
-    def chat(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
-        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": temperature}
-        if stop:
-            body["stop"] = list(stop)[:4]
+    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature)} | ({"logprobs": True} if logprobs else {})
         return self._completion("/chat/completions", body, stop)
 
     def count_tokens(self, text: str) -> int:
@@ -134,3 +138,13 @@ class RemoteModel(LanguageModel):
 
     def close(self) -> None:
         self._client.close()
+
+
+def _logprobs(choice: dict) -> list[tuple[str, float]]:
+    """Token log-probabilities in either layout: chat's (and llama.cpp's) `content` list, or the
+    legacy completions' parallel `tokens`/`token_logprobs` lists (OpenAI, vLLM)."""
+    found = choice.get("logprobs") or {}
+    if isinstance(found.get("content"), list):
+        return [(t["token"], float(t["logprob"])) for t in found["content"] if t.get("logprob") is not None]
+    tokens, values = found.get("tokens") or [], found.get("token_logprobs") or []
+    return [(t, float(v)) for t, v in zip(tokens, values) if v is not None]

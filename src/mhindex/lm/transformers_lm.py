@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Sequence
 
-from mhindex.lm.base import Completion, LanguageModel, LMError, cut_at_stop
+from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, as_messages, cut_at_stop, tokens_within, transcript
 
 
 class TransformersModel(LanguageModel):
@@ -58,7 +58,16 @@ class TransformersModel(LanguageModel):
     def seq2seq(self) -> bool:
         return self._seq2seq
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0) -> Completion:
+    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+        """Through the tokenizer's chat template; a model without one (Flan-T5) reads the turns as
+        "User:"/"Assistant:" lines, the way its instruction data looks."""
+        if getattr(self._tokenizer, "chat_template", None):
+            prompt = self._tokenizer.apply_chat_template(as_messages(messages), tokenize=False, add_generation_prompt=True)
+        else:
+            prompt = transcript(messages)
+        return self.complete(prompt, max_tokens, stop, temperature, logprobs)
+
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
         started = time.perf_counter()
         inputs = self._tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
         prompt_tokens = int(inputs["input_ids"].shape[1])
@@ -67,12 +76,19 @@ class TransformersModel(LanguageModel):
             generate["temperature"] = temperature
         if self._tokenizer.pad_token_id is None and self._tokenizer.eos_token_id is not None:
             generate["pad_token_id"] = self._tokenizer.eos_token_id
+        if logprobs:
+            generate |= {"output_scores": True, "return_dict_in_generate": True}
         with self._torch.inference_mode():
             output = self._model.generate(**inputs, **generate)
-        new = output[0] if self.seq2seq else output[0][prompt_tokens:]
+            sequences = output.sequences if logprobs else output
+            scores = self._model.compute_transition_scores(sequences, output.scores, normalize_logits=True)[0].tolist() if logprobs else []
+        new = sequences[0] if self.seq2seq else sequences[0][prompt_tokens:]
+        if self.seq2seq:
+            new = new[1:] if len(new) and int(new[0]) == self._model.config.decoder_start_token_id else new
         text = self._tokenizer.decode(new, skip_special_tokens=True)
         completion_tokens = int((new != (self._tokenizer.pad_token_id if self._tokenizer.pad_token_id is not None else -1)).sum())
         truncated = cut_at_stop(text, stop)
+        pairs = [(self._tokenizer.decode([int(t)], skip_special_tokens=True), float(v)) for t, v in zip(new[-len(scores) :] if scores else [], scores)]
         return Completion(
             text=truncated,
             prompt_tokens=prompt_tokens,
@@ -80,6 +96,7 @@ class TransformersModel(LanguageModel):
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=prompt_tokens,
             finish_reason="stop" if truncated != text or completion_tokens < max_tokens else "length",
+            token_logprobs=tokens_within(pairs, truncated) if logprobs else None,
         )
 
     def count_tokens(self, text: str) -> int:

@@ -20,6 +20,7 @@ METHODS = {
     "nor": "mhindex.methods.nor:NoRetrieval",
     "oner": "mhindex.methods.oner:OneRetrieval",
     "ircot": "mhindex.methods.ircot:IRCoT",
+    "searchain": "mhindex.methods.searchain:SearChain",
 }
 DEFAULT_METHOD = "ircot"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mhindex import ui
-from mhindex.lm.base import Completion, LanguageModel
+from mhindex.lm.base import Completion, LanguageModel, Messages
 from mhindex.methods.settings import ReaderSettings
 
 
@@ -75,6 +75,8 @@ class Answer:
     method: str = ""
     # IIRC: the corpus titles retrieval was restricted to (the pages the model named).
     scope: list[str] | None = None
+    # What a method records beyond the common fields (SearChain: its rounds, tree and references).
+    details: dict = field(default_factory=dict)
 
     def record(self) -> dict:
         return {
@@ -90,6 +92,7 @@ class Answer:
             "method": self.method,
             "reasoning": self.reasoning,
             **({"scope": self.scope} if self.scope is not None else {}),
+            **self.details,
         }
 
 
@@ -103,11 +106,21 @@ class Meter:
         self.completion_tokens = 0
         self._lock = threading.Lock()
 
-    def complete(self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating") -> Completion:
+    def complete(self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False) -> Completion:
         """One greedy call; `label` says what it is for on the live status line of `ask`."""
+        self._announce(label)
+        return self._count(self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs))
+
+    def chat(self, messages: Messages, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False) -> Completion:
+        """One greedy turn of a conversation."""
+        self._announce(label)
+        return self._count(self.lm.chat(messages, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs))
+
+    def _announce(self, label: str) -> None:
         ui.check_stop()
         ui.note(f"{label} (LM call {self.calls + 1}, {self.prompt_tokens + self.completion_tokens:,} tokens so far)")
-        completion = self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=0.0)
+
+    def _count(self, completion: Completion) -> Completion:
         with self._lock:
             self.calls += 1
             self.prompt_tokens += completion.prompt_tokens

@@ -1,0 +1,348 @@
+"""SearChain: Search-in-the-Chain (Xu et al., WWW 2024, arXiv 2304.14732).
+
+1. The LM plans the whole reasoning chain at once, a Chain-of-Query: `[Query n]` / `[Answer n]`
+   pairs, `[Unsolved Query]` where it does not know, and a `[Final Content]` whose claims cite
+   their query as `[n]`.
+2. Retrieval walks the chain's nodes in order. Each query not seen before gets the top-1
+   document, and a reader answers it from that document with a confidence:
+   - an `[Unsolved Query]` always gets the reader's answer back (completion);
+   - an answered query whose reader answer is confident (above the threshold) and not contained
+     in the LM's answer gets it back too (verification);
+   - otherwise the node passes, and its document becomes the reference of its claims.
+   The first node that needs feedback ends the round: the feedback and its reference go back to
+   the LM as the next turn of the same conversation, and the LM writes a new chain (the paper's
+   Tree-of-Reasoning). Rounds stop when every node passes, or after `--rounds`.
+3. The answer is what the last `[Final Content]` says after "So the final answer is"; each `[k]`
+   there points at the document recorded for node k.
+
+Deviations from the paper, each forced by what can run here and said where it happens: the
+prompt is our own text in the paper's format (the authors' repository has no license; see
+`mhindex/prompts/searchain/SOURCE.md`); queries count as seen when their SQuAD-normalised text
+is equal (the paper's Quora cross-encoder cannot be downloaded); and unless a DPR reader is
+given (`--reader-model hf:PATH`), the LM reads, its confidence being the probability it gives
+its own answer (the geometric mean of the answer's token probabilities).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mhindex.errors import UsageError
+from mhindex.eval.metrics import normalize_answer
+from mhindex.lm.base import LMError
+from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.methods.prompts import extract_answer, paragraph_block
+from mhindex.options import option
+
+# Calibrated on the bundled samples (scripts/calibrate_searchain.py, benchmarks/README.md): the
+# LM reader's answer probability above which its answer is right more often than not.
+LM_READER_THRESHOLD = 0.5
+# The paper's threshold on DPR's relevance logit (Server/server.py of the released code).
+DPR_READER_THRESHOLD = 1.5
+
+VERIFY_FEEDBACK = (
+    'According to the Reference, the answer for "{query}" should be "{answer}", you can change your answer and '
+    "continue constructing the reasoning chain for [Question]: {question}. Reference: {reference}"
+)
+COMPLETE_FEEDBACK = (
+    'According to the Reference, the answer for "{query}" should be "{answer}", you can give your answer and '
+    "continue constructing the reasoning chain for [Question]: {question}. Reference: {reference}"
+)
+READ_INSTRUCTION = "Answer the question with a short phrase taken from the passage."
+
+
+@dataclass(frozen=True)
+class SearChainSettings:
+    rounds: int = option(5, "Most rounds of SearChain's Tree-of-Reasoning (a new chain after each feedback).", min=1)
+    verify_threshold: float | None = option(
+        None,
+        f"Reader confidence above which a contradicting answer is fed back \\[default: {LM_READER_THRESHOLD} for the LM reader's answer probability, {DPR_READER_THRESHOLD} for a DPR reader's relevance logit].",
+    )
+    reader_model: str | None = option(None, "SearChain's reader: hf:PATH of a DPR reader (e.g. facebook/dpr-reader-multiset-base) \\[default: the LM reads; its confidence comes from its token log-probabilities].")
+    chain_prompt: str | None = option(None, "A file with SearChain's Chain-of-Query prompt, {question} where the question goes \\[default: mhindex's, in the paper's format].")
+    chain_tokens: int = option(300, "Most tokens for one Chain-of-Query.", min=16)
+    max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
+
+
+# -- the chain --------------------------------------------------------------------------------
+
+_TAG = re.compile(r"^\s*\[(?P<tag>query|answer|unsolved query|final content)(?:\s*(?P<n>\d+))?\]\s*:?\s*(?P<text>.*)$", re.I)
+
+
+@dataclass
+class ChainNode:
+    number: int
+    query: str
+    lm_answer: str | None = None
+    unsolved: bool = False
+
+
+@dataclass
+class Chain:
+    text: str
+    nodes: list[ChainNode]
+    final_content: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> Chain:
+        """Tags are read line by line and leniently (small models vary spacing and numbering); a
+        query with neither an answer nor an `[Unsolved Query]` counts as unsolved."""
+        nodes: list[ChainNode] = []
+        for line in text.splitlines():
+            match = _TAG.match(line)
+            if not match:
+                continue
+            tag, body = match["tag"].lower(), match["text"].strip()
+            open_node = nodes[-1] if nodes and nodes[-1].lm_answer is None and not nodes[-1].unsolved else None
+            if tag == "query" and body:
+                nodes.append(ChainNode(len(nodes) + 1, body))
+            elif tag == "answer" and open_node is not None:
+                open_node.lm_answer = body
+            elif tag == "unsolved query":
+                if open_node is not None:
+                    open_node.unsolved, open_node.query = True, body or open_node.query
+                elif body:
+                    nodes.append(ChainNode(len(nodes) + 1, body, unsolved=True))
+        for node in nodes:
+            node.unsolved = node.unsolved or not node.lm_answer
+        final_text = _final_content(text)
+        return cls(text.strip(), nodes, final_text)
+
+    def answer(self) -> str:
+        """What the final content concludes; without one, the last answered node's answer."""
+        if self.final_content:
+            return extract_answer(self.final_content)
+        answered = [n.lm_answer for n in self.nodes if n.lm_answer]
+        return extract_answer(answered[-1]) if answered else ""
+
+    def cited(self) -> list[int]:
+        """The node numbers the final content cites, in order of first citation."""
+        return list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", self.final_content or "")))
+
+
+def _final_content(text: str) -> str | None:
+    """The last `[Final Content]` with its continuation lines (up to the next tag)."""
+    found: str | None = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = _TAG.match(line)
+        if match and match["tag"].lower() == "final content":
+            parts = [match["text"].strip()]
+            for follow in lines[i + 1 :]:
+                if _TAG.match(follow):
+                    break
+                if follow.strip():
+                    parts.append(follow.strip())
+            found = " ".join(p for p in parts if p)
+    return found or None
+
+
+# -- readers ----------------------------------------------------------------------------------
+
+
+class LMReader:
+    """The LM answers the query from the document; its confidence is the probability it gives that
+    answer (the geometric mean of its token probabilities), in [0, 1]."""
+
+    default_threshold = LM_READER_THRESHOLD
+
+    def __init__(self, lm) -> None:
+        self.lm = lm
+
+    def read(self, meter: Meter, query: str, passage: str) -> tuple[str, float]:
+        prompt = f"{READ_INSTRUCTION}\n\n{passage}\n\nQ: {query}\nA:"
+        completion = meter.complete(prompt, 32, stop=["\n"], label="reading the top document", logprobs=True)
+        if completion.token_logprobs is None:
+            raise LMError(f"{self.lm.name} returned no token log-probabilities; SearChain's LM reader needs them (or pass --reader-model hf:PATH)")
+        mean = completion.mean_logprob
+        return extract_answer(completion.text), math.exp(mean) if mean is not None else 0.0
+
+
+class DPRReader:
+    """DPR's reader, as the paper uses it: `[CLS] q [SEP] title [SEP] text`, the best span by
+    start/end logits, the confidence being the passage's relevance logit."""
+
+    default_threshold = DPR_READER_THRESHOLD
+
+    def __init__(self, source: str) -> None:
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import torch
+            from transformers import DPRReader as Model
+            from transformers import DPRReaderTokenizer
+        except ImportError:
+            raise UsageError("--reader-model hf:PATH needs transformers and torch: pip install 'mhindex[transformers]'") from None
+        try:
+            self.tokenizer = DPRReaderTokenizer.from_pretrained(source, local_files_only=True)
+            self.model = Model.from_pretrained(source, local_files_only=True).eval()
+        except (OSError, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UsageError(f"--reader-model: cannot load a DPR reader from {source} without the network: {first}") from None
+        self._torch = torch
+
+    def read(self, meter: Meter, query: str, passage: str) -> tuple[str, float]:
+        title, _, text = passage.partition("\n")
+        encoded = self.tokenizer(questions=[query], titles=[title.removeprefix("Wikipedia Title: ")], texts=[text], return_tensors="pt", truncation=True, max_length=512)
+        with self._torch.inference_mode():
+            outputs = self.model(**encoded)
+        spans = self.tokenizer.decode_best_spans(encoded, outputs, num_spans=1, max_answer_length=16)
+        return (spans[0].text if spans else ""), float(outputs.relevance_logits[0])
+
+
+def make_reader(spec: str | None, lm):
+    if not spec:
+        return LMReader(lm)
+    kind, _, path = spec.partition(":")
+    if kind != "hf" or not path:
+        raise UsageError(f"--reader-model {spec!r}: write hf:PATH (a DPR reader folder)")
+    return DPRReader(path)
+
+
+# -- the method -------------------------------------------------------------------------------
+
+
+@dataclass
+class NodeCheck:
+    """What retrieval said about one query: the top document, the reader's answer and confidence."""
+
+    query: str
+    doc: dict | None
+    reader_answer: str = ""
+    confidence: float | None = None
+
+
+@dataclass
+class Round:
+    chain: Chain
+    nodes: list[dict] = field(default_factory=list)
+    feedback: str | None = None
+
+    def record(self) -> dict:
+        return {"chain": self.chain.text, "nodes": self.nodes, "feedback": self.feedback}
+
+
+def contains(prediction: str, gold: str) -> bool:
+    """The released code's match: the normalised reader answer occurs in the normalised LM answer."""
+    return normalize_answer(gold) in normalize_answer(prediction)
+
+
+class SearChain(Method):
+    name = "searchain"
+    Settings = SearChainSettings
+
+    def __init__(self, retriever, lm, settings: SearChainSettings, context: MethodContext) -> None:
+        self.retriever = retriever
+        self.lm = lm
+        self.settings = settings
+        self.reader = make_reader(settings.reader_model, lm)
+        self.threshold = settings.verify_threshold if settings.verify_threshold is not None else self.reader.default_threshold
+        self.prompt = self._prompt_template(settings.chain_prompt)
+
+    @staticmethod
+    def _prompt_template(path: str | None) -> str:
+        if path is None:
+            from importlib import resources
+
+            return resources.files("mhindex").joinpath("prompts", "searchain", "chain_of_query.txt").read_text(encoding="utf-8")
+        try:
+            text = Path(path).expanduser().read_text(encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"--chain-prompt {path}: {error.strerror or error}") from None
+        if "{question}" not in text:
+            raise UsageError(f"--chain-prompt {path}: the prompt has no {{question}} to put the question in")
+        return text
+
+    def answer(self, query: Query) -> Answer:
+        clock, meter = Clock(), Meter(self.lm)
+        conversation = [{"role": "user", "content": self.prompt.replace("{question}", query.question)}]
+        seen: dict[str, NodeCheck] = {}
+        rounds: list[Round] = []
+        steps: list[Step] = []
+        retrieved: dict[str, dict] = {}
+        for number in range(1, self.settings.rounds + 1):
+            generation = meter.chat(conversation, self.settings.chain_tokens, stop=["[Question]"], label=f"round {number}: writing the chain")
+            current = Round(Chain.parse(generation.text))
+            rounds.append(current)
+            current.feedback = self._walk(meter, query, current, seen, steps, retrieved, clock)
+            if current.feedback is None or number == self.settings.rounds:
+                break
+            conversation += [{"role": "assistant", "content": generation.text.strip()}, {"role": "user", "content": current.feedback}]
+        final = rounds[-1].chain
+        references = self._references(final, seen)
+        details = {
+            "rounds": len(rounds),
+            "final_content": final.final_content or "",
+            "references": references,
+            "tree": [r.record() for r in rounds],
+        }
+        return Answer(
+            query.id, query.question, final.answer(), list(retrieved.values()), steps, meter.calls, meter.prompt_tokens,
+            meter.completion_tokens, clock(), final.text, self.name, details=details,
+        )  # fmt: skip
+
+    def _walk(self, meter: Meter, query: Query, current: Round, seen: dict[str, NodeCheck], steps: list[Step], retrieved: dict, clock: Clock) -> str | None:
+        """Check the chain's nodes in order; the feedback for the first that needs one, else None."""
+        for node in current.chain.nodes:
+            key = normalize_answer(node.query)
+            started = clock()
+            if key in seen and not node.unsolved:  # the released code also re-checks unsolved queries
+                check, verdict = seen[key], "seen"
+            else:
+                check = self._check(meter, node.query)
+                seen[key] = check
+                if check.doc is not None:
+                    retrieved.setdefault(check.doc["id"], {"id": check.doc["id"], "title": check.doc["title"]})
+                verdict = self._verdict(node, check)
+            current.nodes.append(
+                {
+                    "n": node.number, "query": node.query, "lm_answer": node.lm_answer, "unsolved": node.unsolved, "verdict": verdict,
+                    "reader_answer": check.reader_answer, "confidence": check.confidence,
+                    "doc": {"id": check.doc["id"], "title": check.doc["title"]} if check.doc else None,
+                }
+            )  # fmt: skip
+            if verdict != "seen":
+                shown = node.lm_answer if not node.unsolved else "(unsolved)"
+                confidence = f"{check.confidence:.2f}" if check.confidence is not None else "-"
+                text = f"[Query {node.number}] {node.query} -> {shown}; reader: {check.reader_answer or '-'} ({confidence}): {verdict}"
+                titles = [check.doc["title"]] if check.doc else []
+                steps.append(Step(text, node.query, [check.doc["id"]] if check.doc else [], titles, clock() - started))
+            if verdict in ("completed", "corrected"):
+                template = COMPLETE_FEEDBACK if verdict == "completed" else VERIFY_FEEDBACK
+                return template.format(query=node.query, answer=check.reader_answer, question=query.question, reference=check.doc["passage"])
+        return None
+
+    def _check(self, meter: Meter, query: str) -> NodeCheck:
+        hits = self.retriever.search(query, 1)
+        if not hits:
+            return NodeCheck(query, None)
+        hit = hits[0]
+        passage = paragraph_block(hit.title, hit.text, self.settings.max_paragraph_words)
+        answer, confidence = self.reader.read(meter, query, passage)
+        return NodeCheck(query, {"id": hit.id, "title": hit.title, "passage": passage}, answer, confidence)
+
+    def _verdict(self, node: ChainNode, check: NodeCheck) -> str:
+        if check.doc is None or not check.reader_answer:
+            return "unchecked"  # nothing found, or nothing read: no feedback to give
+        if node.unsolved:
+            return "completed"
+        confident = check.confidence is not None and check.confidence > self.threshold
+        if confident and not contains(node.lm_answer or "", check.reader_answer):
+            return "corrected"
+        return "verified" if confident else "passed"
+
+    @staticmethod
+    def _references(chain: Chain, seen: dict[str, NodeCheck]) -> list[dict]:
+        """[k] of the final content -> the document checked for node k of the final chain."""
+        by_number = {node.number: node for node in chain.nodes}
+        references = []
+        for number in chain.cited():
+            node = by_number.get(number)
+            check = seen.get(normalize_answer(node.query)) if node else None
+            if check is not None and check.doc is not None:
+                references.append({"n": number, "query": node.query, "id": check.doc["id"], "title": check.doc["title"]})
+        return references
