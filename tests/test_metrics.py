@@ -174,3 +174,10 @@ def test_every_registered_answer_metric_is_a_column_and_a_score():
     header = console.export_text().splitlines()[2]
     for metric in ANSWER_METRICS:
         assert summary[metric.key] == 1.0 and metric.column in header
+
+
+def test_rounds_are_averaged_where_a_method_reports_them():
+    questions = {"a": {"answers": ["Paris"]}, "b": {"answers": ["Rome"]}}
+    searchain = aggregate([{"id": "a", "answer": "Paris", "rounds": 1}, {"id": "b", "answer": "x", "rounds": 4}], questions)
+    assert searchain["rounds_per_question"] == 2.5
+    assert "rounds_per_question" not in aggregate([{"id": "a", "answer": "Paris"}], questions)

@@ -157,6 +157,8 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
     summary = {m.key: sum(r[m.key] for r in rows) / n for m in ANSWER_METRICS}
+    if any("rounds" in p for p in by_id.values()):  # SearChain's rounds of feedback, as its paper reports them
+        summary["rounds_per_question"] = sum(float(by_id[q].get("rounds") or 0) for q in questions if q in by_id) / n
     summary.update(
         {
             "recall": sum(recalls) / len(recalls) if recalls else None,

@@ -15,6 +15,7 @@ COLUMNS = [
     ("Recall", "recall", "{:.1f}", 100),
     ("#Paras", "retrieved_per_question", "{:.1f}", 1),
     ("LM calls/q", "lm_calls_per_question", "{:.1f}", 1),
+    ("Rounds/q", "rounds_per_question", "{:.2f}", 1),
     ("Tokens/q", "tokens_per_question", "{:,.0f}", 1),
     ("s/q", "seconds_per_question", "{:.1f}", 1),
 ]
@@ -35,11 +36,13 @@ def table(metrics: dict[str, dict], title: str):
     grid = Table(title=title, title_justify="left", caption="±: half-width of the 95% interval over the sampled questions", caption_justify="left")
     grid.add_column("Method")
     grid.add_column("n", justify="right")
-    for label, *_ in COLUMNS:
+    # A column that no method reports (rounds, for a table without SearChain) is left out.
+    shown = [c for c in COLUMNS if c[1] != "rounds_per_question" or any(c[1] in s for s in metrics.values())]
+    for label, *_ in shown:
         grid.add_column(f"Recall (≤{budget})" if label == "Recall" else label, justify="right")
     for name, summary in metrics.items():
         failed = f" ({summary['failed']} failed)" if summary["failed"] else ""
-        grid.add_row(name, f"{summary['questions']}{failed}", *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in COLUMNS))
+        grid.add_row(name, f"{summary['questions']}{failed}", *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in shown))
     return grid
 
 

@@ -214,7 +214,6 @@ def evaluate(
     from mhindex.methods import Query, method_class, settings_for
     from mhindex.methods.run import run_questions
     from mhindex.methods.session import Session
-    from mhindex.methods.settings import demo_set
 
     model = model or ModelOptions()
     lm_spec = resolve_spec(model.lm)
@@ -238,7 +237,7 @@ def evaluate(
             "lm_context": session.lm.context_length,
             "backend": backend,
             "index": index,
-            "settings": {name: {**dataclasses.asdict(s), "demos_from": demo_set(s, dataset)} for name, s in settings.items()},
+            "settings": {name: s.recorded(dataset) for name, s in settings.items()},
             "tool_version": __version__,
         }
         configuration = claim_folder(folder, configuration)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mhindex.errors import UsageError
@@ -52,6 +52,13 @@ COMPLETE_FEEDBACK = (
     "continue constructing the reasoning chain for [Question]: {question}. Reference: {reference}"
 )
 READ_INSTRUCTION = "Answer the question with a short phrase taken from the passage."
+# Each chain is written as the continuation of an assistant turn that starts with this: small
+# models otherwise answer in prose and skip the queries. A server that does not continue a
+# prefilled turn (OpenAI's) writes a whole turn instead, tags included; both parse the same.
+CHAIN_START = "[Query 1]:"
+# The format's lines are single-spaced; a blank line means the chain is over (small models go
+# on with another question otherwise).
+CHAIN_STOPS = ["\n\n", "[Question]"]
 
 
 @dataclass(frozen=True)
@@ -66,9 +73,15 @@ class SearChainSettings:
     chain_tokens: int = option(300, "Most tokens for one Chain-of-Query.", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
 
+    def recorded(self, dataset: str | None) -> dict:
+        """The settings as run.json records them, with the threshold that applies."""
+        reader = DPRReader if self.reader_model else LMReader
+        return {**asdict(self), "verify_threshold": self.verify_threshold if self.verify_threshold is not None else reader.default_threshold}
+
 
 # -- the chain --------------------------------------------------------------------------------
 
+_CITATION = re.compile(r"\s*\[\d+\]")
 _TAG = re.compile(r"^\s*\[(?P<tag>query|answer|unsolved query|final content)(?:\s*(?P<n>\d+))?\]\s*:?\s*(?P<text>.*)$", re.I)
 
 
@@ -112,11 +125,11 @@ class Chain:
         return cls(text.strip(), nodes, final_text)
 
     def answer(self) -> str:
-        """What the final content concludes; without one, the last answered node's answer."""
-        if self.final_content:
-            return extract_answer(self.final_content)
+        """What the final content concludes (its citation marks dropped); without one, the last
+        answered node's answer."""
         answered = [n.lm_answer for n in self.nodes if n.lm_answer]
-        return extract_answer(answered[-1]) if answered else ""
+        conclusion = self.final_content or (answered[-1] if answered else "")
+        return extract_answer(_CITATION.sub("", conclusion))
 
     def cited(self) -> list[int]:
         """The node numbers the final content cites, in order of first citation."""
@@ -173,6 +186,7 @@ class DPRReader:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import torch
+            import transformers
             from transformers import DPRReader as Model
             from transformers import DPRReaderTokenizer
         except ImportError:
@@ -183,6 +197,7 @@ class DPRReader:
         except (OSError, ValueError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise UsageError(f"--reader-model: cannot load a DPR reader from {source} without the network: {first}") from None
+        transformers.utils.logging.set_verbosity_error()
         self._torch = torch
 
     def read(self, meter: Meter, query: str, passage: str) -> tuple[str, float]:
@@ -265,13 +280,15 @@ class SearChain(Method):
         steps: list[Step] = []
         retrieved: dict[str, dict] = {}
         for number in range(1, self.settings.rounds + 1):
-            generation = meter.chat(conversation, self.settings.chain_tokens, stop=["[Question]"], label=f"round {number}: writing the chain")
-            current = Round(Chain.parse(generation.text))
+            prefilled = [*conversation, {"role": "assistant", "content": CHAIN_START}]
+            generation = meter.chat(prefilled, self.settings.chain_tokens, stop=CHAIN_STOPS, label=f"round {number}: writing the chain").text.strip()
+            chain_text = generation if _TAG.match(generation.splitlines()[0] if generation else "") else f"{CHAIN_START} {generation}"
+            current = Round(Chain.parse(chain_text))
             rounds.append(current)
-            current.feedback = self._walk(meter, query, current, seen, steps, retrieved, clock)
+            current.feedback = self._walk(meter, query, current, seen, steps, retrieved, clock, number)
             if current.feedback is None or number == self.settings.rounds:
                 break
-            conversation += [{"role": "assistant", "content": generation.text.strip()}, {"role": "user", "content": current.feedback}]
+            conversation += [{"role": "assistant", "content": chain_text}, {"role": "user", "content": current.feedback}]
         final = rounds[-1].chain
         references = self._references(final, seen)
         details = {
@@ -285,11 +302,11 @@ class SearChain(Method):
             meter.completion_tokens, clock(), final.text, self.name, details=details,
         )  # fmt: skip
 
-    def _walk(self, meter: Meter, query: Query, current: Round, seen: dict[str, NodeCheck], steps: list[Step], retrieved: dict, clock: Clock) -> str | None:
+    def _walk(self, meter: Meter, query: Query, current: Round, seen: dict[str, NodeCheck], steps: list[Step], retrieved: dict, clock: Clock, number: int) -> str | None:
         """Check the chain's nodes in order; the feedback for the first that needs one, else None."""
         for node in current.chain.nodes:
             key = normalize_answer(node.query)
-            started = clock()
+            started, tokens_before = clock(), (meter.prompt_tokens, meter.completion_tokens)
             if key in seen and not node.unsolved:  # the released code also re-checks unsolved queries
                 check, verdict = seen[key], "seen"
             else:
@@ -308,9 +325,11 @@ class SearChain(Method):
             if verdict != "seen":
                 shown = node.lm_answer if not node.unsolved else "(unsolved)"
                 confidence = f"{check.confidence:.2f}" if check.confidence is not None else "-"
-                text = f"[Query {node.number}] {node.query} -> {shown}; reader: {check.reader_answer or '-'} ({confidence}): {verdict}"
+                text = f"round {number}, [Query {node.number}] {node.query} -> {shown}; reader: {check.reader_answer or '-'} ({confidence}): {verdict}"
                 titles = [check.doc["title"]] if check.doc else []
-                steps.append(Step(text, node.query, [check.doc["id"]] if check.doc else [], titles, clock() - started))
+                step = Step(text, node.query, [check.doc["id"]] if check.doc else [], titles, clock() - started)
+                step.prompt_tokens, step.completion_tokens = meter.prompt_tokens - tokens_before[0], meter.completion_tokens - tokens_before[1]
+                steps.append(step)
             if verdict in ("completed", "corrected"):
                 template = COMPLETE_FEEDBACK if verdict == "completed" else VERIFY_FEEDBACK
                 return template.format(query=node.query, answer=check.reader_answer, question=query.question, reference=check.doc["passage"])

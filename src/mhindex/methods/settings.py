@@ -1,10 +1,14 @@
 """The settings every reader-based method shares: how the reader is prompted (IRCoT's
 demonstrations and readers). A method's own settings extend these; each field is an option of
-`ask` and `eval` (see mhindex/options.py), validated, shown in --help and recorded in run.json."""
+`ask` and `eval` (see mhindex/options.py), validated, shown in --help and recorded in run.json.
+
+Every method's settings type has `recorded(dataset) -> dict`: what `run.json` keeps of them, with
+defaults that depend on the corpus or the models resolved, so that a changed default is a changed
+configuration."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from mhindex.options import option
 
@@ -21,6 +25,10 @@ class ReaderSettings:
     demo_budget: int | None = option(None, "Tokens for demonstrations \\[default: half the context].", min=1)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
     answer_tokens: int = option(100, "Most tokens for the reader's answer.", min=1)
+
+    def recorded(self, dataset: str | None) -> dict:
+        """The settings as run.json records them, with the demonstration set actually used."""
+        return {**asdict(self), "demos_from": demo_set(self, dataset)}
 
 
 def demo_set(settings: ReaderSettings, dataset: str | None) -> str:
