@@ -4,6 +4,8 @@
 # complete table for the largest finished round. Predictions resume from benchmarks/results/.
 #   scripts/paper_table.sh [LM] [ROUNDS...]     e.g. scripts/paper_table.sh local:qwen2.5-0.5b 20 50
 # EVAL_ARGS adds options to every eval, e.g. EVAL_ARGS="--lm-threads 2" on an otherwise idle machine.
+# METHODS picks the methods (default nor,oner,ircot) and SUFFIX names their results folder, e.g.
+#   METHODS=oner,ircot,searchain SUFFIX=-searchain scripts/paper_table.sh local:qwen2.5-0.5b 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"  # the mhindex that scripts/setup.sh installed
@@ -16,8 +18,8 @@ for dataset in musique hotpotqa 2wikimultihopqa; do
 done
 for limit in $rounds; do
     for dataset in musique hotpotqa 2wikimultihopqa; do
-        out=benchmarks/results/$name/$dataset
-        mhindex eval "$dataset" --method nor,oner,ircot --limit "$limit" --lm "$lm" --out "$out" ${EVAL_ARGS:-} \
-            | tee "benchmarks/results/$name-$dataset.table.txt"
+        out=benchmarks/results/$name${SUFFIX:-}/$dataset
+        mhindex eval "$dataset" --method "${METHODS:-nor,oner,ircot}" --limit "$limit" --lm "$lm" --out "$out" ${EVAL_ARGS:-} \
+            | tee "benchmarks/results/$name${SUFFIX:-}-$dataset.table.txt"
     done
 done
