@@ -37,8 +37,8 @@ class Counting:
         self.name, self.context_length = model.name, model.context_length
         self.sent = self.evaluated = 0
 
-    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False):
-        completion = self.model.complete(prompt, max_tokens, stop, temperature)
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None):
+        completion = self.model.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when)
         self.sent += completion.prompt_tokens
         self.evaluated += completion.prompt_tokens_evaluated or 0
         return completion

@@ -153,3 +153,16 @@ def test_iirc_pins_the_main_passage_and_scopes_retrieval(mh, home):
     without = json.loads(mh("ask", "-", "--corpus", "iirc", *FAST, stdin=json.dumps(line) + "\n").out)
     assert "scope" not in without
     assert record["prompt_tokens"] > without["prompt_tokens"]  # the main passage is in every prompt
+
+
+def test_early_stopped_steps_give_the_same_answers_faster(mh, home):
+    """IRCoT stops each step once its first sentence is complete; the sentences, queries, paragraphs
+    and answers are byte-identical to generating the whole line (no cache on either side)."""
+    stream = "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in questions(home, 2))
+    early = mh("ask", "-", "--no-cache", *FAST, stdin=stream)
+    whole = mh("ask", "-", "--no-cache", "--no-early-stop", *FAST, stdin=stream)
+    assert early.code == whole.code == 0, early.err + whole.err
+    fast, slow = [json.loads(line) for line in early.out.splitlines()], [json.loads(line) for line in whole.out.splitlines()]
+    keep = ("answer", "steps", "retrieved", "reasoning", "lm_calls")
+    assert [{k: r[k] for k in keep} for r in fast] == [{k: r[k] for k in keep} for r in slow]
+    assert sum(r["completion_tokens"] for r in fast) < sum(r["completion_tokens"] for r in slow)  # the rest of each line is never generated

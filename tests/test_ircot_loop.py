@@ -31,7 +31,7 @@ class ScriptedLM(LanguageModel):
         self.replies = list(replies)
         self.prompts: list[str] = []
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when=None) -> Completion:
         self.prompts.append(prompt)
         text = self.replies.pop(0) if self.replies else "So the answer is: nothing."
         return Completion(text, len(prompt.split()), len(text.split()), 0.0)

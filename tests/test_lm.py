@@ -210,3 +210,36 @@ def test_chat_takes_a_conversation_locally_and_over_http(local, server, tmp_path
     assert cached.chat(CONVERSATION, max_tokens=8).cached
     assert not cached.chat(CONVERSATION[:1], max_tokens=8).cached  # another conversation, another key
     remote.close()
+
+
+def test_stop_when_ends_generation_early_locally_and_over_http(local, server, tmp_path):
+    from mhindex.methods.prompts import sentence_complete
+
+    prompt = "Write two sentences about Paris.\nParis"
+    whole = local.complete(prompt, max_tokens=60, stop=["\n"])
+    early = local.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete)
+    assert sentence_complete(whole.text), whole.text  # the test needs a line of more than one sentence
+    assert whole.text.startswith(early.text) and early.completion_tokens < whole.completion_tokens
+    assert early.finish_reason == "stop_when" and early.prompt_tokens == whole.prompt_tokens  # counted though llama.cpp sent no summary
+    streamed = RemoteModel("smollm2", server).complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete)
+    assert streamed.text == early.text and streamed.finish_reason == "stop_when" and streamed.prompt_tokens == early.prompt_tokens
+    # The cache: a stopped generation never answers a whole call; a whole one serves a stopped call.
+    cached = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
+    assert cached.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete).text == early.text
+    assert not cached.complete(prompt, max_tokens=60, stop=["\n"]).cached
+    assert cached.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete).cached
+
+
+def test_sentence_complete_keeps_the_first_sentence_identical():
+    from mhindex.methods.prompts import first_sentence, sentence_complete
+
+    for text in [
+        "Mach's principle is named after Ernst Mach. Ernst Mach was an Austrian physicist.",
+        "Dr. Smith moved to St. Louis in 1990. He died there.",
+        "The film was directed by J. R. R. Tolkien's son. So the answer is: Christopher.",
+        "The answer is 3.5 million. Next.",
+        "No second sentence here",
+    ]:
+        prefixes = [text[:i] for i in range(1, len(text) + 1)]
+        first_stop = next((p for p in prefixes if sentence_complete(p)), text)
+        assert first_sentence(first_stop) == first_sentence(text), text

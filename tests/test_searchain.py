@@ -44,12 +44,12 @@ class ScriptedLM(LanguageModel):
         self.conversations: list[list[dict]] = []
         self.read_queries: list[str] = []
 
-    def chat(self, messages, max_tokens=256, stop=(), temperature=0.0, logprobs=False) -> Completion:
+    def chat(self, messages, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None) -> Completion:
         self.conversations.append([dict(m) for m in messages])
         text = self.chains.pop(0) if self.chains else "[Final Content]: I do not know. So the final answer is unknown."
         return Completion(text, 1, 1, 0.0)
 
-    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False) -> Completion:
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None) -> Completion:
         query = prompt.rsplit("\nQ: ", 1)[1].removesuffix("\nA:")
         self.read_queries.append(query)
         answer, probability = self.reads.get(query, ("unknown", 0.05))

@@ -100,3 +100,15 @@ def test_log_probabilities_and_conversations(t5_folder, gpt2_folder):
         # Without a chat template the turns are read as a User:/Assistant: transcript.
         turns = [{"role": "user", "content": "the county"}, {"role": "assistant", "content": "seat"}, {"role": "user", "content": "of"}]
         assert model.chat(turns, max_tokens=4).text == model.complete("User: the county\n\nAssistant: seat\n\nUser: of\n\nAssistant:", max_tokens=4).text
+
+
+def test_stop_when_ends_generation_early(gpt2_folder):
+    model = load_lm(f"hf:{gpt2_folder}", cache=False)
+    whole = model.complete("the county seat of", max_tokens=12)
+
+    def three_words(text: str) -> bool:
+        return len(text.split()) >= 3
+
+    early = model.complete("the county seat of", max_tokens=12, stop_when=three_words)
+    assert whole.text.startswith(early.text) and len(early.text.split()) == 3
+    assert early.completion_tokens < whole.completion_tokens and early.finish_reason == "stop_when"

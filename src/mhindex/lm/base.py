@@ -11,7 +11,7 @@ confidence for readers that have no other).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Union
 
@@ -51,6 +51,10 @@ class Completion:
 
 #: a conversation: {"role": "system"|"user"|"assistant", "content": str} turns; a string is one user turn
 Messages = Union[str, Sequence[dict]]
+#: a test on the text generated so far: generation stops as soon as it is True (IRCoT keeps only a
+#: step's first sentence, so it stops once that sentence is complete). Runtimes that stream apply
+#: it at each token; the text may run a token past the point, never short of it.
+StopWhen = Callable[[str], bool]
 
 
 def as_messages(messages: Messages) -> list[dict]:
@@ -105,12 +109,16 @@ class LanguageModel(ABC):
         return False
 
     @abstractmethod
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion: ...
+    def complete(
+        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion: ...
 
-    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+    def chat(
+        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
         """A conversation through the model's chat template; the answer is the next assistant turn.
         Models without a template complete a plain transcript of the turns."""
-        return self.complete(transcript(messages), max_tokens, stop, temperature, logprobs)
+        return self.complete(transcript(messages), max_tokens, stop, temperature, logprobs, stop_when)
 
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...

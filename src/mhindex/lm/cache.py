@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from mhindex.lm.base import Completion, LanguageModel, Messages
+from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen
 
 
 class CallCache:
@@ -78,22 +78,31 @@ class CachedModel(LanguageModel):
     def seq2seq(self) -> bool:
         return self.inner.seq2seq
 
-    def _call(self, kind: str, prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> Completion:
+    def _call(self, kind: str, prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool, stop_when: StopWhen | None) -> Completion:
+        """A generation that ended on its own is stored under the call's key, and also serves a call
+        that would have stopped early (it goes on past the stopping point, which such callers
+        ignore); one that `stop_when` cut short is stored under a key that names the test."""
         call = self.inner.chat if kind == "chat" else self.inner.complete
         if temperature > 0:
-            return call(prompt, max_tokens, stop, temperature, logprobs)
-        key = CallCache.key(self.identity, kind, prompt, max_tokens, stop, temperature, logprobs)
-        if (hit := self.cache.get(key)) is not None:
-            return replace(hit, cached=True)
-        completion = call(prompt, max_tokens, stop, temperature, logprobs)
-        self.cache.put(key, completion)
+            return call(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+        whole = CallCache.key(self.identity, kind, prompt, max_tokens, stop, temperature, logprobs)
+        stopped = CallCache.key(self.identity, kind, prompt, max_tokens, [*stop, f"stop_when:{stop_when.__qualname__}"], temperature, logprobs) if stop_when else None
+        for key in (whole, stopped):
+            if key is not None and (hit := self.cache.get(key)) is not None:
+                return replace(hit, cached=True)
+        completion = call(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+        self.cache.put(stopped if completion.finish_reason == "stop_when" and stopped else whole, completion)
         return completion
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
-        return self._call("complete", prompt, max_tokens, stop, temperature, logprobs)
+    def complete(
+        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
+        return self._call("complete", prompt, max_tokens, stop, temperature, logprobs, stop_when)
 
-    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
-        return self._call("chat", messages, max_tokens, stop, temperature, logprobs)
+    def chat(
+        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
+        return self._call("chat", messages, max_tokens, stop, temperature, logprobs, stop_when)
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mhindex import ui
-from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, as_messages, cut_at_stop, tokens_within
+from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within
 
 # One llama.cpp server per (model file, threads, context) per process, shared by every model object
 # that asks for it, with one lock: loading is paid once, and the prompt cache is shared. A server is
@@ -57,6 +57,11 @@ def _shared_server(path: Path, threads: int, context_length: int) -> tuple[Any, 
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
             _SERVERS[key] = (server, threading.Lock())
         return _SERVERS[key]
+
+
+def _generated(kind: str, chunks: list[dict]) -> int:
+    """Tokens generated, one a streamed chunk (llama.cpp streams token by token)."""
+    return sum(1 for c in chunks for ch in c.get("choices") or () if (ch.get("delta", {}).get("content") if kind == "chat" else ch.get("text")))
 
 
 def default_threads() -> int:
@@ -108,9 +113,9 @@ class LlamaCppModel(LanguageModel):
             self._http = httpx.Client(base_url=self._server.listening_address, timeout=30)
         return self._http
 
-    def _stream(self, kind: str, body: dict) -> tuple[str, list[dict], list[tuple[str, float]]]:
+    def _stream(self, kind: str, body: dict, stop_when: StopWhen | None) -> tuple[str, list[dict], list[tuple[str, float]]]:
         """Run one streamed call; returns the text, the chunks and any token log-probabilities.
-        Stops early on Ctrl-C."""
+        Stops early on Ctrl-C, and once `stop_when` holds for the text so far."""
         chunks: list[dict] = []
         pieces: list[str] = []
         logprobs: list[tuple[str, float]] = []
@@ -124,6 +129,8 @@ class LlamaCppModel(LanguageModel):
                 for token in (choice.get("logprobs") or {}).get("content") or ():
                     logprobs.append((token["token"], float(token["logprob"])))
             ui.note_tokens(len(pieces))
+            if stop_when is not None and pieces and stop_when("".join(pieces)):
+                return True
             return ui.stop_requested()  # True tells llama.cpp to stop generating
 
         def call() -> None:
@@ -139,13 +146,15 @@ class LlamaCppModel(LanguageModel):
             raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
         return "".join(pieces), chunks, logprobs
 
-    def _completion(self, kind: str, body: dict, stop: Sequence[str]) -> Completion:
+    def _completion(self, kind: str, body: dict, stop: Sequence[str], stop_when: StopWhen | None = None) -> Completion:
         started = time.perf_counter()
-        text, chunks, logprobs = self._stream(kind, body)
+        text, chunks, logprobs = self._stream(kind, body, stop_when)
         text = cut_at_stop(text, stop)
-        usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), {})
+        usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
+        if usage is None:  # stopped by stop_when: llama.cpp sends no summary, so count here
+            usage = {"prompt_tokens": self.count_tokens(self._prompt_of(kind, body)), "completion_tokens": len(logprobs) or _generated(kind, chunks)}
         timings = next((c["timings"] for c in reversed(chunks) if c.get("timings")), {})
-        finish = next((ch.get("finish_reason") for c in reversed(chunks) for ch in c.get("choices") or () if ch.get("finish_reason")), None)
+        finish = next((ch.get("finish_reason") for c in reversed(chunks) for ch in c.get("choices") or () if ch.get("finish_reason")), "stop_when")
         return Completion(
             text=text,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
@@ -157,19 +166,32 @@ class LlamaCppModel(LanguageModel):
             token_logprobs=tokens_within(logprobs, text) if "logprobs" in body else None,
         )
 
+    def _prompt_of(self, kind: str, body: dict) -> str:
+        """The prompt text a call evaluated: a chat's through llama.cpp's own template endpoint."""
+        if kind == "complete":
+            return body["prompt"]
+        response = self._client().post("/apply-template", json={"messages": body["messages"]})
+        response.raise_for_status()
+        return response.json()["prompt"]
+
     def _body(self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> dict:
         body = {"max_tokens": max_tokens, "stop": list(stop), "temperature": temperature, "cache_prompt": self.reuse_prefix, "seed": 0}
         if logprobs:
             body |= {"logprobs": True, "n_probs": 1}  # the chosen token's log-probability; n_probs for /completion
         return body
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
-        return self._completion("complete", {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}, stop)
+    def complete(
+        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
+        return self._completion("complete", {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}, stop, stop_when)
 
-    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+    def chat(
+        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
         """Through the chat template in the GGUF file; the conversation's earlier turns are a
         prefix of the next call's, so llama.cpp's prompt cache evaluates only the new turns."""
-        return self._completion("chat", {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs)}, stop)
+        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs)}
+        return self._completion("chat", body, stop, stop_when)
 
     def count_tokens(self, text: str) -> int:
         # llama.cpp's server code answers /tokenize on its loopback port; no tokenizer is exposed otherwise.

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from mhindex import http
-from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, as_messages, cut_at_stop, tokens_within
+from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within
 
 
 class RemoteModel(LanguageModel):
@@ -78,9 +78,46 @@ class RemoteModel(LanguageModel):
 
     # -- interface ----------------------------------------------------------------------------
 
-    def _completion(self, path: str, body: dict, stop: Sequence[str]) -> Completion:
+    def _stream(self, path: str, body: dict, stop_when: StopWhen) -> dict:
+        """A streamed call (server-sent events), read until `stop_when` holds or the server ends;
+        closing the stream early tells the server to stop generating. Returns a reply shaped like
+        a whole one, so both are read by the same code."""
+        from httpx_sse import connect_sse
+
+        url = self.base_url + path
+        pieces: list[str] = []
+        content: list[dict] = []
+        usage, timings, finish = None, {}, "stop_when"
+        with http.one_line_errors("the LM server", url, LMError, self._tries), self._slots:
+            with connect_sse(self._client, "POST", path, json={**body, "stream": True, "stream_options": {"include_usage": True}}) as events:
+                if events.response.is_error:
+                    events.response.read()  # the error answer's text, for the one-line message
+                    events.response.raise_for_status()
+                for event in events.iter_sse():
+                    if event.data.strip() == "[DONE]":
+                        break
+                    try:
+                        chunk = event.json()
+                    except ValueError:
+                        raise LMError(f"the LM server at {url} streamed something that is not JSON: {http.brief(event.data)}") from None
+                    usage, timings = chunk.get("usage") or usage, chunk.get("timings") or timings
+                    for choice in chunk.get("choices") or ():
+                        piece = (choice.get("delta") or {}).get("content") if path == "/chat/completions" else choice.get("text")
+                        pieces.append(piece or "")
+                        content += [{"token": t, "logprob": lp} for t, lp in _logprobs(choice)]
+                        finish = choice.get("finish_reason") or finish
+                    if stop_when("".join(pieces)):
+                        break
+        text = "".join(pieces)
+        if usage is None:  # stopped early: no summary came
+            prompt = body.get("prompt") or "\n".join(m["content"] for m in body.get("messages", []))
+            usage = {"prompt_tokens": self.count_tokens(prompt), "completion_tokens": len(content) or sum(1 for p in pieces if p)}
+        choice = {"message": {"content": text}} if path == "/chat/completions" else {"text": text}
+        return {"choices": [{**choice, "finish_reason": finish, "logprobs": {"content": content}}], "usage": usage, "timings": timings}
+
+    def _completion(self, path: str, body: dict, stop: Sequence[str], stop_when: StopWhen | None = None) -> Completion:
         started = time.perf_counter()
-        reply = self._post(path, body)
+        reply = self._post(path, body) if stop_when is None else self._stream(path, body, stop_when)
         try:
             choice = reply["choices"][0]
             text = choice["message"]["content"] if path == "/chat/completions" else choice["text"]
@@ -108,15 +145,19 @@ class RemoteModel(LanguageModel):
             body["stop"] = list(stop)[:4]  # OpenAI's limit; the rest are cut here
         return body
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+    def complete(
+        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
         if self.chat_only:
-            return self.chat(prompt, max_tokens, stop, temperature, logprobs)
+            return self.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when)
         body = {"prompt": prompt, **self._body(max_tokens, stop, temperature)} | ({"logprobs": 1} if logprobs else {})
-        return self._completion("/completions", body, stop)
+        return self._completion("/completions", body, stop, stop_when)
 
-    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+    def chat(
+        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
         body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature)} | ({"logprobs": True} if logprobs else {})
-        return self._completion("/chat/completions", body, stop)
+        return self._completion("/chat/completions", body, stop, stop_when)
 
     def count_tokens(self, text: str) -> int:
         """The server's /tokenize where it has one (llama.cpp, vLLM); else a cautious estimate."""

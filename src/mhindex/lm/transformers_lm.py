@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Sequence
 
-from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, as_messages, cut_at_stop, tokens_within, transcript
+from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within, transcript
 
 
 class TransformersModel(LanguageModel):
@@ -58,16 +58,20 @@ class TransformersModel(LanguageModel):
     def seq2seq(self) -> bool:
         return self._seq2seq
 
-    def chat(self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+    def chat(
+        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
         """Through the tokenizer's chat template; a model without one (Flan-T5) reads the turns as
         "User:"/"Assistant:" lines, the way its instruction data looks."""
         if getattr(self._tokenizer, "chat_template", None):
             prompt = self._tokenizer.apply_chat_template(as_messages(messages), tokenize=False, add_generation_prompt=True)
         else:
             prompt = transcript(messages)
-        return self.complete(prompt, max_tokens, stop, temperature, logprobs)
+        return self.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when)
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False) -> Completion:
+    def complete(
+        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
         started = time.perf_counter()
         inputs = self._tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
         prompt_tokens = int(inputs["input_ids"].shape[1])
@@ -78,6 +82,8 @@ class TransformersModel(LanguageModel):
             generate["pad_token_id"] = self._tokenizer.eos_token_id
         if logprobs:
             generate |= {"output_scores": True, "return_dict_in_generate": True}
+        if stop_when is not None:
+            generate["stopping_criteria"] = self._stopping(stop_when, 0 if self.seq2seq else prompt_tokens)
         with self._torch.inference_mode():
             output = self._model.generate(**inputs, **generate)
             sequences = output.sequences if logprobs else output
@@ -95,9 +101,21 @@ class TransformersModel(LanguageModel):
             completion_tokens=completion_tokens,
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=prompt_tokens,
-            finish_reason="stop" if truncated != text or completion_tokens < max_tokens else "length",
+            finish_reason="stop_when" if stop_when is not None and stop_when(text) else "stop" if truncated != text or completion_tokens < max_tokens else "length",
             token_logprobs=tokens_within(pairs, truncated) if logprobs else None,
         )
+
+    def _stopping(self, stop_when: StopWhen, skip: int):
+        """transformers' hook for ending generation: decode what is new after each token."""
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        tokenizer = self._tokenizer
+
+        class Until(StoppingCriteria):
+            def __call__(self, input_ids, scores, **kwargs) -> bool:
+                return bool(stop_when(tokenizer.decode(input_ids[0][skip:], skip_special_tokens=True)))
+
+        return StoppingCriteriaList([Until()])
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])

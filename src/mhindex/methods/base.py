@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mhindex import ui
-from mhindex.lm.base import Completion, LanguageModel, Messages
+from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen
 from mhindex.methods.settings import ReaderSettings
 
 
@@ -106,10 +106,12 @@ class Meter:
         self.completion_tokens = 0
         self._lock = threading.Lock()
 
-    def complete(self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False) -> Completion:
+    def complete(
+        self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False, stop_when: StopWhen | None = None
+    ) -> Completion:
         """One greedy call; `label` says what it is for on the live status line of `ask`."""
         self._announce(label)
-        return self._count(self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs))
+        return self._count(self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, stop_when=stop_when))
 
     def chat(self, messages: Messages, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False) -> Completion:
         """One greedy turn of a conversation."""

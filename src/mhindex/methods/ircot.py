@@ -31,6 +31,7 @@ from mhindex.methods.prompts import (
     mentions_answer,
     paragraph_block,
     question_block,
+    sentence_complete,
 )
 from mhindex.methods.reader import Reader, resolve_style
 from mhindex.methods.settings import ReaderSettings, demo_set
@@ -46,6 +47,13 @@ class IRCoTSettings(ReaderSettings):
     max_paragraphs: int = option(15, "Most paragraphs collected (the paper's budget).", min=1)
     step_tokens: int = option(100, "Most tokens generated for one reasoning step (its first sentence is kept).", min=1)
     iirc_pages: int = option(2, "IIRC: pages the model names before retrieval.", min=1)
+    early_stop: bool = option(True, "Stop each reasoning step as soon as its first sentence is complete (--no-early-stop generates up to --step-tokens, then cuts).")
+
+    def recorded(self, dataset: str | None) -> dict:
+        """Without early_stop: it never changes an answer (tests/test_ircot_loop.py), only the time."""
+        recorded = super().recorded(dataset)
+        recorded.pop("early_stop")
+        return recorded
 
 
 class IRCoT(Method):
@@ -97,7 +105,8 @@ class IRCoT(Method):
             blocks = [paragraph_block(t, x, s.max_paragraph_words) for t, x in pinned + [(h.title, h.text) for h in collected]]
             instance = "\n\n".join([*blocks, question_block(query.question, self.style, cot=True, answer_so_far=" ".join(reasoning))])
             prompt = self.packer.render(self.demos, instance, s.step_tokens)
-            sentence = first_sentence(meter.complete(prompt, s.step_tokens, stop=["\n"], label=f"reasoning step {len(reasoning) + 1}").text)
+            until = sentence_complete if s.early_stop else None
+            sentence = first_sentence(meter.complete(prompt, s.step_tokens, stop=["\n"], label=f"reasoning step {len(reasoning) + 1}", stop_when=until).text)
             if not sentence or sentence in reasoning:  # nothing new: a loop, not reasoning
                 break
             reasoning.append(sentence)

@@ -122,5 +122,13 @@ def first_sentence(text: str) -> str:
     return text
 
 
+def sentence_complete(text: str) -> bool:
+    """Whether the first sentence of a generation has ended, the next one begun: IRCoT keeps only
+    that sentence, so its steps stop generating here with the same result (`first_sentence` of
+    any longer text is this text's)."""
+    stripped = text.strip()
+    return bool(stripped) and first_sentence(stripped) != stripped
+
+
 def mentions_answer(sentence: str) -> bool:
     return "answer is" in sentence.lower()
