@@ -36,6 +36,7 @@ BACKENDS = {
     "dense": "mhindex.backends.dense:DenseBackend",
     "colbert": "mhindex.backends.colbert:ColbertBackend",
     "bm25s": "mhindex.backends.bm25s:Bm25sBackend",
+    "remote": "mhindex.backends.remote:RemoteBackend",
 }
 DEFAULT_BACKEND = "lucene"
 INDEX_STAGES = ("index", "both", "connection")
@@ -46,7 +47,20 @@ def get_backend(name: str) -> Backend:
     return backend_class(name)()
 
 
+def resolve_backend(name: str, given: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """`--backend http://HOST:PORT` names the remote backend at that address."""
+    if name.startswith(("http://", "https://")):
+        return "remote", {**(given or {}), "remote_url": name}
+    return name, dict(given or {})
+
+
+def builds_index(name: str) -> bool:
+    """False for an index served elsewhere: no local corpus index is needed to search it."""
+    return getattr(backend_class(resolve_backend(name)[0]), "builds_index", True)
+
+
 def backend_class(name: str) -> type:
+    name = resolve_backend(name)[0]
     if name not in BACKENDS:
         raise UsageError(f"unknown backend '{name}'; choose one of: {', '.join(BACKENDS)}")
     module, cls = BACKENDS[name].split(":")
@@ -137,6 +151,8 @@ def build_index(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | No
 
 def index_manifest(corpus: CorpusDir, backend_name: str) -> dict | None:
     """What the corpus's index of this backend records (options, encoder, corpus hash), if built."""
+    if not builds_index(backend_name):
+        return None
     return _read_manifest(corpus.index_dir(get_backend(backend_name).name))
 
 
@@ -144,6 +160,7 @@ def retrieval_settings(corpus: CorpusDir, backend_name: str, given: dict[str, An
     """What decides a ranking, for run.json: the options the index was built with and the
     search-time ones in effect (never connection settings), and what the index records of its model."""
     manifest = index_manifest(corpus, backend_name) or {}
+    backend_name, given = resolve_backend(backend_name, given)
     options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {}, corpus=corpus.name)
     fields = declared(type(options))
     effective = {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"}
@@ -175,11 +192,15 @@ def search_stream(retriever: Retriever, items, k: int, batch: int, emit) -> int:
     return failed
 
 
-def open_retriever(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None) -> Retriever:
-    """A retriever over the corpus's index, or a one-line error saying what to run."""
+def open_retriever(corpus: CorpusDir | None, backend_name: str, given: dict[str, Any] | None = None) -> Retriever:
+    """A retriever over the corpus's index, or a one-line error saying what to run. An index
+    served elsewhere needs no local corpus (`corpus` may be None)."""
+    backend_name, given = resolve_backend(backend_name, given)
     backend = get_backend(backend_name)
     if not getattr(backend, "builds_index", True):
-        return backend.open(corpus, None, {}, _options(backend_name, given, SEARCH_STAGES), BackendContext(corpus.root.parent))
+        return backend.open(corpus, None, {}, _options(backend_name, given, SEARCH_STAGES), BackendContext(corpus.root.parent if corpus else Path(".")))
+    if corpus is None:
+        raise UsageError(f"the {backend.name} backend searches a built corpus; name one with --corpus")
     target = corpus.index_dir(backend.name)
     manifest = _read_manifest(target)
     rebuild = f"run `mhindex index {corpus.name} --backend {backend.name}`"

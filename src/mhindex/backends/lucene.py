@@ -19,6 +19,7 @@ import importlib.util
 import os
 import subprocess
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,14 @@ class LuceneBackend:
         return LuceneRetriever(index_dir / "lucene", k1=options.k1, b=options.b, threads=options.threads)
 
 
+# Lucene is called from one thread at a time. Lucene's searcher is thread-safe, but its calls from
+# several Python threads at once through pyjnius were not: under 16 concurrent clients of
+# `mhindex serve`, Document.get failed with NullPointerExceptions, also with a searcher, analyzer
+# and query generator per thread; with this lock, never. A query takes about 2 ms, so a server
+# still answers hundreds a second, and batches still run on Anserini's own threads.
+_JNI = threading.RLock()
+
+
 class LuceneRetriever:
     def __init__(self, path: Path, k1: float, b: float, threads: int = 1) -> None:
         classes = _jvm()
@@ -177,6 +186,10 @@ class LuceneRetriever:
         return any_title.build()
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
+        with _JNI:
+            return self._search(query, k, titles)
+
+    def _search(self, query: str, k: int, titles: Sequence[str] | None) -> list[Hit]:
         c = self._c
         text_query = self._generator.buildQuery("contents", self._analyzer, query)
         if titles is None:
@@ -191,8 +204,12 @@ class LuceneRetriever:
         return [h for h in hits if h.title in allowed][:k]
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        with _JNI:
+            return self._search_many(queries, k)
+
+    def _search_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         if self._threads <= 1 or len(queries) < 2:
-            return [self.search(q, k) for q in queries]
+            return [self._search(q, k, None) for q in queries]
         c = self._c
         texts, ids = c["ArrayList"](), c["ArrayList"]()
         for i, query in enumerate(queries):
@@ -202,4 +219,5 @@ class LuceneRetriever:
         return [[self._hit(s) for s in results.get(str(i))] for i in range(len(queries))]
 
     def close(self) -> None:
-        self._searcher.close()
+        with _JNI:
+            self._searcher.close()

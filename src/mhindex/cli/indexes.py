@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -52,11 +52,14 @@ def search(
 ) -> None:
     """Search a corpus's index. With "-", one JSONL result per input line, in order:
     {"id", "hits": [{"id", "title", "text", "score"}]}; a bad line gets {"line", "error"}."""
-    from mhindex.backends import open_retriever, search_stream
+    from mhindex.backends import builds_index, open_retriever, search_stream
     from mhindex.files import read_jsonl_stream
 
     root = setup(home, quiet)
-    retriever = open_retriever(open_corpus(root, name), backend, backend_options)
+    if builds_index(backend):
+        retriever = open_retriever(open_corpus(root, name), backend, backend_options)
+    else:  # a served index: NAME is the corpus as the server knows it, not necessarily built here
+        retriever = open_retriever(None, backend, {"remote_corpus": name, **(backend_options or {})})
     try:
         if query == "-":
             failed = search_stream(retriever, read_jsonl_stream(sys.stdin, "query"), k, batch, write_line)
@@ -72,3 +75,61 @@ def search(
     else:
         out = console()
         out.print(render.hits_table(hits, expand=out.is_terminal) if hits else "no paragraph matches")
+
+
+@app.command()
+@backend_options
+def serve(
+    name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
+    backend: BackendOption = "lucene",
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default; set --api-key before opening it wider).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8765,
+    api_key: Annotated[Optional[str], typer.Option("--api-key", envvar="MHINDEX_API_KEY", help="Require this key (Authorization: Bearer KEY or X-API-Key) \\[default: $MHINDEX_API_KEY, else none].", show_default=False)] = None,
+    workers: Annotated[int, typer.Option(min=1, max=256, help="Searches run at once (in threads).")] = 4,
+    max_k: Annotated[int, typer.Option("--max-k", min=1, help="Most paragraphs one query may ask for.")] = 100,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Most queries in one batch request.")] = 256,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    backend_options: dict | None = None,
+) -> None:
+    """Serve a corpus's index over HTTP: mhindex's JSON API, and the retrieval protocols of IRCoT
+    (POST /retrieve/), ColBERT (GET /api/search) and Search-R1 (POST /retrieve)."""
+    from mhindex.backends import open_retriever, retrieval_settings
+    from mhindex.server.app import Limits, make_app
+    from mhindex.server.app import serve as run_server
+
+    root = setup(home, quiet)
+    corpus = open_corpus(root, name)
+    retriever = open_retriever(corpus, backend, backend_options)
+    manifest = corpus.manifest()
+    info = {
+        "corpus": corpus.name, "dataset": manifest.get("dataset"), "paragraphs": manifest.get("counts", {}).get("paragraphs"),
+        "backend": backend, "index": retrieval_settings(corpus, backend, backend_options),
+    }  # fmt: skip
+    log = ui.reporter()
+    if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
+    log.info(f"serving {corpus.name} ({backend}) on http://{host}:{port}  (Ctrl-C stops)")
+    try:
+        app_ = make_app(retriever, info, Limits(max_k=max_k, max_batch=max_batch, threads=workers), api_key, _positions(corpus), access_log=not log.quiet)
+        run_server(app_, host, port)
+    finally:
+        retriever.close()
+
+
+def _positions(corpus):
+    """ColBERT's pid for a paragraph id: its line in corpus.jsonl, read once on first use."""
+    import threading
+
+    table: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def position(paragraph_id: str) -> int:
+        with lock:
+            if not table:
+                reader = corpus.paragraphs()
+                table.update((record["id"], line) for line, record in enumerate(reader))
+                reader.close()
+        return table.get(paragraph_id, -1)
+
+    return position

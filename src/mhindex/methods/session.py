@@ -24,14 +24,14 @@ class Session:
         model: ModelOptions | None = None,
         home: Path | None = None,
     ) -> None:
-        from mhindex.backends import open_retriever
+        from mhindex.backends import builds_index, open_retriever
         from mhindex.lm import load_lm
 
         model = model or ModelOptions()
         self.corpus = corpus
         self.dataset = corpus.manifest().get("dataset") if corpus else None
         retrieves = any(method_class(name).needs_retriever for name in methods)
-        self.retriever = open_retriever(corpus, backend, backend_options) if retrieves and corpus else None
+        self.retriever = open_retriever(corpus, backend, backend_options) if retrieves and (corpus or not builds_index(backend)) else None
         self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache)
         try:
             self.lm = model.load(home)
