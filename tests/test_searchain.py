@@ -104,6 +104,17 @@ def test_an_unsolved_query_is_completed_and_the_feedback_has_the_papers_shape(re
     # [k] of the final content points at the document checked for query k, which counts as retrieved.
     assert [(r["n"], r["id"]) for r in record["references"]] == [(1, top.id), (2, retriever.search(WHERE, 1)[0].id)]
     assert {r["id"] for r in record["references"]} <= {r["id"] for r in answer.retrieved}
+    # The terminal trace shows each checked node, the final content and what each [k] points at.
+    from rich.console import Console
+
+    from mhindex import render
+
+    console = Console(width=400, record=True)
+    for part in render.trace(answer):
+        console.print(part)
+    shown = console.export_text()
+    assert f"round 1, [Query 1] {WHO} -> (unsolved); reader: Ernst Mach (0.90): completed" in shown
+    assert "final content: Mach's principle is named after Ernst Mach [1]." in shown and f"[1] {top.title} ({top.id})" in shown
 
 
 def test_a_confident_contradiction_is_corrected_a_weak_one_passes(retriever):

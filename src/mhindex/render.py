@@ -81,7 +81,11 @@ def trace(answer) -> list:
     chain, _, reader = answer.reasoning.partition("[reader] ")
     if not reader and not any(step.text for step in answer.steps):
         reader = chain
-    if reader.strip() and reader.strip() != answer.answer:
+    if answer.details.get("final_content"):  # SearChain: the claims, each citing its query's document
+        cited = tree.add(Text(f"final content: {answer.details['final_content']}", style="italic"))
+        for reference in answer.details.get("references", []):
+            cited.add(Text(f"[{reference['n']}] {reference['title']} ({reference['id']})", style="dim"))
+    elif reader.strip() and reader.strip() != answer.answer:
         tree.add(Text(f"reader: {reader.strip()}", style="italic"))
     shown = [Text(answer.answer or "(no answer)", style="bold green"), tree]
     titles = TITLE_SEPARATOR.join(dict.fromkeys(r["title"] for r in answer.retrieved))
