@@ -238,3 +238,27 @@ def test_2wikimultihopqa_aliases_join_the_gold_answers(mh, home, tmp_path):
     assert questions[0]["answers"] == [first["answer"], "An Alias", "Demonym"]
     assert questions[0]["answer_id"] == first["answer_id"]
     assert all(q["answers"] == [r["answer"]] for q, r in zip(questions[1:], records[1:], strict=True))
+
+
+# The corpus bytes of each bundled sample at the default seed, as every release since the corpus
+# format was fixed has built them: a faster converter must build the very same corpora (the
+# evaluation runs stored in benchmarks/ record these hashes).
+SAMPLE_CORPUS_SHA256 = {
+    "hotpotqa": "86fd85d5b0e6f3d12e2bc6c2d037b3ea3499ca8ba8a79bc764012f980ab113c2",
+    "2wikimultihopqa": "1a1e121f8978e8a71a0a34f04e0f42240df5d6113c8d528ef14c2c782e161203",
+    "musique": "a9ba4e3a2617600d1ab91703c9f9dff7e38ba04bfddce2a9a8cafc2f6e4b09a9",
+    "iirc": "3aabb5dd6f452a2b818baa1205934610ef80f7ee29d83c734e346b0353d80adb",
+}
+
+
+def test_the_samples_build_the_same_corpus_bytes_as_ever(tmp_path):
+    import hashlib
+
+    from mhindex.corpora import DATASETS
+    from mhindex.corpora.build import build_corpus
+
+    for name, expected in SAMPLE_CORPUS_SHA256.items():
+        spec = DATASETS[name]
+        built = build_corpus(spec, [SAMPLES / name / f for f in spec.samples], tmp_path)
+        assert built.manifest["corpus_sha256"] == expected, name
+        assert hashlib.sha256(built.corpus.corpus.read_bytes()).hexdigest() == expected, name

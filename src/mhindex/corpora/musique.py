@@ -20,10 +20,16 @@ NAME = "musique"
 def convert_question(record: dict) -> list:
     paragraphs, gold = [], []
     for i, raw in enumerate(need(record, "paragraphs", list)):
-        at = f"paragraphs[{i}]"
-        paragraph = Paragraph(need(raw, "title", str, at), need(raw, "paragraph_text", str, at))
+        if type(raw) is dict and type(title := raw.get("title")) is str and type(text := raw.get("paragraph_text")) is str:
+            supporting = raw.get("is_supporting")
+        else:  # something is wrong: the careful reading names the field
+            at = f"paragraphs[{i}]"
+            title, text, supporting = need(raw, "title", str, at), need(raw, "paragraph_text", str, at), None
+        if supporting is not None and type(supporting) is not bool:
+            supporting = optional(raw, "is_supporting", bool, False, f"paragraphs[{i}]")
+        paragraph = Paragraph(title, text)
         paragraphs.append(paragraph)
-        if optional(raw, "is_supporting", bool, False, at) and paragraph.id not in gold:
+        if supporting and paragraph.id not in gold:
             gold.append(paragraph.id)
     qid = need(record, "id", str)
     answer = optional(record, "answer", str)

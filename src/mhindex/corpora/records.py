@@ -23,9 +23,14 @@ from mhindex.errors import BadInput
 from mhindex.files import parse_jsonl
 
 
+def paragraph_key(title: str, text: str) -> int:
+    """A stable 64-bit key from content: the same paragraph gets the same id in every build and
+    corpus. The builder deduplicates on the integer; the id is its 16 hex digits."""
+    return int.from_bytes(hashlib.blake2b(f"{title}\n{text}".encode(), digest_size=8).digest(), "big")
+
+
 def paragraph_id(title: str, text: str) -> str:
-    """A stable id from content: the same paragraph gets the same id in every build and corpus."""
-    return hashlib.blake2b(f"{title}\n{text}".encode(), digest_size=8).hexdigest()
+    return f"{paragraph_key(title, text):016x}"
 
 
 def join_sentences(sentences: Iterable[str]) -> str:
@@ -33,15 +38,24 @@ def join_sentences(sentences: Iterable[str]) -> str:
     return " ".join(s.strip() for s in sentences if s.strip())
 
 
-@dataclass(frozen=True, slots=True)
 class Paragraph:
-    title: str
-    text: str
-    meta: dict | None = None
+    """One paragraph, its content key computed once (converters and the builder both use it)."""
+
+    __slots__ = ("title", "text", "meta", "key")
+
+    def __init__(self, title: str, text: str, meta: dict | None = None) -> None:
+        self.title, self.text, self.meta = title, text, meta
+        self.key = paragraph_key(title, text)
 
     @property
     def id(self) -> str:
-        return paragraph_id(self.title, self.text)
+        return f"{self.key:016x}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Paragraph) and (self.title, self.text, self.meta) == (other.title, other.text, other.meta)
+
+    def __repr__(self) -> str:
+        return f"Paragraph(title={self.title!r}, text={self.text[:40]!r}..., id={self.id})"
 
 
 @dataclass(slots=True)
@@ -79,19 +93,24 @@ def _type_name(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
+_MISSING = object()
+
+
 def need(record: Any, key: str, kind: type | tuple[type, ...], at: str = "") -> Any:
-    """record[key], checked to be of `kind`; `at` is the path of `record` inside the top record."""
+    """record[key], checked to be of `kind`; `at` is the path of `record` inside the top record.
+    Called for every field of every record: the message is built only when the check fails."""
+    if isinstance(record, dict):
+        value = record.get(key, _MISSING)
+        if value is not _MISSING and isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return value
     where = f"{at}.{key}" if at else key
     if not isinstance(record, dict):
         raise FieldError(f"'{at or 'record'}' should be an object, got {_type_name(record)}")
     if key not in record:
         raise FieldError(f"field '{where}' is missing")
-    value = record[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
-        raise FieldError(f"field '{where}' should be {expected}, got {_type_name(value)}")
-    return value
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+    raise FieldError(f"field '{where}' should be {expected}, got {_type_name(record[key])}")
 
 
 def optional(record: dict, key: str, kind: type | tuple[type, ...], default: Any = None, at: str = "") -> Any:
