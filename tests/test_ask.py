@@ -159,8 +159,8 @@ def test_early_stopped_steps_give_the_same_answers_faster(mh, home):
     """IRCoT stops each step once its first sentence is complete; the sentences, queries, paragraphs
     and answers are byte-identical to generating the whole line (no cache on either side)."""
     stream = "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in questions(home, 2))
-    early = mh("ask", "-", "--no-cache", *FAST, stdin=stream)
-    whole = mh("ask", "-", "--no-cache", "--no-early-stop", *FAST, stdin=stream)
+    early = mh("ask", "-", "--corpus", "musique", "--no-cache", *FAST, stdin=stream)
+    whole = mh("ask", "-", "--corpus", "musique", "--no-cache", "--no-early-stop", *FAST, stdin=stream)
     assert early.code == whole.code == 0, early.err + whole.err
     fast, slow = [json.loads(line) for line in early.out.splitlines()], [json.loads(line) for line in whole.out.splitlines()]
     keep = ("answer", "steps", "retrieved", "reasoning", "lm_calls")

@@ -148,7 +148,7 @@ def test_ctrl_c_stays_with_python_once_the_jvm_runs(built, tmp_path):
         "except KeyboardInterrupt:\n    print('KeyboardInterrupt', flush=True); os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert result.stdout == "KeyboardInterrupt\n", result.stderr
+    assert result.stdout == "KeyboardInterrupt\n", (result.returncode, result.stderr)
     assert result.returncode == -15  # Python's default for SIGTERM: no JVM shutdown, no crash report
     assert not list(tmp_path.iterdir())
 
