@@ -33,3 +33,13 @@ def test_the_wheel_carries_samples_and_prompts_and_finds_them_installed(tmp_path
     assert found.returncode == 0, found.stderr
     origin, path = found.stdout.split()
     assert origin == "sample" and path.startswith(str(target))
+
+
+def test_help_loads_no_engine_and_no_http_client():
+    """`mhindex --help` reads every backend's and method's options: it must not pay for their engines."""
+    import subprocess
+    import sys
+
+    code = "import sys; from mhindex.cli import main; main(['--help']); heavy = {'torch', 'httpx', 'jnius', 'faiss', 'xllamacpp', 'starlette', 'uvicorn', 'transformers'} & set(sys.modules); assert not heavy, heavy"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mhindex import http
 from mhindex.backends.base import BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
 from mhindex.options import option
@@ -54,10 +53,14 @@ class RemoteRetriever:
         self.url = url.rstrip("/")
         self.protocol = protocol
         self.corpus_name = corpus_name
+        from mhindex import http  # here, not at the top: the CLI reads this module's options at start-up
+
+        self._http = http
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = http.client(self.url, timeout=60, retries=3, headers=headers)
 
     def _call(self, method: str, path: str, **request: Any) -> Any:
+        http = self._http
         with http.one_line_errors("the index server", self.url + path, RemoteIndexError, 4):
             response = self._client.request(method, path, **request)
             response.raise_for_status()
