@@ -40,9 +40,9 @@ def served(tmp_path_factory):
     corpus = build_corpus(DATASETS["musique"], [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"], home).corpus
     build_index(corpus, "lucene")
     retriever = open_retriever(corpus, "lucene")
-    from mhindex.cli.indexes import _positions
+    from mhindex.server.protocols import corpus_lines
 
-    positions = _positions(corpus)
+    positions = corpus_lines(corpus)
     info = {"corpus": corpus.name, "backend": "lucene", "paragraphs": corpus.manifest()["counts"]["paragraphs"]}
     servers = {}
     for name, key in (("open", None), ("locked", KEY)):

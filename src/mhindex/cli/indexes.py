@@ -9,7 +9,7 @@ import typer
 
 from mhindex import render, ui
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup, write_line
-from mhindex.home import open_corpus
+from mhindex.home import corpus_dir, open_corpus
 
 
 def report_index(result, json: bool) -> None:
@@ -56,10 +56,9 @@ def search(
     from mhindex.files import read_jsonl_stream
 
     root = setup(home, quiet)
-    if builds_index(backend):
-        retriever = open_retriever(open_corpus(root, name), backend, backend_options)
-    else:  # a served index: NAME is the corpus as the server knows it, not necessarily built here
-        retriever = open_retriever(None, backend, {"remote_corpus": name, **(backend_options or {})})
+    # A served index needs no corpus built here: NAME is the corpus as the server knows it.
+    corpus = open_corpus(root, name) if builds_index(backend) else corpus_dir(root, name)
+    retriever = open_retriever(corpus, backend, backend_options)
     try:
         if query == "-":
             failed = search_stream(retriever, read_jsonl_stream(sys.stdin, "query"), k, batch, write_line)
@@ -97,6 +96,7 @@ def serve(
     from mhindex.backends import open_retriever, retrieval_settings
     from mhindex.server.app import Limits, make_app
     from mhindex.server.app import serve as run_server
+    from mhindex.server.protocols import corpus_lines
 
     root = setup(home, quiet)
     corpus = open_corpus(root, name)
@@ -111,25 +111,8 @@ def serve(
         log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
     log.info(f"serving {corpus.name} ({backend}) on http://{host}:{port}  (Ctrl-C stops)")
     try:
-        app_ = make_app(retriever, info, Limits(max_k=max_k, max_batch=max_batch, threads=workers), api_key, _positions(corpus), access_log=not log.quiet)
+        app_ = make_app(retriever, info, Limits(max_k=max_k, max_batch=max_batch, threads=workers), api_key, corpus_lines(corpus), access_log=not log.quiet)
         run_server(app_, host, port)
     finally:
         retriever.close()
 
-
-def _positions(corpus):
-    """ColBERT's pid for a paragraph id: its line in corpus.jsonl, read once on first use."""
-    import threading
-
-    table: dict[str, int] = {}
-    lock = threading.Lock()
-
-    def position(paragraph_id: str) -> int:
-        with lock:
-            if not table:
-                reader = corpus.paragraphs()
-                table.update((record["id"], line) for line, record in enumerate(reader))
-                reader.close()
-        return table.get(paragraph_id, -1)
-
-    return position

@@ -59,6 +59,25 @@ def ircot_answer(body: dict, search: Callable[..., list[Hit]], corpus_name: str)
     ]
 
 
+def corpus_lines(corpus) -> Callable[[str], int]:
+    """ColBERT's pid for a paragraph id: its line in corpus.jsonl, the table read on first use
+    (only ColBERT's clients ask for it)."""
+    import threading
+
+    table: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def line_of(paragraph_id: str) -> int:
+        with lock:
+            if not table:
+                reader = corpus.paragraphs()
+                table.update((record["id"], line) for line, record in enumerate(reader))
+                reader.close()
+        return table.get(paragraph_id, -1)
+
+    return line_of
+
+
 def colbert_answer(query: str, hits: Sequence[Hit], position: Callable[[str], int]) -> dict:
     top = max((h.score for h in hits), default=0.0)
     weights = [math.exp(h.score - top) for h in hits]  # shifted: the same softmax, no overflow
