@@ -242,6 +242,17 @@ class Round:
         return {"chain": self.chain.text, "nodes": self.nodes, "feedback": self.feedback}
 
 
+@dataclass
+class _Asked:
+    """One question's state across its rounds: what was checked, the steps shown, the cost."""
+
+    question: str
+    meter: Meter
+    clock: Clock
+    seen: dict[str, NodeCheck] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+
+
 def contains(prediction: str, gold: str) -> bool:
     """The released code's match: the normalised reader answer occurs in the normalised LM answer."""
     return normalize_answer(gold) in normalize_answer(prediction)
@@ -274,47 +285,45 @@ class SearChain(Method):
         return text
 
     def answer(self, query: Query) -> Answer:
-        clock, meter = Clock(), Meter(self.lm)
+        asked = _Asked(query.question, Meter(self.lm), Clock())
         conversation = [{"role": "user", "content": self.prompt.replace("{question}", query.question)}]
-        seen: dict[str, NodeCheck] = {}
         rounds: list[Round] = []
-        steps: list[Step] = []
-        retrieved: dict[str, dict] = {}
         for number in range(1, self.settings.rounds + 1):
             prefilled = [*conversation, {"role": "assistant", "content": CHAIN_START}]
-            generation = meter.chat(prefilled, self.settings.chain_tokens, stop=CHAIN_STOPS, label=f"round {number}: writing the chain").text.strip()
+            generation = asked.meter.chat(prefilled, self.settings.chain_tokens, stop=CHAIN_STOPS, label=f"round {number}: writing the chain").text.strip()
             chain_text = generation if _TAG.match(generation.splitlines()[0] if generation else "") else f"{CHAIN_START} {generation}"
             current = Round(Chain.parse(chain_text))
             rounds.append(current)
-            current.feedback = self._walk(meter, query, current, seen, steps, retrieved, clock, number)
+            current.feedback = self._walk(asked, current, number)
             if current.feedback is None or number == self.settings.rounds:
                 break
             conversation += [{"role": "assistant", "content": chain_text}, {"role": "user", "content": current.feedback}]
         final = rounds[-1].chain
-        references = self._references(final, seen)
         details = {
             "rounds": len(rounds),
             "final_content": final.final_content or "",
-            "references": references,
+            "references": self._references(final, asked.seen),
             "tree": [r.record() for r in rounds],
         }
+        # Every document checked, in the order first checked (what recall counts).
+        retrieved = list({c.doc["id"]: {"id": c.doc["id"], "title": c.doc["title"]} for c in asked.seen.values() if c.doc}.values())
+        meter = asked.meter
         return Answer(
-            query.id, query.question, final.answer(), list(retrieved.values()), steps, meter.calls, meter.prompt_tokens,
-            meter.completion_tokens, clock(), final.text, self.name, details=details,
+            query.id, query.question, final.answer(), retrieved, asked.steps, meter.calls, meter.prompt_tokens,
+            meter.completion_tokens, asked.clock(), final.text, self.name, details=details,
         )  # fmt: skip
 
-    def _walk(self, meter: Meter, query: Query, current: Round, seen: dict[str, NodeCheck], steps: list[Step], retrieved: dict, clock: Clock, number: int) -> str | None:
+    def _walk(self, asked: _Asked, current: Round, number: int) -> str | None:
         """Check the chain's nodes in order; the feedback for the first that needs one, else None."""
+        meter, seen = asked.meter, asked.seen
         for node in current.chain.nodes:
             key = normalize_answer(node.query)
-            started, tokens_before = clock(), (meter.prompt_tokens, meter.completion_tokens)
+            started, tokens_before = asked.clock(), (meter.prompt_tokens, meter.completion_tokens)
             if key in seen and not node.unsolved:  # the released code also re-checks unsolved queries
                 check, verdict = seen[key], "seen"
             else:
                 check = self._check(meter, node.query)
                 seen[key] = check
-                if check.doc is not None:
-                    retrieved.setdefault(check.doc["id"], {"id": check.doc["id"], "title": check.doc["title"]})
                 verdict = self._verdict(node, check)
             current.nodes.append(
                 {
@@ -328,12 +337,12 @@ class SearChain(Method):
                 confidence = f"{check.confidence:.2f}" if check.confidence is not None else "-"
                 text = f"round {number}, [Query {node.number}] {node.query} -> {shown}; reader: {check.reader_answer or '-'} ({confidence}): {verdict}"
                 titles = [check.doc["title"]] if check.doc else []
-                step = Step(text, node.query, [check.doc["id"]] if check.doc else [], titles, clock() - started)
+                step = Step(text, node.query, [check.doc["id"]] if check.doc else [], titles, asked.clock() - started)
                 step.prompt_tokens, step.completion_tokens = meter.prompt_tokens - tokens_before[0], meter.completion_tokens - tokens_before[1]
-                steps.append(step)
+                asked.steps.append(step)
             if verdict in ("completed", "corrected"):
                 template = COMPLETE_FEEDBACK if verdict == "completed" else VERIFY_FEEDBACK
-                return template.format(query=node.query, answer=check.reader_answer, question=query.question, reference=check.doc["passage"])
+                return template.format(query=node.query, answer=check.reader_answer, question=asked.question, reference=check.doc["passage"])
         return None
 
     def _check(self, meter: Meter, query: str) -> NodeCheck:
