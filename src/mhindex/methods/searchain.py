@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mhindex.errors import UsageError
-from mhindex.eval.metrics import normalize_answer
 from mhindex.lm.base import LMError
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
 from mhindex.methods.prompts import extract_answer, paragraph_block
 from mhindex.options import option
+from mhindex.text import normalize_answer
 
 # Calibrated on the bundled samples (scripts/calibrate_searchain.py, benchmarks/README.md): the
 # LM reader's answer probability above which its answer is right more often than not (Qwen2.5-0.5B:
