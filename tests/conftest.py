@@ -58,3 +58,13 @@ def leftovers(root: Path) -> list[str]:
     if not root.exists():
         return []
     return [str(p) for p in root.rglob("*") if ".tmp-" in p.name or ".old-" in p.name or p.name.endswith(".staging")]
+
+
+def small_wiki_corpus(home: Path) -> Path:
+    """A corpus named "wiki" of the first 25 2WikiMultihopQA sample questions (about 200 short paragraphs)."""
+    import json
+
+    small = home / "dev.small.json"
+    small.write_text(json.dumps(json.loads((SAMPLES / "2wikimultihopqa" / "dev.sample.json").read_text())[:25]))
+    assert main(["--quiet", "--home", str(home), "corpus", "2wikimultihopqa", "--input", str(small), "--name", "wiki"]) == 0
+    return home

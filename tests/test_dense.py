@@ -12,21 +12,15 @@ import time
 
 import pytest
 
-from conftest import SAMPLES, read_jsonl
+from conftest import read_jsonl, small_wiki_corpus
 from mhindex.cli import main
 
 pytest.importorskip("faiss", reason="the dense backend needs faiss-cpu (installed by scripts/setup.sh)")
 
-TWOWIKI = SAMPLES / "2wikimultihopqa" / "dev.sample.json"
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
-    """A corpus of the first 25 2WikiMultihopQA questions (about 200 short paragraphs)."""
-    home = tmp_path_factory.mktemp("dense-home")
-    small = home / "dev.small.json"
-    small.write_text(json.dumps(json.loads(TWOWIKI.read_text())[:25]))
-    assert main(["--quiet", "--home", str(home), "corpus", "2wikimultihopqa", "--input", str(small), "--name", "wiki"]) == 0
+    """The small 2WikiMultihopQA corpus, indexed with the default dense settings."""
+    home = small_wiki_corpus(tmp_path_factory.mktemp("dense-home"))
     assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "dense", "--shard-size", "64"]) == 0
     return home
 

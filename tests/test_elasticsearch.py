@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import SAMPLES, leftovers, read_jsonl
+from conftest import SAMPLES, leftovers, read_jsonl, small_wiki_corpus
 from fake_elasticsearch import FakeElasticsearch
 from mhindex.backends.base import Hit
 from mhindex.backends.elasticsearch import (
@@ -29,7 +29,6 @@ from mhindex.backends.elasticsearch import (
 from mhindex.cli import main
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
-TWOWIKI = SAMPLES / "2wikimultihopqa" / "dev.sample.json"
 LIVE = os.environ.get("MHINDEX_ES_URL")
 
 
@@ -113,12 +112,7 @@ def fake():
 
 @pytest.fixture(scope="module")
 def wiki(tmp_path_factory):
-    """A corpus of the first 25 2WikiMultihopQA questions (about 200 short paragraphs)."""
-    home = tmp_path_factory.mktemp("es-home")
-    small = home / "dev.small.json"
-    small.write_text(json.dumps(json.loads(TWOWIKI.read_text())[:25]))
-    assert main(["--quiet", "--home", str(home), "corpus", "2wikimultihopqa", "--input", str(small), "--name", "wiki"]) == 0
-    return home
+    return small_wiki_corpus(tmp_path_factory.mktemp("es-home"))
 
 
 def retriever(home, backend, **options):
