@@ -19,6 +19,7 @@ Connection: `--es-url`/`MHINDEX_ES_URL` (several nodes: comma-separated), `--es-
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -292,7 +293,9 @@ class ElasticsearchBackend:
         es = client(options)
         corpus_file = corpus.corpus
         alias = options.alias or alias_name(corpus.name)
-        physical = f"{alias}-{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}"
+        # Random, not the process id: two rebuilds within one second must not name the same index
+        # (the second would delete what it just built as "the old one").
+        physical = f"{alias}-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(4)}"
         try:
             es.indices.create(index=physical, **index_body(options, vectors))
             try:
