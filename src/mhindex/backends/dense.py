@@ -54,7 +54,7 @@ class DenseOptions:
     pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
     nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
     ivf_train: int | None = option(None, "Dense IVF-PQ: vectors sampled to train on \\[default: 64 per list].", min=1, stage="index")
-    # Off by default: measured on 500k vectors, a memory-mapped search took 5x as long (1.2 vs 0.24 ms),
+    # Off by default: measured on 500k vectors, a memory-mapped search took about 8x as long (p50 1.56 vs 0.18 ms),
     # and IVF-PQ codes are small (133 MB for 5.2M paragraphs at --pq-m 16); it is for indexes beyond memory.
     mmap: bool = option(False, "Dense IVF-PQ: search the index memory-mapped from disk, for indexes larger than memory.", stage="search")
     encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
@@ -174,10 +174,11 @@ def export_onnx(source: str, max_length: int, models: Path) -> Path:
     """Export `source` once to `<home>/models/onnx/` with int8 weights; later runs reuse it.
 
     Chosen by measurement on two AVX2 cores (MuSiQue sample, 1,674 paragraphs, batch 32, in one
-    run): plain sentence-transformers 36/s; ONNX Runtime fp32 34/s; OpenVINO fp32 39-42/s;
-    ONNX Runtime with fused attention (its BERT optimizer) and int8 weights 50-63/s. Per-channel
-    int8 with reduced range keeps the vectors within cosine 0.994 of fp32 on average (per-tensor
-    int8: 0.954) and recall@15 on the MuSiQue sample within 0.01 (0.731 against 0.739)."""
+    run): plain sentence-transformers 36/s; ONNX Runtime fp32 34/s; OpenVINO fp32 37-42/s;
+    ONNX Runtime with fused attention (its BERT optimizer) and int8 weights 49-51/s, 59-63/s with
+    one single-thread session per core. Per-channel int8 with reduced range keeps the vectors within
+    cosine 0.994 of fp32 on average (per-tensor int8: 0.954) and recall@15 on the MuSiQue sample
+    within 0.01 (0.731 against 0.739). End to end: 1.47-1.53x sentence-transformers (scripts/bench_encode.py)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
