@@ -295,11 +295,11 @@ def _faiss():
     return faiss
 
 
-def _training_sample(shards: Sequence[Path], count: int, size: int, seed: int = 0):
+def _training_sample(shards: Sequence[Path], lengths: Sequence[int], size: int, seed: int = 0):
     """`size` vectors drawn uniformly (seeded) from the shards, read through memory maps."""
     import numpy as np
 
-    lengths = [len(np.load(s, mmap_mode="r")) for s in shards]
+    count = sum(lengths)
     chosen = np.sort(np.random.default_rng(seed).choice(count, size=min(size, count), replace=False))
     parts, start = [], 0
     for shard, length in zip(shards, lengths, strict=True):
@@ -316,7 +316,8 @@ def build_faiss_index(faiss, shards: Sequence[Path], dim: int, options: DenseOpt
     and one shard, so it builds corpora whose vectors do not fit in memory."""
     import numpy as np
 
-    count = sum(len(np.load(s, mmap_mode="r")) for s in shards)
+    lengths = [len(np.load(s, mmap_mode="r")) for s in shards]  # headers only
+    count = sum(lengths)
     kind = options.faiss_index
     if kind == "flat":
         index = faiss.IndexFlatIP(dim)
@@ -333,7 +334,7 @@ def build_faiss_index(faiss, shards: Sequence[Path], dim: int, options: DenseOpt
         index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, options.pq_m, bits, faiss.METRIC_INNER_PRODUCT)
         # FAISS asks for at least 39 points a list (and subsamples above 256): 64 keeps k-means on
         # 5.2M paragraphs (9,121 lists, 584k points) within about 1 GB at 384 dimensions.
-        index.train(_training_sample(shards, count, options.ivf_train or max(64 * lists, 2**bits * 40)))
+        index.train(_training_sample(shards, lengths, options.ivf_train or max(64 * lists, 2**bits * 40)))
     else:
         raise UsageError(f"--faiss-index must be flat, hnsw or ivfpq, not {kind!r}")
     for shard in shards:
