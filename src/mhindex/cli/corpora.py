@@ -11,20 +11,45 @@ from mhindex import render, ui
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup
 from mhindex.home import built_corpora, downloads_dir, open_corpus
 
-DatasetArgument = Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique or iirc.", show_default=False)]
+DatasetArgument = Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique, iirc, webqsp or cwq.", show_default=False)]
 InputsOption = Annotated[
     Optional[list[Path]],
     typer.Option("--input", "-i", help="A release file; repeat for several (train, dev, test; ans and full). Default: the downloaded release, else the bundled sample."),
 ]
 NameOption = Annotated[Optional[str], typer.Option(help="Corpus name \\[default: the dataset name].", show_default=False)]
 SeedOption = Annotated[int, typer.Option(help="Seed of the deterministic corpus shuffle (IRCoT's).")]
+CvtOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--cvt",
+        help="webqsp, cwq: CVT nodes are collapsed into their parent's passage (collapse) or kept as DecAF does, in subject-less passages of their own (decaf) \\[default: collapse].",
+        show_default=False,
+    ),
+]
+AddOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--add",
+        metavar="DATASET[=FILE,...]",
+        help="Also put this dataset's paragraphs (not its questions) into the corpus, each keeping its `source`; its files, else its release or sample. Repeatable: KD-CoT's Freebase + Wikipedia corpus is `mhindex corpus webqsp --add hotpotqa`.",
+    ),
+]
 SkipBadOption = Annotated[bool, typer.Option("--skip-bad", metavar="", help="Pass over malformed records (and count them) instead of stopping.")]
 
 
-def _convert(root: Path, dataset: str, inputs: list[Path] | None, name: str | None, seed: int, force: bool, skip_bad: bool):
+def _added(specs: list[str] | None) -> list[tuple[str, list[Path]]]:
+    added = []
+    for spec in specs or []:
+        dataset, _, files = spec.partition("=")
+        added.append((dataset.strip(), [Path(f).expanduser() for f in files.split(",") if f.strip()]))
+    return added
+
+
+def _convert(root: Path, dataset: str, inputs: list[Path] | None, name: str | None, seed: int, force: bool, skip_bad: bool, cvt: str | None = None, add: list[str] | None = None):
     from mhindex.corpora.build import build_dataset
 
-    result = build_dataset(root, dataset, inputs, name=name, seed=seed, force=force, skip_bad=skip_bad)
+    options = {"cvt": cvt} if cvt is not None else {}
+    result = build_dataset(root, dataset, inputs, name=name, added=_added(add), seed=seed, force=force, skip_bad=skip_bad, options=options)
     for warning in result.warnings:
         ui.reporter().warning(warning)
     return result
@@ -45,13 +70,15 @@ def corpus(
     seed: SeedOption = 13370,
     force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild even if inputs and seed are unchanged.")] = False,
     skip_bad: SkipBadOption = False,
+    cvt: CvtOption = None,
+    add: AddOption = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
 ) -> None:
     """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
     root = setup(home, quiet)
-    result = _convert(root, dataset, inputs, name, seed, force, skip_bad)
+    result = _convert(root, dataset, inputs, name, seed, force, skip_bad, cvt, add)
     if result.rebuilt and result.stale_indexes:
         backends = ", ".join(result.stale_indexes)
         ui.reporter().warning(f"the {backends} index of {result.corpus.name} was built from the previous corpus: run `mhindex index {result.corpus.name}` (or `mhindex build`) to rebuild it")
@@ -113,6 +140,8 @@ def build(
     seed: SeedOption = 13370,
     force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild corpus and index.")] = False,
     skip_bad: SkipBadOption = False,
+    cvt: CvtOption = None,
+    add: AddOption = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -123,7 +152,7 @@ def build(
     from mhindex.cli.indexes import report_index
 
     root = setup(home, quiet)
-    built = _convert(root, dataset, inputs, name, seed, force, skip_bad)
+    built = _convert(root, dataset, inputs, name, seed, force, skip_bad, cvt, add)
     indexed = build_index(built.corpus, backend, backend_options, force=force)
     if json:
         print_json({"corpus": {"rebuilt": built.rebuilt, **built.manifest}, "index": {"rebuilt": indexed.rebuilt, **indexed.manifest}})

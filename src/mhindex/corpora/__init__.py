@@ -1,17 +1,19 @@
 """Dataset releases -> paragraph corpora. One module per dataset; this registry names them.
 
 Adding a dataset: write a module with `convert(inputs, guard, on_bytes)` yielding
-`Paragraph`s and `Question`s, and add one `Dataset` entry below.
+`Paragraph`s and `Question`s, and add one `Dataset` entry below. A converter with options of its
+own (Freebase's `cvt`) names them in `options`; `mhindex corpus` passes them as keywords.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mhindex.corpora import hotpotqa, iirc, musique, wikimultihopqa
+from mhindex.corpora import freebase, hotpotqa, iirc, musique, wikimultihopqa
 from mhindex.corpora.download import Download
 from mhindex.errors import UsageError
 
@@ -22,13 +24,25 @@ class Dataset:
     description: str
     convert: Callable[..., Iterator]
     release: tuple[Download, ...]
-    # Files under <home>/downloads/<name>/ that `mhindex corpus NAME` uses when no --input is given.
+    # Files under <home>/downloads/<name>/ that `mhindex corpus NAME` uses when no --input is given
+    # (glob patterns: parquet shards).
     release_inputs: tuple[str, ...]
     # Small real samples shipped in the package (mhindex/corpora/samples/<name>/) for trying things out.
     samples: tuple[str, ...] = ()
+    # Keyword options of `convert` (and their defaults), recorded in the manifest.
+    options: tuple[tuple[str, str], ...] = ()
 
 
 _HOTPOT = "http://curtis.ml.cmu.edu/datasets/hotpot/"
+_WEBQSP = "https://download.microsoft.com/download/F/5/0/F5012144-A4FB-4084-897F-CFDA99C60BDF/WebQSP.zip"
+# RoG's per-question Freebase subgraphs (test split), as parquet shards on the Hugging Face hub.
+_ROG = "https://huggingface.co/datasets/rmanluo/{name}/resolve/main/data/{shard}"
+
+
+def _rog(name: str, shards: int) -> tuple[Download, ...]:
+    files = [f"test-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+    return tuple(Download(_ROG.format(name=name, shard=f), f"{name}-{f}") for f in files)
+
 
 DATASETS: dict[str, Dataset] = {
     d.name: d
@@ -82,6 +96,24 @@ DATASETS: dict[str, Dataset] = {
             ("train.json", "dev.json", "context_articles.json"),
             ("dev.handmade.json", "context_articles.handmade.json"),
         ),
+        Dataset(
+            "webqsp",
+            "WebQuestionsSP: Freebase passages (one per head entity) from RoG's subgraphs, questions from the official files",
+            functools.partial(freebase.convert, dataset="webqsp"),
+            (Download(_WEBQSP, "WebQSP.zip", unpack=True), *_rog("RoG-webqsp", 2)),
+            ("WebQSP.test.json", "RoG-webqsp-test-*.parquet"),
+            ("WebQSP.test.sample.json", "RoG-webqsp_test.gnn-rag_reasoning_paths.sample.jsonl"),
+            (("cvt", "collapse"),),
+        ),
+        Dataset(
+            "cwq",
+            "ComplexWebQuestions: Freebase passages (one per head entity) from RoG's subgraphs or named triples",
+            functools.partial(freebase.convert, dataset="cwq"),
+            _rog("RoG-cwq", 3),
+            ("ComplexWebQuestions_test.json", "RoG-cwq-test-*.parquet"),
+            ("cwq_test.sample.crucial_triples.json",),
+            (("cvt", "collapse"),),
+        ),
     )
 }
 
@@ -102,7 +134,7 @@ def samples_dir() -> Path:
 
 def default_inputs(dataset: Dataset, downloads: Path) -> tuple[list[Path], str]:
     """The downloaded release files if any, else the bundled sample; and which it was."""
-    release = [downloads / f for f in dataset.release_inputs if (downloads / f).is_file()]
+    release = [path for pattern in dataset.release_inputs for path in sorted(downloads.glob(pattern)) if path.is_file()]
     if release:
         return release, "release"
     sample = [samples_dir() / dataset.name / f for f in dataset.samples]

@@ -46,7 +46,7 @@ def describe_inputs(inputs: list[Path]) -> list[dict]:
     return described
 
 
-def is_up_to_date(target: CorpusDir, dataset: str, inputs: list[dict], seed: int) -> bool:
+def is_up_to_date(target: CorpusDir, dataset: str, inputs: list[dict], seed: int, options: dict, sources: list) -> bool:
     if not target.exists():
         return False
     try:
@@ -58,25 +58,65 @@ def is_up_to_date(target: CorpusDir, dataset: str, inputs: list[dict], seed: int
         and old.get("dataset") == dataset
         and old.get("seed") == seed
         and [(i["sha256"], i["path"]) for i in old.get("inputs", [])] == [(i["sha256"], i["path"]) for i in inputs]
+        and old.get("options", {}) == options
+        and old.get("sources", []) == sources
         and target.corpus.is_file()
         and target.questions.is_file()
     )
 
 
-def build_dataset(home: Path, dataset: str, inputs: list[Path] | None, name: str | None = None, **options) -> BuildResult:
+@dataclass
+class Source:
+    """One dataset's files feeding a corpus; an added source gives paragraphs, not questions."""
+
+    dataset: object  # corpora.Dataset
+    inputs: list[Path]
+    questions: bool = True
+
+
+def build_dataset(
+    home: Path,
+    dataset: str,
+    inputs: list[Path] | None,
+    name: str | None = None,
+    added: list[tuple[str, list[Path]]] = (),
+    **options,
+) -> BuildResult:
     """`mhindex corpus DATASET`: the files given, else the downloaded release, else the bundled
-    sample. The target is checked before anything is read, so a bad name fails at once."""
-    from mhindex.corpora import default_inputs, get_dataset
-    from mhindex.home import downloads_dir
+    sample; `added` sources put their paragraphs into the same corpus. The target is checked
+    before anything is read, so a bad name fails at once."""
+    from mhindex.corpora import get_dataset
 
     spec = get_dataset(dataset)
     claim_corpus_dir(corpus_dir(home, spec.name if name is None else name))
-    files = list(inputs or [])
-    if not files:
-        files, origin = default_inputs(spec, downloads_dir(home, spec.name))
-        if origin == "sample":
-            reporter().info(f"no release of {spec.name} under {downloads_dir(home, spec.name)}: using the bundled sample")
-    return build_corpus(spec, files, home, name=name, **options)
+    primary = Source(spec, _inputs_of(home, spec, inputs))
+    extra = [Source(get_dataset(other), _inputs_of(home, get_dataset(other), files), questions=False) for other, files in added]
+    return build_corpus(spec, primary.inputs, home, name=name, extra_sources=extra, **options)
+
+
+def _inputs_of(home: Path, spec, given: list[Path] | None) -> list[Path]:
+    from mhindex.corpora import default_inputs
+    from mhindex.home import downloads_dir
+
+    if given:
+        return list(given)
+    files, origin = default_inputs(spec, downloads_dir(home, spec.name))
+    if origin == "sample":
+        reporter().info(f"no release of {spec.name} under {downloads_dir(home, spec.name)}: using the bundled sample")
+    return files
+
+
+def converter_options(sources: list[Source], given: dict) -> list[dict]:
+    """Each source's converter options: its defaults, with those given; an option that no source
+    takes is refused, naming the datasets that take it."""
+    from mhindex.corpora import DATASETS
+
+    for key in given:
+        if not any(key == option for s in sources for option, _ in s.dataset.options):
+            owners = [d.name for d in DATASETS.values() if any(key == option for option, _ in d.options)]
+            flag = "--" + key.replace("_", "-")
+            raise UsageError(f"{flag} is an option of {', '.join(owners) or 'no dataset'}, not of {', '.join(s.dataset.name for s in sources)}")
+    return [{option: given.get(option, default) for option, default in s.dataset.options} for s in sources]
 
 
 def build_corpus(
@@ -87,15 +127,23 @@ def build_corpus(
     seed: int = 13370,
     force: bool = False,
     skip_bad: bool = False,
+    extra_sources: list[Source] = (),
+    options: dict | None = None,
 ) -> BuildResult:
-    """Convert `inputs` of `dataset` (a corpora.Dataset) into `<home>/<name>/`."""
-    if not inputs:
-        raise UsageError(f"no input files for {dataset.name}; pass --input FILE or run `mhindex download {dataset.name}`")
+    """Convert `inputs` of `dataset` (a corpora.Dataset), and the paragraphs of `extra_sources`,
+    into `<home>/<name>/`. With several sources every paragraph records its `source` dataset."""
+    sources = [Source(dataset, inputs), *extra_sources]
+    for source in sources:
+        if not source.inputs:
+            raise UsageError(f"no input files for {source.dataset.name}; pass --input FILE or run `mhindex download {source.dataset.name}`")
+    per_source = converter_options(sources, options or {})
+    recorded_options = {k: v for o in per_source for k, v in o.items()}
+    recorded_sources = [{"dataset": s.dataset.name, "inputs": [str(p.resolve()) for p in s.inputs]} for s in sources] if extra_sources else []
     log = reporter()
     target = corpus_dir(home, dataset.name if name is None else name)
     claim_corpus_dir(target)
-    described = describe_inputs(inputs)
-    if not force and is_up_to_date(target, dataset.name, described, seed):
+    described = describe_inputs([p for s in sources for p in s.inputs])
+    if not force and is_up_to_date(target, dataset.name, described, seed, recorded_options, recorded_sources):
         return BuildResult(target, target.manifest(), rebuilt=False)
 
     guard = RecordGuard(skip_bad=skip_bad, on_skip=lambda where: log.warning(f"skipped bad record: {where}"))
@@ -114,7 +162,7 @@ def build_corpus(
         with open(staged, "wb", buffering=1 << 20) as paragraphs_out, open(staging / "questions.jsonl", "wb") as questions_out:
             write = paragraphs_out.write
             with log.progress(f"converting {dataset.name}", total=total_bytes, unit="bytes") as bar:
-                for item in dataset.convert(inputs, guard, bar.advance):
+                for item in _items(sources, per_source, guard, bar.advance):
                     if type(item) is Paragraph:
                         paragraphs_read += 1
                         key = item.key
@@ -145,7 +193,7 @@ def build_corpus(
                         questions_out.write(orjson.dumps(item.record()) + b"\n")
         paragraph_count = len(offsets) - 1
         if paragraph_count == 0:
-            raise BadInput(f"no paragraphs found in {', '.join(map(str, inputs))}: are these {dataset.name} files?")
+            raise BadInput(f"no paragraphs found in {', '.join(str(p) for s in sources for p in s.inputs)}: are these {dataset.name} files?")
 
         corpus_sha = _write_shuffled(staged, offsets, staging / "corpus.jsonl", seed)
         staged.unlink()
@@ -157,6 +205,8 @@ def build_corpus(
             "tool_version": __version__,
             "seed": seed,
             "inputs": described,
+            **({"options": recorded_options} if recorded_options else {}),
+            **({"sources": recorded_sources} if recorded_sources else {}),
             "counts": {
                 "paragraphs": paragraph_count,
                 "duplicate_paragraphs": paragraphs_read - paragraph_count,
@@ -189,6 +239,21 @@ def build_corpus(
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
     stale = sorted(p.name for p in target.indexes.iterdir() if p.is_dir() and not p.name.startswith(".")) if target.indexes.is_dir() else []
     return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=stale)
+
+
+def _items(sources: list[Source], options: list[dict], guard: RecordGuard, advance):
+    """Every source's paragraphs (tagged with their source when there are several) and the
+    questions of those that give questions."""
+    several = len(sources) > 1
+    for source, keywords in zip(sources, options, strict=True):
+        tag = {"source": source.dataset.name}
+        for item in source.dataset.convert(source.inputs, guard, advance, **keywords):
+            if type(item) is Paragraph:
+                if several and not (item.meta or {}).get("source"):
+                    item.meta = {**(item.meta or {}), **tag}
+                yield item
+            elif source.questions:
+                yield item
 
 
 def _write_shuffled(staged: Path, offsets: array, out: Path, seed: int) -> str:
