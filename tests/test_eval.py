@@ -62,7 +62,7 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
     assert resumed.returncode == 0, err
     again = json.loads(out)
     assert again["methods"]["nor"]["f1"] == report["methods"]["nor"]["f1"]
-    for key in ("em", "f1", "cover_em", "hit1", "recall", "retrieved_per_question", "lm_calls_per_question"):
+    for key in ("em", "f1", "cover_em", "first_answer_em", "recall", "retrieved_per_question", "lm_calls_per_question"):
         assert again["methods"]["oner"][key] == report["methods"]["oner"][key], key
     ids = [r["id"] for r in read_predictions(folder / "oner.jsonl")]
     assert len(ids) == len(set(ids)) == 3  # nothing asked twice
@@ -86,7 +86,7 @@ def test_ctrl_c_keeps_the_answers_and_says_how_to_resume(root, tmp_path):
 def test_table_and_score_command(root, tmp_path, capsys):
     assert main(["--home", str(root), "eval", "musique", *ARGS, "--out", str(tmp_path / "e")]) == 0
     printed = capsys.readouterr().out
-    for column in ("Method", "EM", "F1", "Cover-EM", "Hit@1", "Recall (≤15)", "#Paras", "LM calls/q", "s/q", "nor", "oner"):
+    for column in ("Method", "EM", "F1", "Cover-EM", "First-ans. EM", "Recall (≤15)", "#Paras", "LM calls/q", "s/q", "nor", "oner"):
         assert column in printed
     metrics = json.loads((tmp_path / "e" / "metrics.json").read_text())["methods"]
     questions = root / "musique" / "questions.jsonl"

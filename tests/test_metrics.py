@@ -14,7 +14,7 @@ from mhindex.eval.metrics import (
     cover_substring,
     exact_match,
     f1,
-    hit_at_1,
+    first_answer_exact_match,
     normalize_answer,
     retrieval_recall,
 )
@@ -52,7 +52,7 @@ def test_empty_predictions_and_answers():
     assert best(f1, "", ["Paris"]) == 0.0
     assert best(cover_exact_match, "", ["Paris"]) == 0.0
     assert best(f1, "Paris", []) == 0.0
-    assert cover_exact_match("anything", "") == 0.0 and hit_at_1("", "") == 0.0
+    assert cover_exact_match("anything", "") == 0.0 and first_answer_exact_match("", "") == 0.0
 
 
 def test_unicode():
@@ -62,7 +62,7 @@ def test_unicode():
     assert cover_exact_match("It lies in 東京 Japan", "東京") == 1.0
 
 
-def test_cover_em_and_hit_at_1():
+def test_cover_em_and_first_answer_exact_match():
     assert cover_exact_match("So the capital is Paris, France.", "Paris") == 1.0
     assert cover_exact_match("Parisian cafés", "Paris") == 0.0  # whole words only
     # SearChain's variant (its released match_or_not): any substring, after normalisation.
@@ -70,9 +70,9 @@ def test_cover_em_and_hit_at_1():
     assert cover_substring("So the final answer is The Beatles.", "beatles") == 1.0
     assert cover_substring("1,844", "1844") == 1.0 and cover_substring("London", "Paris") == 0.0
     assert cover_substring("anything", "the") == 0.0  # a gold answer that normalises to nothing covers nothing
-    assert hit_at_1("Paris; London", "Paris") == 1.0
-    assert hit_at_1("Paris; London", "London") == 0.0  # only the first answer counts
-    assert hit_at_1("The Beatles", "beatles") == 1.0
+    assert first_answer_exact_match("Paris; London", "Paris") == 1.0
+    assert first_answer_exact_match("Paris; London", "London") == 0.0  # only the first answer counts
+    assert first_answer_exact_match("The Beatles", "beatles") == 1.0
 
 
 def test_retrieval_recall():
@@ -131,7 +131,7 @@ def test_the_table_shows_the_interval_beside_f1_and_recall():
     from mhindex.eval.report import table
 
     summary = {
-        "em": 0.2, "f1": 0.25, "f1_ci95": 0.081, "cover_em": 0.3, "cover_em_substring": 0.4, "hit1": 0.2, "recall": None, "recall_ci95": None,
+        "em": 0.2, "f1": 0.25, "f1_ci95": 0.081, "cover_em": 0.3, "cover_em_substring": 0.4, "first_answer_em": 0.2, "recall": None, "recall_ci95": None,
         "paragraph_budget": 15, "retrieved_per_question": 0.0, "questions": 50, "failed": 0,
         "lm_calls_per_question": 1.0, "prompt_tokens_per_question": 1000.0, "completion_tokens_per_question": 50.0, "seconds_per_question": 2.0,
     }  # fmt: skip

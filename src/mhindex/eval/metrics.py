@@ -10,8 +10,11 @@
 - Cover-EM: the normalised gold answer occurs in the normalised prediction, in two variants:
   as whole words (`cover_em`: "paris" covers "in paris" but not "parisian"), and as a plain
   substring (`cover_em_substring`), which is SearChain's (its released `match_or_not`).
-- Hit@1 (KD-CoT): the first answer of the prediction (a list split on ';' or ',' counts its
-  first item) equals a gold answer after normalisation.
+- First-answer EM (`first_answer_em`): the first answer of the prediction (a list split on ';'
+  or ',' counts its first item) equals a gold answer after normalisation; strict, and no paper's.
+- Hit@1 and F1 as KD-CoT scores WebQSP and CWQ (`kdcot_hit1`, `kdcot_f1`; only for questions of
+  those datasets), exactly as `pipeline/GPT_inference_steps.py` of the released code does, quirks
+  included: see `kdcot_scores`.
 - Recall (IRCoT): the share of a question's gold paragraphs among those the method retrieved.
 
 F1 and recall come with the half-width of their 95% interval over the sampled questions
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -64,9 +68,46 @@ def cover_substring(prediction: str, gold: str) -> float:
     return float(bool(truth) and truth in normalize_answer(prediction))
 
 
-def hit_at_1(prediction: str, gold: str) -> float:
+def first_answer_exact_match(prediction: str, gold: str) -> float:
     first = re.split(r"[;,]", prediction, maxsplit=1)[0]
     return float(bool(normalize_answer(first)) and normalize_answer(first) == normalize_answer(gold))
+
+
+# The datasets KD-CoT reports, scored by its own rules as well.
+KDCOT_DATASETS = frozenset({"webqsp", "cwq"})
+
+
+def _kdcot_gold(gold: str) -> str:
+    gold = unicodedata.normalize("NFKD", gold).encode("ascii", "ignore").decode("utf-8")
+    gold = re.sub(r"\W", " ", gold).lower().strip()
+    for article in ("the ", "a ", "an "):  # one after the other, as the released code does
+        if gold.startswith(article):
+            gold = gold[len(article) :]
+    return gold
+
+
+def kdcot_scores(prediction: str, answers: Sequence[str], question: str) -> tuple[float, float]:
+    """(Hit@1, F1) of KD-CoT's `exact_match`: containment, not equality.
+
+    The prediction is only lower-cased and stripped; each gold answer counts when it, lower-cased,
+    or its NFKD-ASCII form with non-word characters as spaces and a leading article dropped,
+    occurs in the prediction. For a question with "year", a gold answer's first four-digit year
+    found in the prediction counts too, once more: a gold can count twice, so recall (hits over
+    golds) can pass 1, as in the released code. Precision is 1 when anything was hit. A question
+    with no gold answer is scored against [""], which every prediction contains (their loader's
+    fallback)."""
+    prediction = prediction.lower().strip()
+    golds = [g.lower().strip() for g in answers] or [""]
+    has_year = "year" in question.lower()
+    hits = 0
+    for gold in golds:
+        if gold in prediction or _kdcot_gold(gold) in prediction:
+            hits += 1
+        if has_year and (year := re.search(r"([1-2][0-9]{3})", gold)) and year.group(0) in prediction:
+            hits += 1
+    precision = int(hits > 0)
+    recall = hits / len(golds)
+    return float(precision), (2 * precision * recall) / (precision + recall + 1e-40)
 
 
 def best(metric, prediction: str, answers: Sequence[str], dataset: str | None = None) -> float:
@@ -92,7 +133,12 @@ ANSWER_METRICS = (
     AnswerMetric("f1", "F1", "token F1, each dataset's official rules", f1),
     AnswerMetric("cover_em", "Cover-EM", "the normalised gold answer occurs in the normalised prediction as whole words", cover_exact_match),
     AnswerMetric("cover_em_substring", "Cover-EM (substr.)", "SearChain's cover-EM: the normalised gold answer occurs in the normalised prediction, as any substring", cover_substring),
-    AnswerMetric("hit1", "Hit@1", "the first answer of the prediction (before ; or ,) equals a gold answer", hit_at_1),
+    AnswerMetric("first_answer_em", "First-ans. EM", "the first answer of the prediction (before ; or ,) equals a gold answer (strict)", first_answer_exact_match),
+)
+# KD-CoT's (WebQSP, CWQ only): they score a question's answers together, not the best one.
+KDCOT_METRICS = (
+    ("kdcot_hit1", "Hit@1 (KD-CoT)", "a gold answer (or its ASCII form, or a gold year for year questions) occurs in the prediction"),
+    ("kdcot_f1", "F1 (KD-CoT)", "precision 1 if any gold is hit, recall = golds hit / golds"),
 )
 
 
@@ -110,8 +156,12 @@ def score_one(prediction: dict, question: dict, budget: int | None = None) -> di
     answers = question.get("answers") or []
     dataset = question.get("dataset")
     retrieved = [r["id"] for r in prediction.get("retrieved", [])][:budget]
+    kdcot = {}
+    if dataset in KDCOT_DATASETS:
+        kdcot = dict(zip((key for key, *_ in KDCOT_METRICS), kdcot_scores(answer, answers, question.get("question") or ""), strict=True))
     return {
         **{m.key: best(m.score, answer, answers, dataset) for m in ANSWER_METRICS},
+        **kdcot,
         "recall": retrieval_recall(retrieved, question.get("gold_ids") or []),
         "retrieved": len(retrieved),
     }
@@ -148,6 +198,10 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
     summary = {m.key: sum(r[m.key] for r in rows) / n for m in ANSWER_METRICS}
+    for key, *_ in KDCOT_METRICS:  # over the WebQSP and CWQ questions, when there are any
+        scored = [r[key] for r in rows if key in r]
+        if scored:
+            summary[key] = sum(scored) / len(scored)
     if any("rounds" in p for p in by_id.values()):  # SearChain's rounds of feedback, as its paper reports them
         summary["rounds_per_question"] = sum(float(by_id[q].get("rounds") or 0) for q in questions if q in by_id) / n
     summary.update(

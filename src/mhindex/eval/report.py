@@ -8,9 +8,10 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.eval.metrics import ANSWER_METRICS
+from mhindex.eval.metrics import ANSWER_METRICS, KDCOT_METRICS
 
 COLUMNS = [
+    *((column, key, "{:.1f}", 100) for key, column, _ in KDCOT_METRICS),
     *((m.column, m.key, "{:.1f}", 100) for m in ANSWER_METRICS),
     ("Recall", "recall", "{:.1f}", 100),
     ("#Paras", "retrieved_per_question", "{:.1f}", 1),
@@ -36,8 +37,10 @@ def table(metrics: dict[str, dict], title: str):
     grid = Table(title=title, title_justify="left", caption="±: half-width of the 95% interval over the sampled questions", caption_justify="left")
     grid.add_column("Method")
     grid.add_column("n", justify="right")
-    # A column that no method reports (rounds, for a table without SearChain) is left out.
-    shown = [c for c in COLUMNS if c[1] != "rounds_per_question" or any(c[1] in s for s in metrics.values())]
+    # A column that no method reports (rounds, for a table without SearChain; KD-CoT's scores, for
+    # datasets other than WebQSP and CWQ) is left out.
+    optional = {"rounds_per_question", *(key for key, *_ in KDCOT_METRICS)}
+    shown = [c for c in COLUMNS if c[1] not in optional or any(c[1] in s for s in metrics.values())]
     for label, *_ in shown:
         grid.add_column(f"Recall (≤{budget})" if label == "Recall" else label, justify="right")
     for name, summary in metrics.items():
