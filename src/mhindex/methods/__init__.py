@@ -21,6 +21,7 @@ METHODS = {
     "oner": "mhindex.methods.oner:OneRetrieval",
     "ircot": "mhindex.methods.ircot:IRCoT",
     "searchain": "mhindex.methods.searchain:SearChain",
+    "kdcot": "mhindex.methods.kdcot:KDCoT",
 }
 DEFAULT_METHOD = "ircot"
 

@@ -1,0 +1,355 @@
+"""KD-CoT: Knowledge-Driven Chain-of-Thought (Wang et al., 2023, arXiv 2308.13259).
+
+The LM reasons in rounds of `Thought i` / `Action i` / `Answer i` lines after one demonstration,
+the one of a collection whose question is most like the asked one. Each `Question[...]` or
+`Multi_Answer_Question[...]` goes to an external QA system that checks the LM's own `Answer i`:
+
+1. retrieve the top passages for the sub-question (any backend);
+2. read them: the reader answers the sub-question from them;
+3. verify: when the reader and the LM disagree, the verifier is asked which is right, with the
+   released code's prompt ("Which is the correct answer for the question {q}\\n{lm} or {reader}"),
+   and its reply is mapped to an answer as `GPT_justify.process_justify_results` maps it: "Neither,
+   the correct answer should be X" gives X; a reply contained in both gives the shorter; one
+   contained in the reader's gives the reader's; otherwise the LM's stands.
+The verified answer replaces the LM's in the next round's prompt. `Finish[...]` is never
+verified. After `--rounds` rounds (3, as in the released code) the LM must finish.
+
+How the released code's loop is followed (`pipeline/GPT_inference_steps.py`): each step's output
+is cut after its first Thought/Action/Answer; action names are matched to the three by edit
+distance; a sub-question is cut at its first `?`, `!` or line break; an unusable step ends the
+question with whatever the output says after `Finish[`.
+
+Deviations, each forced by what runs here and said where it happens:
+- the instruction is mhindex's own wording of the paper's format (the authors' repository has
+  no license; `--instruction FILE` takes theirs), and so is the shipped demonstration collection
+  (`mhindex/prompts/kdcot/`, on questions outside the evaluated splits; `--demos FILE` takes
+  KD-CoT's own `CoT_collection` files);
+- demonstrations are chosen with the packaged MiniLM (KD-CoT embeds with roberta-large-nli-stsb,
+  which cannot be downloaded here), or `--demo-encoder PATH`;
+- the reader is the LM prompted with the passages (KD-CoT's FiD T5-large reader cannot be
+  obtained here), or `--reader-lm SPEC`; the verifier is the LM zero-shot with the released
+  prompt (KD-CoT fine-tunes LLaMA for it), or `--verifier-lm SPEC`;
+- when reader and LM agree after SQuAD normalisation, the verifier is not asked: any reply maps
+  to that same answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+import orjson
+
+from mhindex.errors import UsageError
+from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.options import option
+from mhindex.text import normalize_answer
+
+ACTIONS = ("Question", "Multi_Answer_Question", "Finish")
+DEMO_SETS = ("webqsp", "cwq")
+# The released verifier prompt (pipeline/GPT_justify.py of AdelWang/KD-CoT).
+VERIFY_PROMPT = "Which is the correct answer for the question {question}\n{choice_1} or {choice_2}\nAssistant:"
+NEITHER = "Neither, the correct answer should be"
+READ_INSTRUCTION = {
+    "Question": "Answer the question with a short phrase, using the passages.",
+    "Multi_Answer_Question": "Answer the question with every answer the passages give, separated by commas.",
+}
+
+
+@dataclass(frozen=True)
+class KDCoTSettings:
+    rounds: int = option(3, "Most Question rounds of KD-CoT before the LM must finish (the released code's 3).", min=1)
+    k: int = option(5, "Passages retrieved for each sub-question, which the reader reads.", flag="-k", min=1)
+    demos: str | None = option(None, "KD-CoT demonstration collection: a JSON list of {question, gpt_out} (KD-CoT's CoT_collection files) \\[default: mhindex's, of the corpus's dataset: webqsp or cwq].")
+    demo_encoder: str | None = option(None, "Sentence encoder (a local folder) that picks each question's demonstration \\[default: the packaged MiniLM].")
+    instruction: str | None = option(None, "A file with KD-CoT's instruction, put before the demonstration \\[default: mhindex's wording of the paper's format].")
+    reader_lm: str | None = option(None, "KD-CoT's reader: an LM spec (as --lm) \\[default: the LM reads the passages].")
+    verifier_lm: str | None = option(None, "KD-CoT's verifier: an LM spec (as --lm) \\[default: the LM, zero-shot with the released prompt].")
+    step_tokens: int = option(96, "Most tokens for one Thought/Action/Answer round.", min=16)
+    max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
+
+    def recorded(self, dataset: str | None) -> dict:
+        return {**asdict(self), "demos": self.demos or f"mhindex:{demo_set(dataset)}"}
+
+
+def demo_set(dataset: str | None) -> str:
+    return dataset if dataset in DEMO_SETS else "webqsp"
+
+
+# -- demonstrations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Demo:
+    question: str
+    text: str  # "Question ...\nThought 1 ...\n...Action n Finish[...]"
+
+
+def read_demos(path: str | None, dataset: str | None) -> list[Demo]:
+    """A collection as KD-CoT releases it: a JSON list of {question, gpt_out}, or JSON lines of
+    {input, target} (its fine-tuning files, the question after "Question:" in `input`)."""
+    if path is None:
+        source = resources.files("mhindex").joinpath("prompts", "kdcot", f"{demo_set(dataset)}.json")
+        data, where = source.read_bytes(), f"mhindex/prompts/kdcot/{demo_set(dataset)}.json"
+    else:
+        where = path
+        try:
+            data = Path(path).expanduser().read_bytes()
+        except OSError as error:
+            raise UsageError(f"--demos {path}: {error.strerror or error}") from None
+    try:
+        records = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            records = [orjson.loads(line) for line in data.splitlines() if line.strip()]
+        except orjson.JSONDecodeError as error:
+            raise UsageError(f"--demos {where}: neither a JSON list nor JSON lines ({error})") from None
+    demos = []
+    for i, record in enumerate(records if isinstance(records, list) else []):
+        if isinstance(record, dict) and isinstance(record.get("question"), str) and isinstance(record.get("gpt_out"), str):
+            question, chain = record["question"], record["gpt_out"]
+        elif isinstance(record, dict) and isinstance(record.get("input"), str) and isinstance(record.get("target"), str):
+            found = re.search(r"Question:?\s*(.*?)(?:\s*Let's think step by step:.*)?$", record["input"], re.S)
+            question, chain = (found.group(1).strip() if found else ""), record["target"]
+        else:
+            raise UsageError(f"--demos {where} record {i}: expected {{question, gpt_out}} or {{input, target}}")
+        chain = chain.strip()
+        if not chain.startswith("Thought 1"):
+            chain = f"Thought 1 {chain}"
+        demos.append(Demo(question.strip(), f"Question {question.strip()}\n{chain}"))
+    if not demos:
+        raise UsageError(f"--demos {where}: no demonstrations in it")
+    return demos
+
+
+class DemoPicker:
+    """The demonstration whose question is closest (cosine) to the asked one."""
+
+    def __init__(self, demos: list[Demo], encoder: str | None) -> None:
+        self.demos = demos
+        self.encoder_name = encoder
+
+    @cached_property
+    def _encoder(self):
+        from mhindex.backends.dense import Encoder, resolve_encoder
+
+        return Encoder(resolve_encoder(self.encoder_name), max_length=64, threads=1)
+
+    @cached_property
+    def _matrix(self):
+        return self._unit(self._encoder.encode([d.question for d in self.demos]))
+
+    @staticmethod
+    def _unit(vectors):
+        import numpy as np
+
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+
+    def pick(self, question: str) -> Demo:
+        if len(self.demos) == 1:
+            return self.demos[0]
+        scores = self._matrix @ self._unit(self._encoder.encode([question]))[0]
+        same = normalize_answer(question)
+        for i in scores.argsort()[::-1]:
+            if normalize_answer(self.demos[i].question) != same:  # never the question itself
+                return self.demos[int(i)]
+        return self.demos[0]
+
+
+# -- one round's output ------------------------------------------------------------------------
+
+
+def action_name(text: str) -> str:
+    """The action nearest to what was written, by edit distance (the released code's rule)."""
+    return min(ACTIONS, key=lambda action: _edit_distance(action, text.strip()))
+
+
+def _edit_distance(a: str, b: str) -> int:
+    # Levenshtein over two short strings (an action name); no library needed for this.
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def finish_answer(text: str) -> str:
+    """What follows the last `Finish[`, its closing bracket and full stop dropped (`get_answer`)."""
+    answer = text.split("Finish[")[-1].strip()
+    answer = answer.split("\n")[0].strip() if "Finish[" in text else answer.strip()
+    if answer.endswith("]"):
+        answer = answer[:-1]
+    if answer.endswith("."):
+        answer = answer[:-1]
+    return answer.strip()
+
+
+def sub_question(text: str) -> str:
+    """The released `question_normalization`: cut at the first line break, tab, ? or !."""
+    for stop in ("\n", "\t", "?", "!"):
+        text = text.split(stop)[0]
+    return text.strip()
+
+
+@dataclass
+class Turn:
+    thought: str
+    action: str
+    argument: str
+    lm_answer: str = ""
+
+
+def parse_turn(output: str, number: int) -> Turn | None:
+    """`Thought` text, `Action n Name[argument]` and `Answer n ...` of one round; None when the
+    output has no usable action."""
+    text = output.replace(f"Action {number}\n", f"Action {number} ")
+    split = re.search(rf"(?:Action|Event)\s*{number}", text)
+    if not split:
+        return None
+    thought = text[: split.start()].strip()
+    rest = text[split.end() :]
+    found = re.match(r"\s*([A-Za-z_ ]+?)\s*\[(.*?)(?:\]|\n|$)", rest, re.S)
+    if not found:
+        return None
+    turn = Turn(thought, action_name(found.group(1)), found.group(2).strip())
+    if turn.action != "Finish":
+        turn.argument = sub_question(turn.argument)
+        if not turn.argument:
+            return None
+        answer = re.search(rf"Answer\s*{number}\s*(.*?)(?:\n\s*(?:Thought|Action|Answer)\b|$)", rest, re.S)
+        lm_answer = answer.group(1).strip().replace("\n", ",") if answer else ""
+        turn.lm_answer = lm_answer[:-1].strip() if lm_answer.endswith(".") else lm_answer
+    return turn
+
+
+def verified_answer(reply: str, lm_answer: str, reader_answer: str) -> str:
+    """The released `process_justify_results.get_answer`, reply to answer."""
+    if "Neither" in reply:
+        if reply in NEITHER + " ":
+            return lm_answer
+        return reply.replace(NEITHER, "").strip()
+    if reply in lm_answer and reply in reader_answer:
+        return reader_answer if len(reader_answer) < len(lm_answer) else lm_answer
+    if reply in reader_answer:
+        return reader_answer
+    return lm_answer
+
+
+# -- the method -------------------------------------------------------------------------------
+
+
+@dataclass
+class Round:
+    number: int
+    thought: str
+    action: str
+    argument: str
+    lm_answer: str = ""
+    reader_answer: str = ""
+    verifier_reply: str | None = None
+    verdict: str = ""
+    answer: str = ""
+    passages: list[dict] = field(default_factory=list)
+
+
+class KDCoT(Method):
+    name = "kdcot"
+    Settings = KDCoTSettings
+
+    def __init__(self, retriever, lm, settings: KDCoTSettings, context: MethodContext) -> None:
+        self.retriever = retriever
+        self.lm = lm
+        self.settings = settings
+        self.picker = DemoPicker(read_demos(settings.demos, context.dataset), settings.demo_encoder)
+        self.instruction = self._instruction(settings.instruction)
+        self.reader_lm = context.load_lm(settings.reader_lm) if settings.reader_lm else lm
+        self.verifier_lm = context.load_lm(settings.verifier_lm) if settings.verifier_lm else lm
+
+    @staticmethod
+    def _instruction(path: str | None) -> str:
+        if path is None:
+            return resources.files("mhindex").joinpath("prompts", "kdcot", "instruction.txt").read_text(encoding="utf-8")
+        try:
+            return Path(path).expanduser().read_text(encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"--instruction {path}: {error.strerror or error}") from None
+
+    def prompt(self, demo: Demo, question: str, rounds: list[Round]) -> str:
+        lines = [f"{self.instruction.rstrip()}\n\n{demo.text.strip()}\n", f"Question {question}"]
+        for r in rounds:
+            lines += [f"Thought {r.number} {r.thought}", f"Action {r.number} {r.action}[{r.argument}]", f"Answer {r.number} {r.answer}"]
+        lines.append(f"Thought {len(rounds) + 1}")
+        return "\n".join(lines)
+
+    def answer(self, query: Query) -> Answer:
+        clock, meter = Clock(), Meter(self.lm)
+        demo = self.picker.pick(query.question)
+        rounds: list[Round] = []
+        steps: list[Step] = []
+        final, output = None, ""
+        while final is None:
+            number = len(rounds) + 1
+            last = number > self.settings.rounds
+            # A round ends where the next begins; the last one runs on to its Finish.
+            stops = ["\nQuestion "] if last else [f"\nThought {number + 1}", "\nQuestion "]
+            tokens = self.settings.step_tokens * (2 if last else 1)
+            output = meter.complete(self.prompt(demo, query.question, rounds), tokens, stop=stops, label=f"round {number}: thought and action").text
+            turn = parse_turn(output, number)
+            if last or turn is None or turn.action == "Finish":
+                final = turn.argument if turn is not None and turn.action == "Finish" else finish_answer(output)
+                break
+            started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
+            current = self._check(meter, Round(number, turn.thought, turn.action, turn.argument, turn.lm_answer))
+            rounds.append(current)
+            text = f"{current.action}[{current.argument}] -> LM: {current.lm_answer or '-'}; reader: {current.reader_answer or '-'}; {current.verdict}: {current.answer}"
+            step = Step(text, current.argument, [p["id"] for p in current.passages], [p["title"] for p in current.passages], clock() - started)
+            step.prompt_tokens, step.completion_tokens = meter.prompt_tokens - before[0], meter.completion_tokens - before[1]
+            steps.append(step)
+        retrieved = list({p["id"]: p for r in rounds for p in r.passages}.values())
+        reasoning = self.prompt(demo, query.question, rounds).split(f"Question {query.question}\n", 1)[-1] + " " + output.strip()
+        details = {"rounds": len(rounds), "demonstration": demo.question, "trace": [asdict(r) for r in rounds]}
+        return Answer(
+            query.id, query.question, final, retrieved, steps, meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name, details=details,
+        )  # fmt: skip
+
+    def _check(self, meter: Meter, current: Round) -> Round:
+        """Retrieve, read, verify: the answer that goes into the next round."""
+        hits = self.retriever.search(current.argument, self.settings.k)
+        current.passages = [{"id": h.id, "title": h.title} for h in hits]
+        if hits:
+            blocks = "\n\n".join(f"Title: {h.title}\n{_cut(h.text, self.settings.max_paragraph_words)}" for h in hits)
+            prompt = f"{READ_INSTRUCTION[current.action]}\n\n{blocks}\n\nQ: {current.argument}?\nA:"
+            reader = Meter(self.reader_lm) if self.reader_lm is not self.lm else meter
+            current.reader_answer = reader.complete(prompt, 48, stop=["\n"], label="reading the passages").text.strip()
+            if reader is not meter:
+                _add(meter, reader)
+        if not current.reader_answer:
+            current.verdict, current.answer = "unchecked", current.lm_answer
+        elif not current.lm_answer or normalize_answer(current.lm_answer) == normalize_answer(current.reader_answer):
+            current.verdict, current.answer = ("agreed" if current.lm_answer else "completed"), current.reader_answer
+        else:
+            prompt = VERIFY_PROMPT.format(question=current.argument, choice_1=current.lm_answer, choice_2=current.reader_answer)
+            verifier = Meter(self.verifier_lm) if self.verifier_lm is not self.lm else meter
+            current.verifier_reply = verifier.complete(prompt, 32, stop=["\n"], label="verifying the answer").text.strip()
+            if verifier is not meter:
+                _add(meter, verifier)
+            current.answer = verified_answer(current.verifier_reply, current.lm_answer, current.reader_answer)
+            current.verdict = "kept" if current.answer == current.lm_answer else "replaced"
+        return current
+
+
+def _cut(text: str, words: int) -> str:
+    split = text.split()
+    return " ".join(split[:words]) if len(split) > words else text
+
+
+def _add(total: Meter, part: Meter) -> None:
+    """Calls of a separate reader or verifier model count in the question's cost."""
+    total.calls += part.calls
+    total.prompt_tokens += part.prompt_tokens
+    total.completion_tokens += part.completion_tokens
