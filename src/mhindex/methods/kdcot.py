@@ -108,7 +108,7 @@ def read_demos(path: str | None, dataset: str | None) -> list[Demo]:
         except orjson.JSONDecodeError as error:
             raise UsageError(f"--demos {where}: neither a JSON list nor JSON lines ({error})") from None
     demos = []
-    for i, record in enumerate(records if isinstance(records, list) else []):
+    for i, record in enumerate(records if isinstance(records, list) else [records]):  # one JSON line parses as one object
         if isinstance(record, dict) and isinstance(record.get("question"), str) and isinstance(record.get("gpt_out"), str):
             question, chain = record["question"], record["gpt_out"]
         elif isinstance(record, dict) and isinstance(record.get("input"), str) and isinstance(record.get("target"), str):
@@ -179,14 +179,13 @@ def _edit_distance(a: str, b: str) -> int:
 
 
 def finish_answer(text: str) -> str:
-    """What follows the last `Finish[`, its closing bracket and full stop dropped (`get_answer`)."""
-    answer = text.split("Finish[")[-1].strip()
-    answer = answer.split("\n")[0].strip() if "Finish[" in text else answer.strip()
-    if answer.endswith("]"):
-        answer = answer[:-1]
-    if answer.endswith("."):
-        answer = answer[:-1]
-    return answer.strip()
+    """What follows the last `Finish[`, up to its `]` or the line's end, a final full stop dropped
+    (the released `get_answer`, which drops only a last `]`); the whole text without a Finish."""
+    answer = text.split("Finish[")[-1]
+    if "Finish[" in text:
+        answer = answer.split("]")[0].split("\n")[0]
+    answer = answer.strip()
+    return answer[:-1].strip() if answer.endswith(".") else answer
 
 
 def sub_question(text: str) -> str:
