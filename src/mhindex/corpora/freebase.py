@@ -47,7 +47,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, need, open_binary, optional, read_records
+from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, need, open_binary, optional, read_json_items, read_records
 from mhindex.errors import BadInput, UsageError
 
 CVT_MODES = ("collapse", "decaf")
@@ -240,17 +240,7 @@ def read_input(path: Path, on_bytes: Callable[[int], None] | None = None) -> Ite
     if _is_parquet(path):
         yield from read_parquet(path, on_bytes)
     elif _wrapped_questions(path):
-        import ijson
-
-        from mhindex.files import CountingReader
-
-        with open_binary(path) as raw:
-            source = CountingReader(raw, on_bytes) if on_bytes else raw
-            try:
-                for index, record in enumerate(ijson.items(source, "Questions.item", use_float=True)):
-                    yield f"Questions[{index}]", record
-            except ijson.JSONError as error:
-                raise BadInput(f"{path}: not valid JSON ({str(error).strip().splitlines()[0]})") from None
+        yield from read_json_items(path, on_bytes, "Questions.item", "Questions[{}]")
     else:
         yield from read_records(path, on_bytes)
 

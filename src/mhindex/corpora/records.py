@@ -188,23 +188,26 @@ def read_jsonl(path: Path, on_bytes: Callable[[int], None] | None = None) -> Ite
 
 
 def read_json_array(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:
-    """(location, record) for each element of a top-level JSON array, streamed.
-
-    A syntax error cannot be skipped past inside one JSON document, so it stops the run.
-    """
+    """(location, record) for each element of a top-level JSON array, streamed."""
     if (start := first_char(path)) != "[":
         raise BadInput(f"{path}: expected a JSON array of records, but the file starts with {start or 'nothing'!r}")
+    return read_json_items(path, on_bytes)
+
+
+def read_json_items(path: Path, on_bytes: Callable[[int], None] | None = None, prefix: str = "item", where: str = "record {}") -> Iterator[tuple[str, Any]]:
+    """(location, record) for each element at ijson's `prefix` (`Questions.item`: a list inside an
+    object), streamed. A syntax error cannot be skipped past inside one JSON document, so it stops the run."""
     from mhindex.files import CountingReader
 
     index = -1
     with open_binary(path) as raw:
         source = CountingReader(raw, on_bytes) if on_bytes else raw
         try:
-            for index, record in enumerate(ijson.items(source, "item", use_float=True)):
-                yield f"record {index}", record
+            for index, record in enumerate(ijson.items(source, prefix, use_float=True)):
+                yield where.format(index), record
         except ijson.JSONError as error:
             reason = str(error).strip().splitlines()[0]
-            raise BadInput(f"{path} record {index + 1}: not valid JSON ({reason})") from None
+            raise BadInput(f"{path} {where.format(index + 1)}: not valid JSON ({reason})") from None
 
 
 def read_records(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Any]]:

@@ -279,11 +279,7 @@ class KDCoT(Method):
             raise UsageError(f"--instruction {path}: {error.strerror or error}") from None
 
     def prompt(self, demo: Demo, question: str, rounds: list[Round]) -> str:
-        lines = [f"{self.instruction.rstrip()}\n\n{demo.text.strip()}\n", f"Question {question}"]
-        for r in rounds:
-            lines += [f"Thought {r.number} {r.thought}", f"Action {r.number} {r.action}[{r.argument}]", f"Answer {r.number} {r.answer}"]
-        lines.append(f"Thought {len(rounds) + 1}")
-        return "\n".join(lines)
+        return "\n".join([f"{self.instruction.rstrip()}\n\n{demo.text.strip()}\n", f"Question {question}", *transcript(rounds), f"Thought {len(rounds) + 1}"])
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)
@@ -310,7 +306,7 @@ class KDCoT(Method):
             step.prompt_tokens, step.completion_tokens = meter.prompt_tokens - before[0], meter.completion_tokens - before[1]
             steps.append(step)
         retrieved = list({p["id"]: p for r in rounds for p in r.passages}.values())
-        reasoning = self.prompt(demo, query.question, rounds).split(f"Question {query.question}\n", 1)[-1] + " " + output.strip()
+        reasoning = "\n".join([*transcript(rounds), f"Thought {len(rounds) + 1} {output.strip()}"])
         details = {"rounds": len(rounds), "demonstration": demo.question, "trace": [asdict(r) for r in rounds]}
         return Answer(
             query.id, query.question, final, retrieved, steps, meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name, details=details,
@@ -340,6 +336,14 @@ class KDCoT(Method):
             current.answer = verified_answer(current.verifier_reply, current.lm_answer, current.reader_answer)
             current.verdict = "kept" if current.answer == current.lm_answer else "replaced"
         return current
+
+
+def transcript(rounds: list[Round]) -> list[str]:
+    """The rounds so far as the prompt shows them, each with its verified answer."""
+    lines = []
+    for r in rounds:
+        lines += [f"Thought {r.number} {r.thought}", f"Action {r.number} {r.action}[{r.argument}]", f"Answer {r.number} {r.answer}"]
+    return lines
 
 
 def _cut(text: str, words: int) -> str:
