@@ -89,9 +89,8 @@ def build_dataset(
 
     spec = get_dataset(dataset)
     claim_corpus_dir(corpus_dir(home, spec.name if name is None else name))
-    primary = Source(spec, _inputs_of(home, spec, inputs))
     extra = [Source(get_dataset(other), _inputs_of(home, get_dataset(other), files), questions=False) for other, files in added]
-    return build_corpus(spec, primary.inputs, home, name=name, extra_sources=extra, **options)
+    return build_corpus(spec, _inputs_of(home, spec, inputs), home, name=name, extra_sources=extra, **options)
 
 
 def _inputs_of(home: Path, spec, given: list[Path] | None) -> list[Path]:
@@ -246,11 +245,10 @@ def _items(sources: list[Source], options: list[dict], guard: RecordGuard, advan
     questions of those that give questions."""
     several = len(sources) > 1
     for source, keywords in zip(sources, options, strict=True):
-        tag = {"source": source.dataset.name}
         for item in source.dataset.convert(source.inputs, guard, advance, **keywords):
             if type(item) is Paragraph:
                 if several and not (item.meta or {}).get("source"):
-                    item.meta = {**(item.meta or {}), **tag}
+                    item.meta = {**(item.meta or {}), "source": source.dataset.name}
                 yield item
             elif source.questions:
                 yield item

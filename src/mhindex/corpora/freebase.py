@@ -294,8 +294,9 @@ def entity_sentences(head: str, edges: list[tuple[str, str]], store: TripleStore
             continue
         if cvt == "decaf":
             continue  # DecAF drops edges into CVTs
-        facts = [(r, t) for r, t in store.edges(tail) if t != head and not is_cvt(t)]
-        nested = sum(1 for _, t in store.edges(tail) if is_cvt(t))
+        behind = store.edges(tail)
+        facts = [(r, t) for r, t in behind if t != head and not is_cvt(t)]
+        nested = sum(1 for _, t in behind if is_cvt(t))
         if nested:
             notes["edges between two CVTs"] = notes.get("edges between two CVTs", 0) + nested
         if facts:

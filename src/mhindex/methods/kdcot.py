@@ -286,8 +286,7 @@ class KDCoT(Method):
         demo = self.picker.pick(query.question)
         rounds: list[Round] = []
         steps: list[Step] = []
-        final, output = None, ""
-        while final is None:
+        while True:
             number = len(rounds) + 1
             last = number > self.settings.rounds
             # A round ends where the next begins; the last one runs on to its Finish.
@@ -319,20 +318,14 @@ class KDCoT(Method):
         if hits:
             blocks = "\n\n".join(f"Title: {h.title}\n{_cut(h.text, self.settings.max_paragraph_words)}" for h in hits)
             prompt = f"{READ_INSTRUCTION[current.action]}\n\n{blocks}\n\nQ: {current.argument}?\nA:"
-            reader = Meter(self.reader_lm) if self.reader_lm is not self.lm else meter
-            current.reader_answer = reader.complete(prompt, 48, stop=["\n"], label="reading the passages").text.strip()
-            if reader is not meter:
-                _add(meter, reader)
+            current.reader_answer = _ask(meter, self.reader_lm, prompt, 48, "reading the passages")
         if not current.reader_answer:
             current.verdict, current.answer = "unchecked", current.lm_answer
         elif not current.lm_answer or normalize_answer(current.lm_answer) == normalize_answer(current.reader_answer):
             current.verdict, current.answer = ("agreed" if current.lm_answer else "completed"), current.reader_answer
         else:
             prompt = VERIFY_PROMPT.format(question=current.argument, choice_1=current.lm_answer, choice_2=current.reader_answer)
-            verifier = Meter(self.verifier_lm) if self.verifier_lm is not self.lm else meter
-            current.verifier_reply = verifier.complete(prompt, 32, stop=["\n"], label="verifying the answer").text.strip()
-            if verifier is not meter:
-                _add(meter, verifier)
+            current.verifier_reply = _ask(meter, self.verifier_lm, prompt, 32, "verifying the answer")
             current.answer = verified_answer(current.verifier_reply, current.lm_answer, current.reader_answer)
             current.verdict = "kept" if current.answer == current.lm_answer else "replaced"
         return current
@@ -351,8 +344,14 @@ def _cut(text: str, words: int) -> str:
     return " ".join(split[:words]) if len(split) > words else text
 
 
-def _add(total: Meter, part: Meter) -> None:
-    """Calls of a separate reader or verifier model count in the question's cost."""
-    total.calls += part.calls
-    total.prompt_tokens += part.prompt_tokens
-    total.completion_tokens += part.completion_tokens
+def _ask(meter: Meter, lm, prompt: str, max_tokens: int, label: str) -> str:
+    """One line from the main LM or a separate reader or verifier; either way it counts in the
+    question's cost."""
+    if lm is meter.lm:
+        return meter.complete(prompt, max_tokens, stop=["\n"], label=label).text.strip()
+    other = Meter(lm)
+    text = other.complete(prompt, max_tokens, stop=["\n"], label=label).text.strip()
+    meter.calls += other.calls
+    meter.prompt_tokens += other.prompt_tokens
+    meter.completion_tokens += other.completion_tokens
+    return text
