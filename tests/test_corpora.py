@@ -49,7 +49,11 @@ def test_musique_counts_and_gold(mh, home):
         assert question["answers"][0] == record["answer"]
         assert set(record["answer_aliases"]) <= set(question["answers"])
         assert question["hops"] == int(record["id"][0])
-        assert question["decomposition"] == record["question_decomposition"]
+        # Each hop keeps its fields and gains the id of the paragraph that supports it.
+        assert [{k: v for k, v in hop.items() if k != "paragraph_id"} for hop in question["decomposition"]] == record["question_decomposition"]
+        for hop in question["decomposition"]:
+            supporting = record["paragraphs"][hop["paragraph_support_idx"]]
+            assert (by_id[hop["paragraph_id"]]["title"], by_id[hop["paragraph_id"]]["text"]) == (supporting["title"], supporting["paragraph_text"])
         assert question["dataset"] == "musique"
 
 
@@ -161,10 +165,7 @@ def test_hotpotqa_abstracts_archive(mh, home, tmp_path):
     archive = tmp_path / "enwiki-abstracts.tar.bz2"
     with tarfile.open(archive, "w:bz2") as tar:
         for part, chunk in enumerate((titles[: len(titles) // 2], titles[len(titles) // 2 :])):
-            lines = b"".join(
-                orjson.dumps({"id": str(i), "url": f"https://en.wikipedia.org/wiki?curid={i}", "title": t, "text": pages[t]}) + b"\n"
-                for i, t in enumerate(chunk)
-            )
+            lines = b"".join(orjson.dumps({"id": str(i), "url": f"https://en.wikipedia.org/wiki?curid={i}", "title": t, "text": pages[t]}) + b"\n" for i, t in enumerate(chunk))
             lines += orjson.dumps({"id": "x", "url": "", "title": "Empty page", "text": []}) + b"\n"
             data = bz2.compress(lines)
             info = tarfile.TarInfo(f"enwiki-abstracts/A{part}/wiki_00.bz2")
@@ -228,8 +229,7 @@ def test_2wikimultihopqa_aliases_join_the_gold_answers(mh, home, tmp_path):
     first = records[0]
     aliases = tmp_path / "id_aliases.json"
     aliases.write_text(
-        json.dumps({"Q_id": first["answer_id"], "aliases": ["An Alias", first["answer"]], "demonyms": ["Demonym"]}) + "\n"
-        + json.dumps({"Q_id": "Q0", "aliases": ["unused"], "demonyms": []}) + "\n"
+        json.dumps({"Q_id": first["answer_id"], "aliases": ["An Alias", first["answer"]], "demonyms": ["Demonym"]}) + "\n" + json.dumps({"Q_id": "Q0", "aliases": ["unused"], "demonyms": []}) + "\n"
     )
     dev = tmp_path / "dev.json"
     dev.write_text(json.dumps(records))

@@ -2,7 +2,8 @@
 
 All files given go into one corpus, as in IRCoT. Gold paragraphs are those marked
 `is_supporting`; answers are the answer plus its aliases; the hop count and the question
-decomposition are kept. A question id seen in an earlier file (the full variant repeats the
+decomposition are kept, each hop with the id of its supporting paragraph (`paragraph_id`, for
+training EfficientRAG's models from it). A question id seen in an earlier file (the full variant repeats the
 answerable questions) is kept once by the corpus builder.
 """
 
@@ -37,12 +38,19 @@ def convert_question(record: dict) -> list:
     extra: dict = {}
     if hops := re.match(r"(\d+)hop", qid):
         extra["hops"] = int(hops.group(1))
-    if isinstance(record.get("question_decomposition"), list):
-        extra["decomposition"] = record["question_decomposition"]
+    if isinstance(decomposition := record.get("question_decomposition"), list):
+        extra["decomposition"] = [_with_paragraph_id(hop, paragraphs) for hop in decomposition]
     if isinstance(record.get("answerable"), bool):
         extra["answerable"] = record["answerable"]
     question = Question(qid, need(record, "question", str), answers, gold, NAME, extra)
     return [*paragraphs, question]
+
+
+def _with_paragraph_id(hop, paragraphs: list[Paragraph]):
+    support = hop.get("paragraph_support_idx") if isinstance(hop, dict) else None
+    if type(support) is not int or not 0 <= support < len(paragraphs):
+        return hop
+    return {**hop, "paragraph_id": paragraphs[support].id}
 
 
 def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None]) -> Iterator:
