@@ -18,3 +18,10 @@ class UsageError(MhindexError):
     """The command line asks for something that does not exist (unknown corpus, backend, dataset)."""
 
     exit_code = 2
+
+
+class Interrupted(MhindexError):
+    """Ctrl-C during long work (an evaluation, a training run); what is done is kept."""
+
+    exit_code = 130
+    label = "interrupted"

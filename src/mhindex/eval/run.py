@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from mhindex.errors import BadInput, MhindexError, UsageError
+from mhindex.errors import BadInput, Interrupted, UsageError
 from mhindex.eval.metrics import aggregate
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
@@ -172,13 +172,6 @@ def score_methods(predictions: dict[str, list[dict]], questions: Sequence[dict],
     return {name: aggregate(records, by_id, budget) for name, records in predictions.items()}
 
 
-class Interrupted(MhindexError):
-    """Ctrl-C during an evaluation; what is done is kept."""
-
-    exit_code = 130
-    label = "interrupted"
-
-
 @dataclass
 class Evaluation:
     folder: Path
@@ -230,6 +223,7 @@ def evaluate(
     index = retrieval_settings(corpus, backend, backend_options) if any(method_class(name).needs_retriever for name in names) else None
     session = Session(corpus, methods=names, backend=backend, backend_options=backend_options, model=dataclasses.replace(model, lm=lm_spec), home=home)
     try:
+        solvers = {name: session.method(name, settings[name]) for name in names}
         configuration = {
             "corpus": corpus.name,
             "corpus_sha256": manifest.get("corpus_sha256"),
@@ -237,14 +231,13 @@ def evaluate(
             "lm_context": session.lm.context_length,
             "backend": backend,
             "index": index,
-            "settings": {name: s.recorded(dataset) for name, s in settings.items()},
+            "settings": {name: {**s.recorded(dataset), **solvers[name].recorded_models()} for name, s in settings.items()},
             "tool_version": __version__,
         }
         configuration = claim_folder(folder, configuration)
         log = ui.reporter()
         predictions: dict[str, list[dict]] = {}
-        for name in names:
-            solver = session.method(name, settings[name])
+        for name, solver in solvers.items():
 
             def run(todo: list[dict], emit: Callable[[dict], None], solver=solver, name=name) -> None:
                 with log.progress(f"{name} on {corpus.name}", total=len(todo)) as bar:

@@ -22,6 +22,7 @@ METHODS = {
     "ircot": "mhindex.methods.ircot:IRCoT",
     "searchain": "mhindex.methods.searchain:SearChain",
     "kdcot": "mhindex.methods.kdcot:KDCoT",
+    "efficientrag": "mhindex.methods.efficientrag:EfficientRAG",
 }
 DEFAULT_METHOD = "ircot"
 
@@ -46,10 +47,7 @@ def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
         if not any(option in declared(cls.Settings) for cls in classes.values()):
             owners = {n: t for n, t in settings_types().items() if option in declared(t)}
             raise UsageError(f"{flag_among(option, owners.values())} is an option of {', '.join(owners)}, not of {', '.join(names)}")
-    return {
-        name: settings_from(cls.Settings, {k: v for k, v in given.items() if k in declared(cls.Settings)}, f"method {name}")
-        for name, cls in classes.items()
-    }
+    return {name: settings_from(cls.Settings, {k: v for k, v in given.items() if k in declared(cls.Settings)}, f"method {name}") for name, cls in classes.items()}
 
 
 def make_method(name: str, retriever: Any, lm: Any, settings: Any, context: MethodContext | None = None) -> Method:

@@ -14,6 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from mhindex import ui
@@ -106,9 +107,7 @@ class Meter:
         self.completion_tokens = 0
         self._lock = threading.Lock()
 
-    def complete(
-        self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False, stop_when: StopWhen | None = None
-    ) -> Completion:
+    def complete(self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False, stop_when: StopWhen | None = None) -> Completion:
         """One greedy call; `label` says what it is for on the live status line of `ask`."""
         self._announce(label)
         return self._count(self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, stop_when=stop_when))
@@ -138,6 +137,9 @@ class MethodContext:
 
     dataset: str | None = None
     load_lm: Any = None  # Callable[[str], LanguageModel]
+    # The data root and the corpus's name: where a method finds models trained for it (EfficientRAG).
+    home: Path | None = None
+    corpus: str | None = None
 
 
 class Method(ABC):
@@ -152,6 +154,11 @@ class Method(ABC):
 
     @abstractmethod
     def answer(self, query: Query) -> Answer: ...
+
+    def recorded_models(self) -> dict:
+        """What run.json records of the models the method loaded beyond its settings (trained
+        models found by default), so that other models make another configuration."""
+        return {}
 
 
 class Clock:

@@ -32,6 +32,7 @@ class Session:
         self.dataset = corpus.manifest().get("dataset") if corpus else None
         retrieves = any(method_class(name).needs_retriever for name in methods)
         self.retriever = open_retriever(corpus, backend, backend_options) if retrieves and (corpus or not builds_index(backend)) else None
+        self.home = home
         self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache)
         try:
             self.lm = model.load(home)
@@ -41,7 +42,7 @@ class Session:
 
     def method(self, name: str, settings: Any):
         retriever = self.retriever if method_class(name).needs_retriever else None
-        return make_method(name, retriever, self.lm, settings, MethodContext(dataset=self.dataset, load_lm=self.load_lm))
+        return make_method(name, retriever, self.lm, settings, MethodContext(dataset=self.dataset, load_lm=self.load_lm, home=self.home, corpus=self.corpus.name if self.corpus else None))
 
     def close(self) -> None:
         if getattr(self, "lm", None) is not None:

@@ -1,0 +1,136 @@
+"""EfficientRAG (Zhuang et al., EMNLP 2024): multi-hop retrieval with no LM call per hop.
+
+The loop of the released `src/efficientrag_retrieve.py`: the query is the question; for at most
+--rounds rounds, retrieve the top -k chunks, let the Labeler & Tagger mark each chunk's useful
+words and tag it <Continue> or <Terminate>, and keep the useful words of the <Continue> chunks;
+if there are none, stop; else the Filter keeps the words of `Query: {query} Info: {info1}; Info:
+{info2}` that make the next query. Then one LM call (the reader every method shares) answers
+from every chunk not tagged <Terminate>: one LM call per question, whatever the hops.
+
+The models come from `mhindex train efficientrag --from NAME` (kept under the data root and
+found without flags: those trained from the corpus asked about, else the latest) or from
+--labeler and --filter folders. See methods/efficientrag_models.py for how they differ from the
+released DeBERTa models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import orjson
+
+from mhindex.errors import UsageError
+from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.methods.reader import Reader
+from mhindex.methods.settings import ReaderSettings, demo_set
+from mhindex.options import option
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class EfficientRAGSettings(ReaderSettings):
+    k: int = option(10, "Paragraphs per retrieval (K).", flag="-k", min=1)
+    rounds: int = option(4, "Most retrieval rounds of EfficientRAG (the released code's 4).", min=1)
+    labeler: str | None = option(None, "Folder of a trained Labeler & Tagger \\[default: from 'mhindex train efficientrag': the corpus's own, else the latest].")
+    query_filter: str | None = option(None, "Folder of a trained Filter \\[default: beside the Labeler].", flag="--filter")
+    device: str = option("auto", "Where EfficientRAG's models run: auto (CUDA when available), cpu or cuda.", choices=DEVICES)
+
+    def recorded(self, dataset: str | None) -> dict:
+        return {**asdict(self), "demos_from": demo_set(self, dataset)}
+
+
+@dataclass
+class Chunk:
+    id: str
+    title: str
+    text: str
+    tag: str
+    kept: str
+
+
+class EfficientRAG(Method):
+    name = "efficientrag"
+    Settings = EfficientRAGSettings
+
+    def __init__(self, retriever, lm, settings: EfficientRAGSettings, context: MethodContext) -> None:
+        from mhindex.methods.efficientrag_models import WordModel, resolve_device
+
+        self.retriever = retriever
+        self.lm = lm
+        self.settings = settings
+        labeler_dir, filter_dir = self._folders(settings, context)
+        device = resolve_device(settings.device)
+        self.labeler = WordModel.load(labeler_dir, "labeler", device)
+        self.filter = WordModel.load(filter_dir, "filter", device)
+        self.models = {"labeler": str(labeler_dir), "filter": str(filter_dir), "trained": _trained(labeler_dir.parent)}
+        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
+
+    @staticmethod
+    def _folders(settings: EfficientRAGSettings, context: MethodContext) -> tuple[Path, Path]:
+        from mhindex.methods.efficientrag_models import find_models
+
+        if settings.labeler:
+            labeler = Path(settings.labeler).expanduser()
+        else:
+            trained = find_models(context.home, context.corpus) if context.home else None
+            if trained is None:
+                raise UsageError("no trained EfficientRAG models: run 'mhindex train efficientrag --from musique' (after 'mhindex build musique'), or give --labeler and --filter")
+            labeler = trained / "labeler"
+        query_filter = Path(settings.query_filter).expanduser() if settings.query_filter else labeler.parent / "filter"
+        return labeler, query_filter
+
+    def recorded_models(self) -> dict:
+        return {"models": self.models}
+
+    def answer(self, query: Query) -> Answer:
+        from mhindex.methods.efficientrag_models import CONTINUE, TAGS, TERMINATE, filter_input, join_words, words
+
+        clock, meter = Clock(), Meter(self.lm)
+        current, sentence = query.question, ""
+        steps: list[Step] = []
+        rounds: list[dict] = []
+        used: dict[str, Chunk] = {}  # every chunk not tagged <Terminate>, in the order first met
+        stop = "rounds"
+        for _ in range(self.settings.rounds):
+            hits = self.retriever.search(current, self.settings.k)
+            query_words = words(current)
+            chunk_words = [words(h.text) for h in hits]
+            labelled = self.labeler.predict([query_words] * len(hits), chunk_words) if hits else []
+            chunks = [Chunk(h.id, h.title, h.text, TAGS[tag], join_words([ws[i] for i in kept])) for h, ws, (kept, tag) in zip(hits, chunk_words, labelled, strict=True)]
+            for chunk in chunks:
+                if chunk.tag != TAGS[TERMINATE]:
+                    used.setdefault(chunk.id, chunk)
+            infos = [c.kept for c in chunks if c.tag == TAGS[CONTINUE] and c.kept.strip()]
+            record = {"query": current, "filter_input": sentence, "chunks": [{"id": c.id, "title": c.title, "tag": c.tag, "kept": c.kept} for c in chunks]}
+            rounds.append(record)
+            continuing = [c.title for c in chunks if c.tag == TAGS[CONTINUE]]
+            steps.append(Step(f"{len(continuing)} of {len(chunks)} chunks continue" + (f"; useful: {' | '.join(infos)}" if infos else ""), current, [h.id for h in hits], continuing, clock()))
+            if not infos:
+                stop = "no chunk continues"
+                break
+            sentence = filter_input(current, infos)
+            sentence_words = words(sentence)
+            kept, _ = self.filter.predict([sentence_words])[0]
+            following = join_words([sentence_words[i] for i in kept])
+            record["next_query"] = following
+            if not following.strip() or following == current:
+                stop = "the next query is empty" if not following.strip() else "the next query repeats this one"
+                break
+            current = following
+        pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
+        paragraphs = list(used.values())
+        answer, reasoning = self.reader.read(meter, query.question, pinned + [(c.title, c.text) for c in paragraphs])
+        retrieved = [{"id": c.id, "title": c.title} for c in paragraphs]
+        details = {"rounds": len(rounds), "efficientrag": {"rounds": rounds, "stopped": stop}}
+        return Answer(query.id, query.question, answer, retrieved, steps, meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name, details=details)
+
+
+def _trained(folder: Path) -> dict:
+    """What `mhindex train` recorded about the models (corpus, questions, scores), if anything."""
+    path = folder / "trained.json"
+    if not path.is_file():
+        return {}
+    trained = orjson.loads(path.read_bytes())
+    return {k: trained[k] for k in ("corpus", "corpus_sha256", "encoder", "trained_at", "questions") if k in trained}
