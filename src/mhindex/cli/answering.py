@@ -128,4 +128,7 @@ def lm_(
             print_json({"lm": model.name, "context_length": model.context_length, **completion.record()})
             return
     print(completion.text)
-    ui.reporter().info(f"{model.name}: {completion.prompt_tokens} prompt + {completion.completion_tokens} completion tokens in {completion.seconds:.2f}s{' (cached)' if completion.cached else ''}")
+    ui.reporter().info(
+        f"{model.name}: {completion.prompt_tokens} prompt + {completion.completion_tokens} completion tokens "
+        f"in {completion.seconds:.2f}s{' (cached)' if completion.cached else ''}"
+    )

@@ -31,7 +31,9 @@ HomeOption = Annotated[
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No progress bars or log lines (results and errors are still printed).")]
 JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Print machine-readable JSON on stdout.")]
-BackendOption = Annotated[str, typer.Option("--backend", "-b", help=f"Retrieval engine: {', '.join(BACKENDS)} (lucene is embedded; see the README), or http://HOST:PORT for a served index.")]
+BackendOption = Annotated[
+    str, typer.Option("--backend", "-b", help=f"Retrieval engine: {', '.join(BACKENDS)} (lucene is embedded; see the README), or http://HOST:PORT for a served index.")
+]
 LmOption = Annotated[
     Optional[str],
     typer.Option(

@@ -83,10 +83,7 @@ def serve(
     backend: BackendOption = "lucene",
     host: Annotated[str, typer.Option(help="Address to listen on (loopback by default; set --api-key before opening it wider).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8765,
-    api_key: Annotated[
-        Optional[str],
-        typer.Option("--api-key", envvar="MHINDEX_API_KEY", help="Require this key (Authorization: Bearer KEY or X-API-Key) \\[default: $MHINDEX_API_KEY, else none].", show_default=False),
-    ] = None,
+    api_key: Annotated[Optional[str], typer.Option("--api-key", envvar="MHINDEX_API_KEY", help="Require this key (Authorization: Bearer KEY or X-API-Key) \\[default: $MHINDEX_API_KEY, else none].", show_default=False)] = None,
     workers: Annotated[int, typer.Option(min=1, max=256, help="Searches run at once (in threads).")] = 4,
     max_k: Annotated[int, typer.Option("--max-k", min=1, help="Most paragraphs one query may ask for.")] = 100,
     max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Most queries in one batch request.")] = 256,
@@ -118,3 +115,4 @@ def serve(
         run_server(app_, host, port)
     finally:
         retriever.close()
+

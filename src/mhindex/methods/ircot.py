@@ -43,7 +43,7 @@ class IRCoTSettings(ReaderSettings):
     """The paper's values as defaults; it tunes K in {2,4,6,8} per dataset on development data."""
 
     k: int = option(4, "Paragraphs per retrieval (K).", flag="-k", min=1)
-    max_steps: int = option(8, 'Most reasoning steps before giving up on "answer is".', min=1)
+    max_steps: int = option(8, "Most reasoning steps before giving up on \"answer is\".", min=1)
     max_paragraphs: int = option(15, "Most paragraphs collected (the paper's budget).", min=1)
     step_tokens: int = option(100, "Most tokens generated for one reasoning step (its first sentence is kept).", min=1)
     iirc_pages: int = option(2, "IIRC: pages the model names before retrieval.", min=1)

@@ -69,9 +69,7 @@ class SearChainSettings:
         None,
         f"Reader confidence above which a contradicting answer is fed back \\[default: {LM_READER_THRESHOLD} for the LM reader's answer probability, {DPR_READER_THRESHOLD} for a DPR reader's relevance logit].",
     )
-    reader_model: str | None = option(
-        None, "SearChain's reader: hf:PATH of a DPR reader (e.g. facebook/dpr-reader-multiset-base) \\[default: the LM reads; its confidence comes from its token log-probabilities]."
-    )
+    reader_model: str | None = option(None, "SearChain's reader: hf:PATH of a DPR reader (e.g. facebook/dpr-reader-multiset-base) \\[default: the LM reads; its confidence comes from its token log-probabilities].")
     chain_prompt: str | None = option(None, "A file with SearChain's Chain-of-Query prompt, {question} where the question goes \\[default: mhindex's, in the paper's format].")
     chain_tokens: int = option(300, "Most tokens for one Chain-of-Query.", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
