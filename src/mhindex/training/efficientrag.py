@@ -281,7 +281,9 @@ def train(home: Path, corpus: CorpusDir, settings: TrainSettings, backend_option
         data = build_training_data(corpus, retriever, top=settings.negatives_from_top)
     finally:
         retriever.close()
-    recorded = {**asdict(settings), "encoder": encoder, "device": None, "threads": None, "stop_after": None, "data_sha256": data.digest(), "builder": BUILDER_VERSION}
+    # What a checkpoint must share to be resumed: not where or how often it runs or stops.
+    ignored = dict.fromkeys(("device", "threads", "stop_after", "checkpoint_every"))
+    recorded = {**asdict(settings), **ignored, "encoder": encoder, "data_sha256": data.digest(), "builder": BUILDER_VERSION}
     if not restart and all(_same(target / role / "training.json", recorded) for role in ("labeler", "filter")) and (target / "trained.json").is_file():
         ui.reporter().info(f"the models in {target} are up to date with this corpus and these settings (--restart trains them again)")
         return TrainResult(target, True, 0, 0, orjson.loads((target / "trained.json").read_bytes()))
