@@ -98,7 +98,7 @@ class EfficientRAG(Method):
             query_words = words(current)
             chunk_words = [words(h.text) for h in hits]
             labelled = self.labeler.predict([query_words] * len(hits), chunk_words) if hits else []
-            chunks = [Chunk(h.id, h.title, h.text, TAGS[tag], join_words([ws[i] for i in kept])) for h, ws, (kept, tag) in zip(hits, chunk_words, labelled, strict=True)]
+            chunks = [Chunk(h.id, h.title, h.text, TAGS[p.tag], join_words([ws[i] for i in p.kept])) for h, ws, p in zip(hits, chunk_words, labelled, strict=True)]
             for chunk in chunks:
                 if chunk.tag != TAGS[TERMINATE]:
                     used.setdefault(chunk.id, chunk)
@@ -112,8 +112,7 @@ class EfficientRAG(Method):
                 break
             sentence = filter_input(current, infos)
             sentence_words = words(sentence)
-            kept, _ = self.filter.predict([sentence_words])[0]
-            following = join_words([sentence_words[i] for i in kept])
+            following = join_words([sentence_words[i] for i in self.filter.predict([sentence_words])[0].kept])
             record["next_query"] = following
             if not following.strip() or following == current:
                 stop = "the next query is empty" if not following.strip() else "the next query repeats this one"

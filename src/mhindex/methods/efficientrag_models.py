@@ -20,12 +20,13 @@ trained on). It needs torch and transformers, imported only when a model is used
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -78,6 +79,7 @@ def _torch():
     return torch, transformers
 
 
+@functools.cache  # one class, built once torch is imported
 def _module_class():
     torch, _ = _torch()
     nn = torch.nn
@@ -105,6 +107,12 @@ def _module_class():
             return token_logits, sequence_logits
 
     return WordClassifier
+
+
+class Prediction(NamedTuple):
+    kept: list[int]  # indexes of the words kept
+    tag: int | None  # CONTINUE or TERMINATE; None for the Filter
+    seen: int  # words that fit in the model's input (the rest were truncated)
 
 
 class WordModel:
@@ -188,10 +196,9 @@ class WordModel:
         inputs = {k: v.to(self.device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         return self.network(**inputs)
 
-    def predict(self, firsts: Sequence[list[str]], seconds: Sequence[list[str]] | None = None, batch_size: int = 16):
-        """For each example: the indexes of the words kept, and the tag (None for the Filter)."""
+    def predict(self, firsts: Sequence[list[str]], seconds: Sequence[list[str]] | None = None, batch_size: int = 16) -> list[Prediction]:
         torch, _ = _torch()
-        results: list[tuple[list[int], int | None]] = []
+        results: list[Prediction] = []
         self.network.eval()
         with torch.inference_mode():
             for start in range(0, len(firsts), batch_size):
@@ -201,7 +208,7 @@ class WordModel:
                 keep = token_logits.argmax(-1).cpu()
                 tags = sequence_logits.argmax(-1).cpu().tolist() if sequence_logits is not None else [None] * len(positions)
                 for row, (first_token, tag) in enumerate(zip(positions, tags, strict=True)):
-                    results.append(([w for w, p in sorted(first_token.items()) if keep[row, p] == 1], tag))
+                    results.append(Prediction([w for w, p in sorted(first_token.items()) if keep[row, p] == 1], tag, len(first_token)))
         return results
 
 

@@ -179,12 +179,11 @@ def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> 
             " build it from MuSiQue with this version ('mhindex build musique --force')"
         )
     needed = {hop.paragraph_id for _, hops in usable for hop in hops}
-    paragraphs = {}
-    with open(corpus.corpus, "rb") as handle:
-        for line in handle:
-            record = orjson.loads(line)
-            if record["id"] in needed:
-                paragraphs[record["id"]] = record["text"]
+    reader = corpus.paragraphs()
+    try:
+        paragraphs = {record["id"]: record["text"] for record in reader if record["id"] in needed}
+    finally:
+        reader.close()
     data = TrainingData()
     counts = dict.fromkeys(("questions", "hops", "answer_not_in_paragraph", "no_negative", "filter_fallbacks", "content_words", "content_found"), 0)
     counts["questions_without_decomposition"] = len(questions) - len(usable)
@@ -449,19 +448,18 @@ def score(labeler: WordModel, query_filter: WordModel, labeler_examples: Iterabl
         predicted = labeler.predict([e["query"] for e in labeler_examples], [e["chunk"] for e in labeler_examples])
         tp = fp = fn = 0
         correct_tags = 0
-        for example, (kept, tag) in zip(labeler_examples, predicted, strict=True):
+        for example, (kept, tag, seen) in zip(labeler_examples, predicted, strict=True):
             correct_tags += tag == example["tag"]
             if example["useful"] is None:
                 continue
-            seen = len(labeler.encode([example["query"]], [example["chunk"]])[1][0])  # words that fit in 384 tokens
-            gold = {i for i, u in enumerate(example["useful"][:seen]) if u}
+            gold = {i for i, u in enumerate(example["useful"][:seen]) if u}  # the words that fit in 384 tokens
             tp, fp, fn = tp + len(gold & set(kept)), fp + len(set(kept) - gold), fn + len(gold - set(kept))
         scores["labeler_token_f1"] = round(_f1(tp, fp, fn), 4)
         scores["labeler_tag_accuracy"] = round(correct_tags / len(labeler_examples), 4)
     if filter_examples:
         predicted = query_filter.predict([e["words"] for e in filter_examples])
         tp = fp = fn = exact = 0
-        for example, (kept, _) in zip(filter_examples, predicted, strict=True):
+        for example, (kept, _, _) in zip(filter_examples, predicted, strict=True):
             gold = {i for i, k in enumerate(example["keep"]) if k}
             tp, fp, fn = tp + len(gold & set(kept)), fp + len(set(kept) - gold), fn + len(gold - set(kept))
             exact += gold == set(kept)
