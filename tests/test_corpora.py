@@ -262,3 +262,68 @@ def test_the_samples_build_the_same_corpus_bytes_as_ever(tmp_path):
         built = build_corpus(spec, [SAMPLES / name / f for f in spec.samples], tmp_path)
         assert built.manifest["corpus_sha256"] == expected, name
         assert hashlib.sha256(built.corpus.corpus.read_bytes()).hexdigest() == expected, name
+
+
+def _musique_parts_input(tmp_path: Path, bad_line: str | None = None) -> list[Path]:
+    """Two MuSiQue files whose parts overlap: the second repeats questions (the full variant does),
+    paragraphs repeat across parts, and blank lines sit between records."""
+    lines = MUSIQUE.read_text().splitlines()
+    dev = tmp_path / "musique_ans_v1.0_dev.jsonl"
+    body = [*lines[:50], "", *lines[50:], lines[3]]
+    if bad_line is not None:
+        body.insert(70, bad_line)
+    dev.write_text("\n".join(body) + "\n")
+    full = tmp_path / "musique_full_v1.0_dev.jsonl"
+    full.write_text("\n".join(lines[80:] + lines[:10]) + "\n")
+    return [dev, full]
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_workers_build_the_same_corpus_as_one_process(mh, home, tmp_path, workers):
+    inputs = [a for path in _musique_parts_input(tmp_path) for a in ("--input", path)]
+    assert mh("corpus", "musique", *inputs, "--workers", "1", "--name", "one").code == 0
+    result = mh("corpus", "musique", *inputs, "--workers", workers, "--name", "many", "--json")
+    assert result.code == 0, result.err
+    for name in ("corpus.jsonl", "corpus.offsets", "questions.jsonl"):
+        assert (home / "many" / name).read_bytes() == (home / "one" / name).read_bytes(), name
+    one = json.loads((home / "one" / "manifest.json").read_text())
+    assert result.json()["counts"] == one["counts"]
+    assert one["counts"]["duplicate_questions"] == 31  # the full file repeats 30, and line 4 comes twice
+    assert one["counts"]["duplicate_paragraphs"] > 0
+    assert leftovers(home) == []
+
+
+def test_workers_split_at_line_ends_into_parts_of_about_equal_size(tmp_path):
+    from mhindex.corpora.parallel import split
+
+    inputs = _musique_parts_input(tmp_path)
+    parts = split(inputs, 3)
+    assert len(parts) == 3
+    covered = {str(p): [] for p in inputs}
+    for part in parts:
+        for segment in part:
+            data = Path(segment.path).read_bytes()
+            assert segment.start == 0 or data[segment.start - 1 : segment.start] == b"\n"
+            covered[segment.path].append((segment.start, segment.end))
+    for path in inputs:  # every byte of every file, in order, once
+        spans = covered[str(path)]
+        assert spans[0][0] == 0 and spans[-1][1] == path.stat().st_size
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    sizes = [sum(s.end - s.start for s in part) for part in parts]
+    assert max(sizes) - min(sizes) < max(len(line) for p in inputs for line in p.read_bytes().splitlines()) + 1
+
+
+def test_workers_report_a_bad_record_as_one_process_does(mh, home, tmp_path):
+    inputs = [a for path in _musique_parts_input(tmp_path, bad_line='{"id": "2hop__x", "paragraphs": 3}') for a in ("--input", path)]
+    one = mh("corpus", "musique", *inputs, "--workers", "1", "--name", "one")
+    many = mh("corpus", "musique", *inputs, "--workers", "3", "--name", "many")
+    assert one.code == many.code == 2
+    assert "line 71: field 'paragraphs' should be a list, got an integer" in one.err
+    assert many.err == one.err
+    assert not (home / "many").exists() and leftovers(home) == []
+
+    skipped = mh("corpus", "musique", *inputs, "--workers", "3", "--name", "many", "--skip-bad", "--json")
+    assert skipped.code == 0
+    assert mh("corpus", "musique", *inputs, "--workers", "1", "--name", "one", "--skip-bad").code == 0
+    assert skipped.json()["counts"]["skipped_bad_records"] == 1
+    assert (home / "many" / "corpus.jsonl").read_bytes() == (home / "one" / "corpus.jsonl").read_bytes()

@@ -31,6 +31,9 @@ class Dataset:
     samples: tuple[str, ...] = ()
     # Keyword options of `convert` (and their defaults), recorded in the manifest.
     options: tuple[tuple[str, str], ...] = ()
+    # The conversion of one record of a JSON-lines input, for datasets whose `convert` is no more
+    # than that over each line: large such inputs are converted on every core (corpora/parallel.py).
+    convert_line: Callable[[dict], list] | None = None
 
 
 _HOTPOT = "http://curtis.ml.cmu.edu/datasets/hotpot/"
@@ -84,6 +87,7 @@ DATASETS: dict[str, Dataset] = {
             ),
             tuple(f"musique_{v}_v1.0_{s}.jsonl" for v in ("ans", "full") for s in ("train", "dev", "test")),
             ("musique_ans_v1.0_dev.sample.jsonl",),
+            convert_line=musique.convert_question,
         ),
         Dataset(
             "iirc",

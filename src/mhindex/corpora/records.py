@@ -39,13 +39,20 @@ def join_sentences(sentences: Iterable[str]) -> str:
 
 
 class Paragraph:
-    """One paragraph, its content key computed once (converters and the builder both use it)."""
+    """One paragraph. Its content key is computed on first use and kept: a parallel build meets
+    most paragraphs many times and needs the key only of the first meeting and of gold ones."""
 
-    __slots__ = ("title", "text", "meta", "key")
+    __slots__ = ("title", "text", "meta", "_key")
 
     def __init__(self, title: str, text: str, meta: dict | None = None) -> None:
         self.title, self.text, self.meta = title, text, meta
-        self.key = paragraph_key(title, text)
+        self._key: int | None = None
+
+    @property
+    def key(self) -> int:
+        if self._key is None:
+            self._key = paragraph_key(self.title, self.text)
+        return self._key
 
     @property
     def id(self) -> str:

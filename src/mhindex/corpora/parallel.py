@@ -1,0 +1,259 @@
+"""Large JSON-lines releases converted on every core, into the very corpus one process makes.
+
+The inputs are cut at line boundaries into one contiguous part per worker (forked processes,
+which start in milliseconds and share the loaded converter). Each worker converts its part's
+lines with the dataset's `convert_line`, writes a paragraph to a file of its own the first time
+it meets its content, and writes its questions as they come, noting how many paragraphs it had
+written before each. The parent then walks the parts in input order, keeping each paragraph id
+the first time it appears and checking each question's gold ids against the paragraphs kept
+before it, as the one-process loop does, so the staged order, and with it the shuffled corpus,
+is the same byte for byte.
+
+Workers recognise repeated content by Python's 64-bit hash of (title, text) before they compute
+a paragraph's key: most paragraphs of a question-context release are repeats (MuSiQue's are 20
+per question from a pool), and the hash costs a fifth of the blake2b key. Two different
+paragraphs with the same 64-bit hash in one part (as unlikely as two with the same id) would be
+kept once.
+"""
+
+from __future__ import annotations
+
+import mmap
+import multiprocessing
+import os
+import signal
+import time
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, first_char
+
+#: Below this many input bytes one process is faster than forking and merging.
+MIN_BYTES = 32 << 20
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def can_split(dataset, inputs: list[Path]) -> bool:
+    """A dataset converted line by line, from plain (uncompressed) JSON-lines files, on a system that forks."""
+    return (
+        dataset.convert_line is not None
+        and "fork" in multiprocessing.get_all_start_methods()
+        and all(p.suffix not in (".bz2", ".gz") and p.is_file() and first_char(p) == "{" for p in inputs)
+    )
+
+
+@dataclass
+class Segment:
+    path: str
+    start: int
+    end: int
+
+
+def split(inputs: list[Path], parts: int) -> list[list[Segment]]:
+    """The inputs, in order, as `parts` runs of whole lines of about equal bytes (fewer for tiny inputs)."""
+    sizes = [p.stat().st_size for p in inputs]
+    target = max(1, sum(sizes) // parts)
+    result: list[list[Segment]] = [[]]
+    room = target
+    for path, size in zip(inputs, sizes, strict=True):
+        start = 0
+        with open(path, "rb") as handle:
+            while start < size:
+                if room <= 0 and len(result) < parts:
+                    result.append([])
+                    room = target
+                end = size if len(result) == parts or start + room >= size else _line_end(handle, start + room, size)
+                result[-1].append(Segment(str(path), start, end))
+                room -= end - start
+                start = end
+    return [part for part in result if part]
+
+
+def _line_end(handle, at: int, size: int) -> int:
+    """The end of the line that byte `at` is on."""
+    handle.seek(at - 1)
+    handle.readline()
+    return min(handle.tell(), size)
+
+
+@dataclass
+class PartResult:
+    """What one worker made of its part; the paragraphs and questions themselves are in its files."""
+
+    paragraph_ends: array  # end offset of each paragraph line in its file
+    keys: array  # each paragraph line's key
+    # per question line: (id, gold ids, unmapped references, paragraph lines written before it, line length)
+    questions: list[tuple[str, list[str], list[str], int, int]]
+    paragraphs_read: int
+    skipped: int
+    first_skipped: list[str]
+    notes: Counter = field(default_factory=Counter)
+
+
+_progress = None  # bytes read by all workers (a shared counter; the parent draws the bar)
+
+
+def _start_worker(progress) -> None:
+    global _progress
+    _progress = progress
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+
+
+def _convert_part(convert_line: Callable[[dict], list], segments: list[Segment], folder: str, number: int, skip_bad: bool) -> PartResult:
+    guard = RecordGuard(skip_bad=skip_bad)
+    seen: set[int] = set()
+    ends, keys = array("q"), array("Q")
+    questions: list = []
+    read, position, dumps = 0, 0, orjson.dumps
+    with open(Path(folder) / f"part-{number}.paragraphs", "wb", buffering=1 << 20) as paragraphs, open(Path(folder) / f"part-{number}.questions", "wb") as out:
+        for path, where, record in _lines(segments):
+            for item in guard.convert(path, where, record, convert_line):
+                if type(item) is Paragraph:
+                    read += 1
+                    content = hash((item.title, item.text))
+                    if content in seen:
+                        continue
+                    seen.add(content)
+                    line = paragraph_line(item)
+                    paragraphs.write(line)
+                    position += len(line)
+                    ends.append(position)
+                    keys.append(item.key)
+                elif isinstance(item, Question):
+                    line = dumps(item.record()) + b"\n"
+                    out.write(line)
+                    questions.append((item.id, item.gold_ids, item.unmapped, len(ends), len(line)))
+    return PartResult(ends, keys, questions, read, guard.skipped, guard.first_skipped, guard.notes)
+
+
+def _lines(segments: list[Segment]) -> Iterator[tuple[str, str, object]]:
+    """(file, "line N", record or FieldError) for each non-blank line of the segments."""
+    loads = orjson.loads
+    for segment in segments:
+        number = _count_lines(segment.path, segment.start)
+        done = 0
+        with open(segment.path, "rb") as handle:
+            handle.seek(segment.start)
+            remaining = segment.end - segment.start
+            while remaining > 0:
+                line = handle.readline(remaining)
+                if not line:
+                    break
+                remaining -= len(line)
+                done += len(line)
+                number += 1
+                if done >= 1 << 20:
+                    with _progress.get_lock():
+                        _progress.value += done
+                    done = 0
+                if not line.strip():
+                    continue
+                try:
+                    record = loads(line)
+                except orjson.JSONDecodeError as error:
+                    record = FieldError(f"not valid JSON ({error})")
+                yield segment.path, f"line {number}", record
+        with _progress.get_lock():
+            _progress.value += done
+
+
+def _count_lines(path: str, end: int) -> int:
+    """Lines before byte `end` (a part's line numbers count from its file's start)."""
+    count = 0
+    with open(path, "rb") as handle:
+        while end > 0 and (block := handle.read(min(end, 1 << 22))):
+            count += block.count(b"\n")
+            end -= len(block)
+    return count
+
+
+def paragraph_line(item: Paragraph) -> bytes:
+    record = {"id": f"{item.key:016x}", "title": item.title, "text": item.text}
+    if item.meta:
+        record.update(item.meta)
+    return orjson.dumps(record) + b"\n"
+
+
+def convert_parts(dataset, inputs: list[Path], folder: Path, workers: int, skip_bad: bool, advance: Callable[[int], None]) -> list[PartResult]:
+    """Run the workers over the inputs' parts; returns their results in input order."""
+    parts = split(inputs, workers)
+    context = multiprocessing.get_context("fork")
+    progress = context.Value("q", 0)
+    pool = context.Pool(len(parts), initializer=_start_worker, initargs=(progress,))
+    try:
+        pending = [pool.apply_async(_convert_part, (dataset.convert_line, part, str(folder), i, skip_bad)) for i, part in enumerate(parts)]
+        shown = 0
+        while not all(p.ready() for p in pending):
+            time.sleep(0.1)
+            advance(progress.value - shown)
+            shown = progress.value
+        advance(progress.value - shown)
+        return [p.get() for p in pending]  # a worker's BadInput is raised here
+    finally:
+        pool.terminate()  # also on Ctrl-C or a bad record: no worker outlives the build
+        pool.join()
+
+
+def merge_parts(results: list[PartResult], folder: Path, staged: Path, add_question: Callable[..., None]) -> array:
+    """Copy each paragraph id's first line, in input order, into `staged`, and hand each question to
+    `add_question` (build._Questions.add) once the paragraphs before it are kept; returns the staged offsets."""
+    kept: set[int] = set()
+    offsets = array("q", [0])
+    with open(staged, "wb", buffering=1 << 20) as out:
+        for number, result in enumerate(results):
+            paragraphs_file, questions_file = folder / f"part-{number}.paragraphs", folder / f"part-{number}.questions"
+            with open(paragraphs_file, "rb") as handle, open(questions_file, "rb") as questions:
+                lines = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if result.keys else b""
+                copier = _Copier(lines, result.paragraph_ends, out, offsets, kept)
+                for qid, gold, unmapped, before, length in result.questions:
+                    copier.take(result.keys, before)
+                    line = questions.read(length)
+                    add_question(qid, gold, unmapped, lambda fixed, line=line: line if fixed is None else orjson.dumps({**orjson.loads(line), "gold_ids": fixed}) + b"\n", kept)
+                copier.take(result.keys, len(result.keys))
+                copier.flush(len(result.keys))
+                if isinstance(lines, mmap.mmap):
+                    lines.close()
+            paragraphs_file.unlink()
+            questions_file.unlink()
+    return offsets
+
+
+class _Copier:
+    """Keeps a part's paragraph lines whose key is new, copying each run of kept lines in one write."""
+
+    def __init__(self, lines, ends: array, out, offsets: array, kept: set[int]) -> None:
+        self.lines, self.ends, self.out, self.offsets, self.kept = lines, ends, out, offsets, kept
+        self.next = 0  # the next line of the part to look at
+        self.run_start: int | None = None  # the first kept line not yet written
+
+    def take(self, keys: array, upto: int) -> None:
+        kept, offsets, ends = self.kept, self.offsets, self.ends
+        for i in range(self.next, upto):
+            key = keys[i]
+            if key in kept:
+                self.flush(i)
+                continue
+            kept.add(key)
+            if self.run_start is None:
+                self.run_start = i
+            offsets.append(offsets[-1] + ends[i] - (ends[i - 1] if i else 0))
+        self.next = max(self.next, upto)
+
+    def flush(self, upto: int) -> None:
+        """Write the run of kept lines that ends before line `upto`."""
+        if self.run_start is not None:
+            start = self.ends[self.run_start - 1] if self.run_start else 0
+            with memoryview(self.lines) as view:  # no copy of a run that may be the whole part
+                self.out.write(view[start : self.ends[upto - 1]])
+            self.run_start = None
