@@ -32,7 +32,7 @@ from mhindex.corpora.build import build_corpus  # noqa: E402
 
 def vocabulary() -> list[str]:
     words = []
-    for line in (REPO / "corpora" / "samples" / "musique" / "musique_ans_v1.0_dev.sample.jsonl").read_bytes().splitlines():
+    for line in (REPO / "src" / "mhindex" / "corpora" / "samples" / "musique" / "musique_ans_v1.0_dev.sample.jsonl").read_bytes().splitlines():
         for paragraph in orjson.loads(line)["paragraphs"]:
             words += paragraph["paragraph_text"].split()
     return words

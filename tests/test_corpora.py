@@ -327,3 +327,20 @@ def test_workers_report_a_bad_record_as_one_process_does(mh, home, tmp_path):
     assert mh("corpus", "musique", *inputs, "--workers", "1", "--name", "one", "--skip-bad").code == 0
     assert skipped.json()["counts"]["skipped_bad_records"] == 1
     assert (home / "many" / "corpus.jsonl").read_bytes() == (home / "one" / "corpus.jsonl").read_bytes()
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang(home, tmp_path):
+    import dataclasses
+    import os
+
+    from mhindex.corpora import DATASETS
+    from mhindex.corpora.build import build_corpus
+    from mhindex.errors import MhindexError
+
+    def killed(record):  # what the out-of-memory killer does to a worker
+        os._exit(9)
+
+    dying = dataclasses.replace(DATASETS["musique"], convert_line=killed)
+    with pytest.raises(MhindexError, match="exit code 9"):
+        build_corpus(dying, _musique_parts_input(tmp_path), home, workers=2)
+    assert not (home / "musique").exists() and leftovers(home) == []

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import mmap
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
-import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -32,6 +32,7 @@ from pathlib import Path
 import orjson
 
 from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, first_char
+from mhindex.errors import MhindexError
 
 #: Below this many input bytes one process is faster than forking and merging.
 MIN_BYTES = 32 << 20
@@ -104,10 +105,18 @@ class PartResult:
 _progress = None  # bytes read by all workers (a shared counter; the parent draws the bar)
 
 
-def _start_worker(progress) -> None:
+def _worker(progress, connection, *task) -> None:
+    """One forked worker: converts its part and sends back the result, or the error that stopped it."""
     global _progress
     _progress = progress
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    try:
+        result = _convert_part(*task)
+    except BaseException as error:  # noqa: BLE001 - any failure goes to the parent, which raises it
+        connection.send(error)
+    else:
+        connection.send(result)
+    connection.close()
 
 
 def _convert_part(convert_line: Callable[[dict], list], segments: list[Segment], folder: str, number: int, skip_bad: bool) -> PartResult:
@@ -186,23 +195,41 @@ def paragraph_line(item: Paragraph) -> bytes:
 
 
 def convert_parts(dataset, inputs: list[Path], folder: Path, workers: int, skip_bad: bool, advance: Callable[[int], None]) -> list[PartResult]:
-    """Run the workers over the inputs' parts; returns their results in input order."""
+    """Run one worker per part of the inputs; returns their results in input order. A worker's error
+    (a bad record) is raised here, and a worker that dies (out of memory) is an error, not a hang."""
     parts = split(inputs, workers)
     context = multiprocessing.get_context("fork")
     progress = context.Value("q", 0)
-    pool = context.Pool(len(parts), initializer=_start_worker, initargs=(progress,))
+    processes, connections = [], []
     try:
-        pending = [pool.apply_async(_convert_part, (dataset.convert_line, part, str(folder), i, skip_bad)) for i, part in enumerate(parts)]
+        for number, part in enumerate(parts):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(target=_worker, args=(progress, send, dataset.convert_line, part, str(folder), number, skip_bad), daemon=True)
+            process.start()
+            send.close()
+            processes.append(process)
+            connections.append(receive)
+        results: dict[int, PartResult] = {}
         shown = 0
-        while not all(p.ready() for p in pending):
-            time.sleep(0.1)
+        while len(results) < len(parts):
+            for ready in multiprocessing.connection.wait([c for i, c in enumerate(connections) if i not in results], timeout=0.1):
+                number = connections.index(ready)
+                try:
+                    outcome = ready.recv()
+                except EOFError:
+                    processes[number].join()
+                    raise MhindexError(f"a conversion worker stopped with exit code {processes[number].exitcode} (out of memory?); try --workers 1") from None
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                results[number] = outcome
             advance(progress.value - shown)
             shown = progress.value
-        advance(progress.value - shown)
-        return [p.get() for p in pending]  # a worker's BadInput is raised here
+        return [results[number] for number in range(len(parts))]
     finally:
-        pool.terminate()  # also on Ctrl-C or a bad record: no worker outlives the build
-        pool.join()
+        for process in processes:  # also on Ctrl-C or a bad record: no worker outlives the build
+            if process.is_alive():
+                process.terminate()
+            process.join()
 
 
 def merge_parts(results: list[PartResult], folder: Path, staged: Path, add_question: Callable[..., None]) -> array:
