@@ -83,6 +83,40 @@ def test_local_chat_uses_the_template(local):
     assert reply.prompt_tokens > local.count_tokens("What is the capital of France? Answer in one word.") + 5
 
 
+@pytest.mark.parametrize("slots", [1, 2])
+def test_local_slots_run_calls_at_once(smollm2_path, slots):
+    """Each call waits at its first token until the other call has one too: with two slots both are
+    decoding together and meet; with one, the calls take turns and the wait runs out."""
+    import threading
+
+    model = LlamaCppModel(smollm2_path, threads=1, context_length=2048, slots=slots)
+    barrier = threading.Barrier(2, timeout=60 if slots == 2 else 3)
+    met, answers = [], []
+
+    def call(prompt: str) -> None:
+        waited = []
+
+        def meet(text: str) -> bool:
+            if not waited:
+                waited.append(True)
+                try:
+                    barrier.wait()
+                    met.append(True)
+                except threading.BrokenBarrierError:
+                    met.append(False)
+            return False
+
+        answers.append(model.complete(prompt, max_tokens=6, stop_when=meet))
+
+    threads = [threading.Thread(target=call, args=(q,)) for q in (QUESTION, "Q: What is the capital of Italy?\nA:")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 2 and all(a.completion_tokens > 0 for a in answers)
+    assert met == ([True, True] if slots == 2 else [False, False])
+
+
 def test_cache_returns_stored_calls(local, tmp_path):
     cached = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
     first = cached.complete(QUESTION, max_tokens=16, stop=["\n"])

@@ -27,7 +27,14 @@ from mhindex.cli.app import (
 from mhindex.errors import UsageError
 from mhindex.methods import METHODS
 
-WorkersOption = Annotated[int, typer.Option(min=1, max=64, help="Questions answered at once (useful with a remote LM).")]
+WorkersOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=64,
+        help="Questions answered at once: a remote LM serves them in parallel; a local model gets one llama.cpp slot each (on two cores no faster than 1: benchmarks/README.md).",
+    ),
+]
 CorpusOption = Annotated[Optional[str], typer.Option("--corpus", "-c", help="Corpus to search \\[default: the only one built].", show_default=False)]
 
 
@@ -64,7 +71,7 @@ def ask(
     settings = settings_for([method], method_options or {})[method]
     found = pick_corpus(root, corpus_name, required=method_class(method).needs_retriever and builds_index(backend))
     with ui.graceful_interrupts():
-        with Session(found, methods=[method], backend=backend, backend_options=backend_options, model=model_from(model_options), home=root) as session:
+        with Session(found, methods=[method], backend=backend, backend_options=backend_options, model=model_from(model_options), home=root, workers=workers) as session:
             solver = session.method(method, settings)
             if question == "-":
                 _answer_stream(solver, workers)

@@ -221,7 +221,7 @@ def evaluate(
         raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
     folder = out or default_folder(corpus, lm_spec, backend, seed, limit)
     index = retrieval_settings(corpus, backend, backend_options) if any(method_class(name).needs_retriever for name in names) else None
-    session = Session(corpus, methods=names, backend=backend, backend_options=backend_options, model=dataclasses.replace(model, lm=lm_spec), home=home)
+    session = Session(corpus, methods=names, backend=backend, backend_options=backend_options, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers)
     try:
         solvers = {name: session.method(name, settings[name]) for name in names}
         configuration = {

@@ -43,8 +43,8 @@ class ModelOptions:
     lm_context: int | None = option(None, "Context length in tokens \\[default: 8192 local, else what the server reports].", min=256)
     cache: bool = option(True, "Read and write the call cache of greedy LM calls (--no-cache bypasses it).")
 
-    def load(self, home: Path | None = None, spec: str | None = None) -> LanguageModel:
-        return load_lm(self.lm or spec, home=home, threads=self.lm_threads, context_length=self.lm_context, cache=self.cache)
+    def load(self, home: Path | None = None, spec: str | None = None, slots: int = 1) -> LanguageModel:
+        return load_lm(self.lm or spec, home=home, threads=self.lm_threads, context_length=self.lm_context, cache=self.cache, slots=slots)
 
 
 def resolve_spec(spec: str | None = None) -> str:
@@ -58,8 +58,11 @@ def load_lm(
     threads: int | None = None,
     context_length: int | None = None,
     cache: bool = True,
+    slots: int = 1,
 ) -> LanguageModel:
-    """The model `spec` names, wrapped in the persistent call cache unless `cache` is False."""
+    """The model `spec` names, wrapped in the persistent call cache unless `cache` is False.
+    `slots`: how many calls a local model runs at once (one per question answered in parallel);
+    servers take as many as they are sent."""
     from mhindex.home import resolve_home
 
     root = resolve_home(home)
@@ -75,7 +78,7 @@ def load_lm(
             path = packaged_model_path(rest, root / "models")
         else:
             path = Path(rest).expanduser()
-        model = LlamaCppModel(path, name=spec, threads=threads, context_length=context_length or 8192)
+        model = LlamaCppModel(path, name=spec, threads=threads, context_length=context_length or 8192, slots=slots)
     elif kind == "hf":
         from mhindex.lm.transformers_lm import TransformersModel
 

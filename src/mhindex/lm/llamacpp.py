@@ -2,9 +2,12 @@
 
 The runtime is `xllamacpp`, a prebuilt wheel (installs in seconds) around llama.cpp's own
 server code; `llama-cpp-python` compiles llama.cpp from source (about 14 minutes on 2 cores).
-The model gets one slot and every call sets `cache_prompt`, so a prompt that shares a prefix
-with the previous one (IRCoT's demonstrations and the paragraphs found so far) evaluates only
-the new tokens. Calls are serialised: one slot, one prefix cache, no thrashing.
+Every call sets `cache_prompt`, so a prompt that shares a prefix with the previous one (IRCoT's
+demonstrations and the paragraphs found so far) evaluates only the new tokens. The model has
+one slot per question answered at once (`--workers`): each slot keeps its own prefix cache
+and its own `context_length`, llama.cpp decodes the running slots' tokens in one batch, and at
+most `slots` calls run at a time. llama.cpp gives a call the idle slot whose cache shares the most
+with its prompt, so a question's next call mostly finds its own prefix where it left it.
 
 Calls stream their tokens through a callback and run in a helper thread: the caller's thread
 stays free for Ctrl-C (which stops the generation at the next token) and the live status line
@@ -26,26 +29,27 @@ from typing import Any
 from mhindex import ui
 from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within
 
-# One llama.cpp server per (model file, threads, context) per process, shared by every model object
-# that asks for it, with one lock: loading is paid once, and the prompt cache is shared. A server is
+# One llama.cpp server per (model file, threads, context, slots) per process, shared by every model
+# object that asks for it, with one semaphore of `slots` permits: loading is paid once, and the
+# prompt caches are shared. A server is
 # never destroyed: xllamacpp's destructor joins a server thread that does not always stop (seen
 # hanging when torch had been loaded in the same process), so servers live until the process exits.
-_SERVERS: dict[tuple, tuple[Any, threading.Lock]] = {}
+_SERVERS: dict[tuple, tuple[Any, threading.BoundedSemaphore]] = {}
 _SERVERS_LOCK = threading.Lock()
 # Where llama.cpp calls run, so that the calling thread waits in Python and takes Ctrl-C at once.
 _CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="llama.cpp")
 
 
-def _shared_server(path: Path, threads: int, context_length: int) -> tuple[Any, threading.Lock]:
+def _shared_server(path: Path, threads: int, context_length: int, slots: int) -> tuple[Any, threading.BoundedSemaphore]:
     import xllamacpp
 
-    key = (str(Path(path).resolve()), threads, context_length)
+    key = (str(Path(path).resolve()), threads, context_length, slots)
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             params = xllamacpp.CommonParams()
             params.model.path = str(path)
-            params.n_ctx = context_length
-            params.n_parallel = 1
+            params.n_ctx = context_length * slots  # llama.cpp gives each slot n_ctx / n_parallel
+            params.n_parallel = slots
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             params.warmup = False
@@ -55,7 +59,7 @@ def _shared_server(path: Path, threads: int, context_length: int) -> tuple[Any, 
             except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
                 raise LMError(f"llama.cpp could not load {path}: {error}") from None
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
-            _SERVERS[key] = (server, threading.Lock())
+            _SERVERS[key] = (server, threading.BoundedSemaphore(slots))
         return _SERVERS[key]
 
 
@@ -71,7 +75,13 @@ def default_threads() -> int:
 
 class LlamaCppModel(LanguageModel):
     def __init__(
-        self, path: Path, name: str | None = None, threads: int | None = None, context_length: int = 8192, reuse_prefix: bool = True
+        self,
+        path: Path,
+        name: str | None = None,
+        threads: int | None = None,
+        context_length: int = 8192,
+        reuse_prefix: bool = True,
+        slots: int = 1,
     ) -> None:
         try:
             import xllamacpp  # noqa: F401
@@ -82,7 +92,8 @@ class LlamaCppModel(LanguageModel):
         self.path = Path(path)
         self.name = name or f"gguf:{path}"
         threads = threads or default_threads()
-        self._server, self._lock = _shared_server(self.path, threads, context_length)
+        self.slots = max(1, slots)
+        self._server, self._permits = _shared_server(self.path, threads, context_length, self.slots)
         self.context_length = context_length
         self.threads = threads
         self.reuse_prefix = reuse_prefix  # off only to measure what reuse saves
@@ -134,7 +145,7 @@ class LlamaCppModel(LanguageModel):
             return ui.stop_requested()  # True tells llama.cpp to stop generating
 
         def call() -> None:
-            with self._lock:
+            with self._permits:
                 handle = self._server.handle_chat_completions if kind == "chat" else self._server.handle_completions
                 handle({**body, "stream": True, "stream_options": {"include_usage": True}}, on_chunk)
 

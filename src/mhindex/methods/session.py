@@ -23,6 +23,7 @@ class Session:
         backend_options: dict[str, Any] | None = None,
         model: ModelOptions | None = None,
         home: Path | None = None,
+        workers: int = 1,
     ) -> None:
         from mhindex.backends import builds_index, open_retriever
         from mhindex.lm import load_lm
@@ -33,9 +34,10 @@ class Session:
         retrieves = any(method_class(name).needs_retriever for name in methods)
         self.retriever = open_retriever(corpus, backend, backend_options) if retrieves and (corpus or not builds_index(backend)) else None
         self.home = home
-        self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache)
+        # A local model gets one slot per question answered at once, so `workers` questions decode together.
+        self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache, slots=workers)
         try:
-            self.lm = model.load(home)
+            self.lm = model.load(home, slots=workers)
         except BaseException:
             self.close()
             raise
