@@ -109,7 +109,7 @@ def corpus_section(root: Path, args) -> Path:
 
 def lucene_section(home: Path, args) -> None:
     from mhindex.backends import open_retriever
-    from mhindex.backends.lucene import _JVM_OPTIONS, _jvm, anserini_jar, java_home
+    from mhindex.backends.lucene import _JVM_OPTIONS, _jvm, anserini_document, anserini_jar, java_home
     from mhindex.home import corpus_dir
 
     corpus = corpus_dir(home, "musique")
@@ -117,9 +117,7 @@ def lucene_section(home: Path, args) -> None:
     docs = home.parent / "anserini-docs"
     docs.mkdir()
     with open(corpus.corpus, "rb") as source, open(docs / "docs.jsonl", "wb") as sink:  # what mhindex hands to Anserini
-        for line in source:
-            r = orjson.loads(line)
-            sink.write(orjson.dumps({"id": r["id"], "contents": f"{r['title']}\n{r['text']}", "title": r["title"]}) + b"\n")
+        sink.writelines(map(anserini_document, source))
     raw_index = home.parent / "anserini-index"
     raw = [str(java_home() / "bin" / "java"), *_JVM_OPTIONS, "-cp", str(anserini_jar()), "io.anserini.index.IndexCollection", "-collection", "JsonCollection",
            "-generator", "DefaultLuceneDocumentGenerator", "-input", str(docs), "-index", str(raw_index), "-fields", "title", "-threads", str(args.threads), "-storeRaw"]  # fmt: skip

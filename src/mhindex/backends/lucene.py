@@ -110,6 +110,14 @@ def _jvm() -> dict[str, Any]:
     return _classes
 
 
+def anserini_document(corpus_line: bytes) -> bytes:
+    """A corpus line as Anserini's JsonCollection document: title and text searched together in
+    `contents`, the title alone in `title`."""
+    record = orjson.loads(corpus_line)
+    title = record["title"]
+    return orjson.dumps({"id": record["id"], "contents": f"{title}\n{record['text']}", "title": title}) + b"\n"
+
+
 class LuceneBackend:
     name = "lucene"
     Options = LuceneOptions
@@ -125,9 +133,7 @@ class LuceneBackend:
             with log.progress("preparing documents", total=corpus_file.stat().st_size, unit="bytes") as bar:
                 for line in source:
                     bar.advance(len(line))
-                    record = orjson.loads(line)
-                    title = record["title"]
-                    sink.write(orjson.dumps({"id": record["id"], "contents": f"{title}\n{record['text']}", "title": title}) + b"\n")
+                    sink.write(anserini_document(line))
                     count += 1
         command = [
             str(java), *_JVM_OPTIONS, "-cp", str(jar), "io.anserini.index.IndexCollection",

@@ -18,6 +18,7 @@ kept once.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import multiprocessing
 import multiprocessing.connection
@@ -240,17 +241,15 @@ def merge_parts(results: list[PartResult], folder: Path, staged: Path, add_quest
     with open(staged, "wb", buffering=1 << 20) as out:
         for number, result in enumerate(results):
             paragraphs_file, questions_file = folder / f"part-{number}.paragraphs", folder / f"part-{number}.questions"
-            with open(paragraphs_file, "rb") as handle, open(questions_file, "rb") as questions:
-                lines = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if result.keys else b""
-                copier = _Copier(lines, result.paragraph_ends, out, offsets, kept)
+            with open(paragraphs_file, "rb") as handle, open(questions_file, "rb") as questions, contextlib.ExitStack() as mapped:
+                lines = mapped.enter_context(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)) if result.keys else b""
+                copier = _Copier(lines, result, out, offsets, kept)
                 for qid, gold, unmapped, before, length in result.questions:
-                    copier.take(result.keys, before)
+                    copier.take(before)
                     line = questions.read(length)
                     add_question(qid, gold, unmapped, lambda fixed, line=line: line if fixed is None else orjson.dumps({**orjson.loads(line), "gold_ids": fixed}) + b"\n", kept)
-                copier.take(result.keys, len(result.keys))
+                copier.take(len(result.keys))
                 copier.flush(len(result.keys))
-                if isinstance(lines, mmap.mmap):
-                    lines.close()
             paragraphs_file.unlink()
             questions_file.unlink()
     return offsets
@@ -259,13 +258,14 @@ def merge_parts(results: list[PartResult], folder: Path, staged: Path, add_quest
 class _Copier:
     """Keeps a part's paragraph lines whose key is new, copying each run of kept lines in one write."""
 
-    def __init__(self, lines, ends: array, out, offsets: array, kept: set[int]) -> None:
-        self.lines, self.ends, self.out, self.offsets, self.kept = lines, ends, out, offsets, kept
+    def __init__(self, lines, part: PartResult, out, offsets: array, kept: set[int]) -> None:
+        self.lines, self.ends, self.keys, self.out, self.offsets, self.kept = lines, part.paragraph_ends, part.keys, out, offsets, kept
         self.next = 0  # the next line of the part to look at
         self.run_start: int | None = None  # the first kept line not yet written
 
-    def take(self, keys: array, upto: int) -> None:
-        kept, offsets, ends = self.kept, self.offsets, self.ends
+    def take(self, upto: int) -> None:
+        """Look at the part's lines up to `upto`, keeping those whose key is new."""
+        kept, offsets, ends, keys = self.kept, self.offsets, self.ends, self.keys
         for i in range(self.next, upto):
             key = keys[i]
             if key in kept:
