@@ -44,8 +44,10 @@ def flag_of(name: str, opt: Opt) -> str:
     return opt.flag or "--" + name.replace("_", "-")
 
 
+@functools.cache  # read for every option of every command at start-up; the types do not change
 def declared(settings_type: type) -> dict[str, tuple[dataclasses.Field, Opt, type]]:
-    """The user-settable fields of a settings dataclass: name -> (field, option, value type)."""
+    """The user-settable fields of a settings dataclass: name -> (field, option, value type).
+    Shared between callers: read it, do not change it."""
     hints = typing.get_type_hints(settings_type)
     found = {}
     for f in dataclasses.fields(settings_type):
@@ -97,7 +99,8 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
 
     def decorate(command: Callable) -> Callable:
         by_name: dict[str, list[tuple[str, dataclasses.Field, Opt, type]]] = {}
-        for owner, settings_type in owners().items():
+        owner_types = owners()
+        for owner, settings_type in owner_types.items():
             for name, (f, opt, kind) in declared(settings_type).items():
                 by_name.setdefault(name, []).append((owner, f, opt, kind))
         generated = []
@@ -109,7 +112,7 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
                 shown = str(next(iter(defaults.values())))
             else:
                 shown = ", ".join(f"{owner} {value}" for owner, value in defaults.items())
-            owners_note = "" if len(uses) == len(owners()) else f" ({', '.join(owner for owner, *_ in uses)})"
+            owners_note = "" if len(uses) == len(owner_types) else f" ({', '.join(owner for owner, *_ in uses)})"
             text = f"{opt.help}{owners_note}" + (f" \\[default: {shown}]" if shown else "")
             names = [flag, opt.short] if opt.short else [flag]
             if kind is bool:

@@ -6,8 +6,8 @@ lines with the dataset's `convert_line`, writes a paragraph to a file of its own
 it meets its content, and writes its questions as they come, noting how many paragraphs it had
 written before each. The parent then walks the parts in input order, keeping each paragraph id
 the first time it appears and checking each question's gold ids against the paragraphs kept
-before it, as the one-process loop does, so the staged order, and with it the shuffled corpus,
-is the same byte for byte.
+before it, as the one-process loop does, so the kept lines are in the order one process stages
+them, and the shuffled corpus, copied from the parts' files, is the same byte for byte.
 
 Workers recognise repeated content by Python's 64-bit hash of (title, text) before they compute
 a paragraph's key: most paragraphs of a question-context release are repeats (MuSiQue's are 20
@@ -18,15 +18,14 @@ kept once.
 
 from __future__ import annotations
 
-import contextlib
-import mmap
+import functools
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,7 +125,10 @@ def _convert_part(convert_line: Callable[[dict], list], segments: list[Segment],
     ends, keys = array("q"), array("Q")
     questions: list = []
     read, position, dumps = 0, 0, orjson.dumps
+    # Runs once per paragraph read (millions): locals instead of attribute lookups.
+    seen_add, ends_append, keys_append = seen.add, ends.append, keys.append
     with open(Path(folder) / f"part-{number}.paragraphs", "wb", buffering=1 << 20) as paragraphs, open(Path(folder) / f"part-{number}.questions", "wb") as out:
+        write = paragraphs.write
         for path, where, record in _lines(segments):
             for item in guard.convert(path, where, record, convert_line):
                 if type(item) is Paragraph:
@@ -134,12 +136,12 @@ def _convert_part(convert_line: Callable[[dict], list], segments: list[Segment],
                     content = hash((item.title, item.text))
                     if content in seen:
                         continue
-                    seen.add(content)
+                    seen_add(content)
                     line = paragraph_line(item)
-                    paragraphs.write(line)
+                    write(line)
                     position += len(line)
-                    ends.append(position)
-                    keys.append(item.key)
+                    ends_append(position)
+                    keys_append(int(item.id, 16))
                 elif isinstance(item, Question):
                     line = dumps(item.record()) + b"\n"
                     out.write(line)
@@ -147,11 +149,24 @@ def _convert_part(convert_line: Callable[[dict], list], segments: list[Segment],
     return PartResult(ends, keys, questions, read, guard.skipped, guard.first_skipped, guard.notes)
 
 
-def _lines(segments: list[Segment]) -> Iterator[tuple[str, str, object]]:
-    """(file, "line N", record or FieldError) for each non-blank line of the segments."""
+class _LineNumber:
+    """'line N' of a part's file, counted from the file's start only when a message needs it:
+    counting the lines before a part reads up to half the input."""
+
+    __slots__ = ("segment", "in_part")
+
+    def __init__(self, segment: Segment, in_part: int) -> None:
+        self.segment, self.in_part = segment, in_part
+
+    def __str__(self) -> str:
+        return f"line {_count_lines(self.segment.path, self.segment.start) + self.in_part}"
+
+
+def _lines(segments: list[Segment]) -> Iterator[tuple[str, _LineNumber, object]]:
+    """(file, its line number, record or FieldError) for each non-blank line of the segments."""
     loads = orjson.loads
     for segment in segments:
-        number = _count_lines(segment.path, segment.start)
+        number = 0
         done = 0
         with open(segment.path, "rb") as handle:
             handle.seek(segment.start)
@@ -173,11 +188,12 @@ def _lines(segments: list[Segment]) -> Iterator[tuple[str, str, object]]:
                     record = loads(line)
                 except orjson.JSONDecodeError as error:
                     record = FieldError(f"not valid JSON ({error})")
-                yield segment.path, f"line {number}", record
+                yield segment.path, _LineNumber(segment, number), record
         with _progress.get_lock():
             _progress.value += done
 
 
+@functools.cache
 def _count_lines(path: str, end: int) -> int:
     """Lines before byte `end` (a part's line numbers count from its file's start)."""
     count = 0
@@ -189,15 +205,18 @@ def _count_lines(path: str, end: int) -> int:
 
 
 def paragraph_line(item: Paragraph) -> bytes:
-    record = {"id": f"{item.key:016x}", "title": item.title, "text": item.text}
+    record = {"id": item.id, "title": item.title, "text": item.text}
     if item.meta:
         record.update(item.meta)
     return orjson.dumps(record) + b"\n"
 
 
-def convert_parts(dataset, inputs: list[Path], folder: Path, workers: int, skip_bad: bool, advance: Callable[[int], None]) -> list[PartResult]:
+def convert_parts(
+    dataset, inputs: list[Path], folder: Path, workers: int, skip_bad: bool, advance: Callable[[int], None], forked: Callable[[], None] = lambda: None
+) -> list[PartResult]:
     """Run one worker per part of the inputs; returns their results in input order. A worker's error
-    (a bad record) is raised here, and a worker that dies (out of memory) is an error, not a hang."""
+    (a bad record) is raised here, and a worker that dies (out of memory) is an error, not a hang.
+    `forked` is called once every worker is started (the parent may start threads from then on)."""
     parts = split(inputs, workers)
     context = multiprocessing.get_context("fork")
     progress = context.Value("q", 0)
@@ -210,6 +229,7 @@ def convert_parts(dataset, inputs: list[Path], folder: Path, workers: int, skip_
             send.close()
             processes.append(process)
             connections.append(receive)
+        forked()
         results: dict[int, PartResult] = {}
         shown = 0
         while len(results) < len(parts):
@@ -233,54 +253,52 @@ def convert_parts(dataset, inputs: list[Path], folder: Path, workers: int, skip_
             process.join()
 
 
-def merge_parts(results: list[PartResult], folder: Path, staged: Path, add_question: Callable[..., None]) -> array:
-    """Copy each paragraph id's first line, in input order, into `staged`, and hand each question to
-    `add_question` (build._Questions.add) once the paragraphs before it are kept; returns the staged offsets."""
+@dataclass
+class KeptLines:
+    """Where each kept paragraph line lies, in input order: line i is bytes `starts[i]:ends[i]` of
+    `files[part[i]]` (of `files[0]` when `part` is None). The shuffled corpus is copied from there,
+    so the workers' lines go into it with no staged copy in between."""
+
+    files: list[Path]
+    starts: Sequence[int]
+    ends: Sequence[int]
+    part: array | None = None
+
+
+def merge_parts(results: list[PartResult], folder: Path, add_question: Callable[..., None]) -> KeptLines:
+    """Keep each paragraph id's first line, in input order, and hand each question to
+    `add_question` (build._Questions.add) once the paragraphs before it are kept."""
     kept: set[int] = set()
-    offsets = array("q", [0])
-    with open(staged, "wb", buffering=1 << 20) as out:
-        for number, result in enumerate(results):
-            paragraphs_file, questions_file = folder / f"part-{number}.paragraphs", folder / f"part-{number}.questions"
-            with open(paragraphs_file, "rb") as handle, open(questions_file, "rb") as questions, contextlib.ExitStack() as mapped:
-                lines = mapped.enter_context(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)) if result.keys else b""
-                copier = _Copier(lines, result, out, offsets, kept)
-                for qid, gold, unmapped, before, length in result.questions:
-                    copier.take(before)
-                    line = questions.read(length)
-                    add_question(qid, gold, unmapped, lambda fixed, line=line: line if fixed is None else orjson.dumps({**orjson.loads(line), "gold_ids": fixed}) + b"\n", kept)
-                copier.take(len(result.keys))
-                copier.flush(len(result.keys))
-            paragraphs_file.unlink()
-            questions_file.unlink()
-    return offsets
+    lines = KeptLines([folder / f"part-{number}.paragraphs" for number in range(len(results))], array("q"), array("q"), array("H"))
+    for number, result in enumerate(results):
+        walk = _KeyWalk(result, number, lines, kept)
+        questions_file = folder / f"part-{number}.questions"
+        with open(questions_file, "rb") as questions:
+            for qid, gold, unmapped, before, length in result.questions:
+                walk.upto(before)
+                line = questions.read(length)
+                add_question(qid, gold, unmapped, lambda fixed, line=line: line if fixed is None else orjson.dumps({**orjson.loads(line), "gold_ids": fixed}) + b"\n", kept)
+        walk.upto(len(result.keys))
+        questions_file.unlink()
+    return lines
 
 
-class _Copier:
-    """Keeps a part's paragraph lines whose key is new, copying each run of kept lines in one write."""
+class _KeyWalk:
+    """Walks a part's paragraph lines in order, keeping those whose key is new."""
 
-    def __init__(self, lines, part: PartResult, out, offsets: array, kept: set[int]) -> None:
-        self.lines, self.ends, self.keys, self.out, self.offsets, self.kept = lines, part.paragraph_ends, part.keys, out, offsets, kept
+    def __init__(self, part: PartResult, number: int, lines: KeptLines, kept: set[int]) -> None:
+        self.part, self.number, self.lines, self.kept = part, number, lines, kept
         self.next = 0  # the next line of the part to look at
-        self.run_start: int | None = None  # the first kept line not yet written
 
-    def take(self, upto: int) -> None:
-        """Look at the part's lines up to `upto`, keeping those whose key is new."""
-        kept, offsets, ends, keys = self.kept, self.offsets, self.ends, self.keys
-        for i in range(self.next, upto):
+    def upto(self, end: int) -> None:
+        kept, ends, keys, number = self.kept, self.part.paragraph_ends, self.part.keys, self.number
+        starts_append, ends_append, part_append = self.lines.starts.append, self.lines.ends.append, self.lines.part.append
+        for i in range(self.next, end):
             key = keys[i]
             if key in kept:
-                self.flush(i)
                 continue
             kept.add(key)
-            if self.run_start is None:
-                self.run_start = i
-            offsets.append(offsets[-1] + ends[i] - (ends[i - 1] if i else 0))
-        self.next = max(self.next, upto)
-
-    def flush(self, upto: int) -> None:
-        """Write the run of kept lines that ends before line `upto`."""
-        if self.run_start is not None:
-            start = self.ends[self.run_start - 1] if self.run_start else 0
-            with memoryview(self.lines) as view:  # no copy of a run that may be the whole part
-                self.out.write(view[start : self.ends[upto - 1]])
-            self.run_start = None
+            starts_append(ends[i - 1] if i else 0)
+            ends_append(ends[i])
+            part_append(number)
+        self.next = max(self.next, end)

@@ -23,14 +23,15 @@ from mhindex.errors import BadInput
 from mhindex.files import parse_jsonl
 
 
-def paragraph_key(title: str, text: str) -> int:
-    """A stable 64-bit key from content: the same paragraph gets the same id in every build and
-    corpus. The builder deduplicates on the integer; the id is its 16 hex digits."""
-    return int.from_bytes(hashlib.blake2b(f"{title}\n{text}".encode(), digest_size=8).digest(), "big")
-
-
 def paragraph_id(title: str, text: str) -> str:
-    return f"{paragraph_key(title, text):016x}"
+    """A stable 64-bit id from content, as 16 hex digits: the same paragraph gets the same id in
+    every build and corpus."""
+    return hashlib.blake2b(f"{title}\n{text}".encode(), digest_size=8).hexdigest()
+
+
+def paragraph_key(title: str, text: str) -> int:
+    """The id as an integer: the builder deduplicates on it."""
+    return int(paragraph_id(title, text), 16)
 
 
 def join_sentences(sentences: Iterable[str]) -> str:
@@ -39,24 +40,24 @@ def join_sentences(sentences: Iterable[str]) -> str:
 
 
 class Paragraph:
-    """One paragraph. Its content key is computed on first use and kept: a parallel build meets
-    most paragraphs many times and needs the key only of the first meeting and of gold ones."""
+    """One paragraph. Its content id is computed on first use and kept: a build meets most
+    paragraphs many times and needs the id only of the first meeting and of gold ones."""
 
-    __slots__ = ("title", "text", "meta", "_key")
+    __slots__ = ("title", "text", "meta", "_id")
 
     def __init__(self, title: str, text: str, meta: dict | None = None) -> None:
         self.title, self.text, self.meta = title, text, meta
-        self._key: int | None = None
-
-    @property
-    def key(self) -> int:
-        if self._key is None:
-            self._key = paragraph_key(self.title, self.text)
-        return self._key
+        self._id: str | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.key:016x}"
+        if self._id is None:
+            self._id = paragraph_id(self.title, self.text)
+        return self._id
+
+    @property
+    def key(self) -> int:
+        return int(self.id, 16)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Paragraph) and (self.title, self.text, self.meta) == (other.title, other.text, other.meta)
