@@ -4,6 +4,7 @@ shuffling, several inputs into one corpus, the abstracts archive, and the no-op 
 from __future__ import annotations
 
 import bz2
+import hashlib
 import io
 import json
 import tarfile
@@ -184,6 +185,24 @@ def test_hotpotqa_abstracts_archive(mh, home, tmp_path):
     assert len(corpus2) == len(corpus)
     ids = {p["id"] for p in corpus2}
     assert all(g in ids for q in questions2 for g in q["gold_ids"])
+
+
+def test_an_input_changed_in_place_to_the_same_size_is_rebuilt(mh, home, tmp_path):
+    """The rebuild check compares sizes first, then the sha256 computed beside the conversion."""
+    source = tmp_path / "musique.jsonl"
+    original = Path(MUSIQUE).read_bytes()
+    source.write_bytes(original)
+    assert mh("corpus", "musique", "--input", str(source)).code == 0
+    before = orjson.loads((home / "musique" / "manifest.json").read_bytes())
+    assert before["inputs"][0]["sha256"] == hashlib.sha256(original).hexdigest()
+    changed = original.replace(b" the ", b" thE ", 1)
+    assert changed != original and len(changed) == len(original)
+    source.write_bytes(changed)
+    again = mh("corpus", "musique", "--input", str(source))
+    assert again.code == 0 and "built corpus" in again.out
+    after = orjson.loads((home / "musique" / "manifest.json").read_bytes())
+    assert after["inputs"][0]["sha256"] == hashlib.sha256(changed).hexdigest()
+    assert any("thE" in p["text"] for p in corpus_of(home, "musique")[0])
 
 
 def test_rerun_is_a_noop_and_force_rebuilds(mh, home):
