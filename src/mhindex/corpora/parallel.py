@@ -193,7 +193,7 @@ def _lines(segments: list[Segment]) -> Iterator[tuple[str, _LineNumber, object]]
             _progress.value += done
 
 
-@functools.cache
+@functools.cache  # in a worker, which converts one part of one build and exits
 def _count_lines(path: str, end: int) -> int:
     """Lines before byte `end` (a part's line numbers count from its file's start)."""
     count = 0
