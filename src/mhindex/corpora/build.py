@@ -94,6 +94,14 @@ class _Digests:
         except BaseException as error:  # noqa: BLE001 - raised in the caller by result()
             self._error = error
 
+    def __enter__(self) -> _Digests:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """No thread outlives the build, even a failed one: a later build in the same process may fork."""
+        if self._thread is not None:
+            self._thread.join()
+
     def result(self) -> list[str]:
         self.start()
         self._thread.join()
@@ -192,7 +200,7 @@ def build_corpus(
     if workers is None:
         workers = available_cores() if total_bytes >= MIN_BYTES else 1
     parallel = workers > 1 and not extra_sources and not per_source[0] and can_split(dataset, inputs)
-    with atomic_directory(target.root) as staging:
+    with atomic_directory(target.root) as staging, digests:
         with open(staging / "questions.jsonl", "wb") as questions_out:
             questions = _Questions(questions_out)
             with log.progress(f"converting {dataset.name}", total=total_bytes, unit="bytes") as bar:
