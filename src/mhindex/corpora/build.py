@@ -1,8 +1,9 @@
 """Dataset records -> a deduplicated, shuffled corpus and its question file, written atomically.
 
 Memory stays bounded on the largest releases (5.2M HotpotQA abstracts): paragraphs are
-written once to a staging file as they arrive, only their 8-byte ids and byte offsets are
-kept, and the shuffle is a permutation of offsets that copies lines into the final file.
+written once to a staging file as they arrive (or to the workers' part files, corpora/parallel.py),
+only their 8-byte ids and byte offsets are kept, and the shuffle is a permutation of offsets that
+copies lines into the final file.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ import orjson
 
 from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, first_char
 from mhindex.errors import MhindexError
+from mhindex.files import parse_jsonl
 
 #: Below this many input bytes one process is faster than forking and merging.
 MIN_BYTES = 32 << 20
@@ -163,34 +164,39 @@ class _LineNumber:
 
 
 def _lines(segments: list[Segment]) -> Iterator[tuple[str, _LineNumber, object]]:
-    """(file, its line number, record or FieldError) for each non-blank line of the segments."""
-    loads = orjson.loads
+    """(file, its line number, record or FieldError) for each non-blank line of the segments, read
+    by `files.parse_jsonl` as one process reads them, so that a bad line gets the same message."""
+    progress = _Progress()
     for segment in segments:
-        number = 0
-        done = 0
         with open(segment.path, "rb") as handle:
-            handle.seek(segment.start)
-            remaining = segment.end - segment.start
-            while remaining > 0:
-                line = handle.readline(remaining)
-                if not line:
-                    break
-                remaining -= len(line)
-                done += len(line)
-                number += 1
-                if done >= 1 << 20:
-                    with _progress.get_lock():
-                        _progress.value += done
-                    done = 0
-                if not line.strip():
-                    continue
-                try:
-                    record = loads(line)
-                except orjson.JSONDecodeError as error:
-                    record = FieldError(f"not valid JSON ({error})")
-                yield segment.path, _LineNumber(segment, number), record
+            for number, record, problem in parse_jsonl(_segment_lines(handle, segment), progress.add):
+                yield segment.path, _LineNumber(segment, number), FieldError(problem) if problem else record
+    progress.flush()
+
+
+def _segment_lines(handle, segment: Segment) -> Iterator[bytes]:
+    handle.seek(segment.start)
+    remaining = segment.end - segment.start
+    while remaining > 0 and (line := handle.readline(remaining)):
+        remaining -= len(line)
+        yield line
+
+
+class _Progress:
+    """Bytes read, added to the workers' shared counter a megabyte at a time (it takes a lock)."""
+
+    def __init__(self) -> None:
+        self.pending = 0
+
+    def add(self, count: int) -> None:
+        self.pending += count
+        if self.pending >= 1 << 20:
+            self.flush()
+
+    def flush(self) -> None:
         with _progress.get_lock():
-            _progress.value += done
+            _progress.value += self.pending
+        self.pending = 0
 
 
 @functools.cache  # in a worker, which converts one part of one build and exits
