@@ -68,3 +68,27 @@ def small_wiki_corpus(home: Path) -> Path:
     small.write_text(json.dumps(json.loads((SAMPLES / "2wikimultihopqa" / "dev.sample.json").read_text())[:25]))
     assert main(["--quiet", "--home", str(home), "corpus", "2wikimultihopqa", "--input", str(small), "--name", "wiki"]) == 0
     return home
+
+
+@pytest.fixture(scope="session")
+def musique_lucene(tmp_path_factory):
+    """The MuSiQue sample's corpus and an open Lucene retriever over it, built once a session."""
+    from mhindex.backends import build_index, open_retriever
+    from mhindex.corpora import DATASETS
+    from mhindex.corpora.build import build_corpus
+
+    home = tmp_path_factory.mktemp("musique-home")
+    corpus = build_corpus(DATASETS["musique"], [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"], home).corpus
+    build_index(corpus, "lucene")
+    retriever = open_retriever(corpus, "lucene")
+    yield corpus, retriever
+    retriever.close()
+
+
+def serve_index(corpus, retriever, api_key=None, **limits):
+    """`mhindex serve`'s application over a corpus's open retriever, as the serve command makes it."""
+    from mhindex.server.app import Limits, make_app
+    from mhindex.server.protocols import corpus_lines
+
+    info = {"corpus": corpus.name, "dataset": corpus.manifest()["dataset"], "backend": "lucene", "paragraphs": corpus.manifest()["counts"]["paragraphs"]}
+    return make_app(retriever, info, Limits(**limits), api_key, corpus_lines(corpus), access_log=False)

@@ -133,20 +133,26 @@ class FakeElasticsearch:
         docs = self.indices[self.aliases.get(name, name)]["docs"]
         if "knn" in body:
             knn = body["knn"]
-            allowed = set(knn["filter"]["terms"]["title.raw"]) if "filter" in knn else None
-            ids = [i for i, d in docs.items() if allowed is None or d["title"] in allowed]
+            allowed = _allowed_titles(knn["filter"]) if "filter" in knn else None
+            ids = [i for i, d in docs.items() if allowed is None or d["title"].lower() in allowed]
             matrix = np.array([docs[i]["vector"] for i in ids], dtype=np.float32).reshape(len(ids), -1)
             scores = (1 + matrix @ np.array(knn["query_vector"], dtype=np.float32)) / 2
             ranked = [(float(scores[p]), ids[p]) for p in np.argsort(-scores, kind="stable")[: knn["k"]]]
         else:
             boolean = body["query"]["bool"]
             words = set(WORD.findall(boolean["should"][0]["match"]["paragraph_text"].lower()))
-            allowed = set(boolean["filter"][0]["terms"]["title.raw"]) if "filter" in boolean else None
+            allowed = _allowed_titles(boolean["filter"][0]) if "filter" in boolean else None
+            required = boolean.get("minimum_should_match", 1)
             ranked = []
             for doc_id, doc in docs.items():
                 shared = len(words & set(WORD.findall(f"{doc['title']} {doc['paragraph_text']}".lower())))
-                if shared and (allowed is None or doc["title"] in allowed):
+                if shared >= required and (allowed is None or doc["title"].lower() in allowed):
                     ranked.append((float(shared), doc_id))
             ranked.sort(key=lambda pair: -pair[0])
         hits = [{"_id": i, "_score": s, "_source": {f: docs[i][f] for f in body["_source"]}} for s, i in ranked[: body["size"]]]
         return {"took": 1, "hits": {"total": {"value": len(hits), "relation": "eq"}, "hits": hits}}
+
+
+def _allowed_titles(title_filter: dict) -> set[str]:
+    """The pages of mhindex's title filter: `term` queries on title.raw, case-insensitive."""
+    return {term["term"]["title.raw"]["value"].lower() for term in title_filter["bool"]["should"]}

@@ -65,9 +65,14 @@ def test_query_text_is_never_query_syntax(query):
     assert "query_string" not in str(body)
 
 
-def test_title_restriction_is_an_exact_keyword_filter():
-    body = query_body("who", 3, titles=["Lost Gravity", "Mack Rides"])
-    assert body["query"]["bool"]["filter"] == [{"terms": {"title.raw": ["Lost Gravity", "Mack Rides"]}}]
+def test_title_restriction_filters_pages_and_leaves_the_text_optional():
+    # IRCoT's query (retriever_server/elasticsearch_retriever.py at StonyBrookNLP/ircot@3c1820f):
+    # the title is required, the text match only ranks, titles compare case aside.
+    body = query_body("who", 3, titles=["Lost Gravity", " mack rides "])
+    pages = [{"term": {"title.raw": {"value": "Lost Gravity", "case_insensitive": True}}}, {"term": {"title.raw": {"value": "mack rides", "case_insensitive": True}}}]
+    assert body["query"]["bool"]["filter"] == [{"bool": {"should": pages, "minimum_should_match": 1}}]
+    assert body["query"]["bool"]["minimum_should_match"] == 0
+    assert query_body("who", 3)["query"]["bool"]["minimum_should_match"] == 1
     assert alias_name("MuSiQue") == "mhindex-musique"
 
 
@@ -76,7 +81,8 @@ def test_knn_body_filters_inside_the_graph_search():
     assert body == {
         "size": 5,
         "_source": ["id", "title", "paragraph_text"],
-        "knn": {"field": "vector", "query_vector": [0.5, -0.25], "k": 5, "num_candidates": 5, "filter": {"terms": {"title.raw": ["Mack Rides"]}}},
+        "knn": {"field": "vector", "query_vector": [0.5, -0.25], "k": 5, "num_candidates": 5,
+                "filter": {"bool": {"should": [{"term": {"title.raw": {"value": "Mack Rides", "case_insensitive": True}}}], "minimum_should_match": 1}}},
     }
 
 

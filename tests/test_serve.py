@@ -1,65 +1,41 @@
-"""`mhindex serve` for real: a Lucene index of the MuSiQue sample served by uvicorn on 127.0.0.1,
-asked in each protocol with the request its own client sends (IRCoT's, ColBERT's, Search-R1's),
-every answer checked against the same search in process; the limits and the API key; many
-clients at once; and the remote backend (`--backend http://...`) reading each protocol back."""
+"""`mhindex serve` for real: a Lucene index of the MuSiQue sample served by uvicorn on 127.0.0.1.
+mhindex's own API against the same search in process; what every protocol shares (limits, the
+API key in every form a client can carry it, bad bodies, failures, slow and vanishing clients, the
+access log); many clients at once; the remote backend (`--backend http://...`) reading each
+protocol back with the corpus's own ids; and the serve command itself. Each peer's protocol has
+its own module (test_serve_ircot.py, test_serve_search_r1.py, test_serve_colbert.py)."""
 
 from __future__ import annotations
 
 import json
+import signal
 import socket
-import threading
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import orjson
 import pytest
 
-from conftest import SAMPLES
+from conftest import serve_index
 from mhindex.backends import build_index, open_retriever
 from mhindex.cli import main
-from mhindex.corpora import DATASETS
-from mhindex.corpora.build import build_corpus
 from mhindex.errors import UsageError
-from mhindex.server.app import Limits, make_app
+from mhindex.eval.metrics import retrieval_recall
+from servers import Uvicorn, free_port
 
 QUERIES = ["Who was Mach's principle named after?", "capital of the Andaman and Nicobar Islands", "Lost Gravity roller coaster", "AND OR : \" ( weird"]
 KEY = "s3cret"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    import uvicorn
-
-    home = tmp_path_factory.mktemp("serve-home")
-    corpus = build_corpus(DATASETS["musique"], [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"], home).corpus
-    build_index(corpus, "lucene")
-    retriever = open_retriever(corpus, "lucene")
-    from mhindex.server.protocols import corpus_lines
-
-    positions = corpus_lines(corpus)
-    info = {"corpus": corpus.name, "backend": "lucene", "paragraphs": corpus.manifest()["counts"]["paragraphs"]}
-    servers = {}
-    for name, key in (("open", None), ("locked", KEY)):
-        port = free_port()
-        app = make_app(retriever, info, Limits(max_k=50, max_batch=8, max_body_bytes=20_000, threads=4), key, positions, access_log=False)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        servers[name] = (f"http://127.0.0.1:{port}", server, thread)
-    deadline = time.time() + 30
-    while not all(s.started for _, s, _ in servers.values()) and time.time() < deadline:
-        time.sleep(0.05)
-    yield {name: url for name, (url, _, _) in servers.items()}, retriever, corpus, home, positions
-    for _, server, thread in servers.values():
-        server.should_exit = True
-        thread.join(timeout=10)
-    retriever.close()
+def served(musique_lucene):
+    corpus, retriever = musique_lucene
+    small = {"max_k": 50, "max_batch": 8, "max_body_bytes": 20_000, "body_seconds": 1.0}
+    with Uvicorn(serve_index(corpus, retriever, **small)) as open_server, Uvicorn(serve_index(corpus, retriever, api_key=KEY, **small)) as locked:
+        yield {"open": open_server.url, "locked": locked.url}, retriever, corpus
 
 
 def ids(hits) -> list[str]:
@@ -67,65 +43,95 @@ def ids(hits) -> list[str]:
 
 
 def test_own_api_answers_as_the_index_does_in_process(served):
-    urls, retriever, corpus, _, _ = served
+    urls, retriever, corpus = served
     url = urls["open"]
     assert httpx.get(url + "/health").json() == {"status": "ok"}
-    assert httpx.get(url + "/info").json()["paragraphs"] == corpus.manifest()["counts"]["paragraphs"]
+    about = httpx.get(url + "/info").json()
+    assert about["paragraphs"] == corpus.manifest()["counts"]["paragraphs"] and about["limits"]["max_batch"] == 8
     for query in QUERIES:
         reply = httpx.post(url + "/search", json={"query": query, "k": 5}).json()
         assert reply["query"] == query and [h["id"] for h in reply["hits"]] == ids(retriever.search(query, 5))
     batch = httpx.post(url + "/search/batch", json={"queries": QUERIES, "k": 3}).json()["results"]
     assert [[h["id"] for h in r["hits"]] for r in batch] == [ids(retriever.search(q, 3)) for q in QUERIES]
-    scoped = httpx.post(url + "/search", json={"query": "Ernst Mach", "k": 5, "titles": ["Mach bands"]}).json()["hits"]
+    scoped = httpx.post(url + "/search", json={"query": "Ernst Mach", "k": 5, "titles": ["mach bands"]}).json()["hits"]
     assert scoped and {h["title"] for h in scoped} == {"Mach bands"}
+    assert len(httpx.post(url + "/search", json={"query": "American film", "k": 500}).json()["hits"]) == 50  # capped at --max-k
+    assert httpx.post(url + "/search", json={"query": "Mach", "k": 0}).json()["hits"] == []
 
 
-def test_ircot_colbert_and_search_r1_clients_get_their_shapes(served):
-    urls, retriever, _, _, positions = served
-    url = urls["open"]
-    query = QUERIES[0]
-    expected = retriever.search(query, 3)
-    # IRCoT's client (commaqa/inference/ircot.py) posts to /retrieve and checks corpus_name.
-    ircot = httpx.post(url + "/retrieve", json={"retrieval_method": "retrieve_from_elasticsearch", "query_text": query, "max_hits_count": 3, "corpus_name": "musique", "document_type": "title_paragraph_text"}).json()
-    assert [r["id"] for r in ircot["retrieval"]] == ids(expected) and {r["corpus_name"] for r in ircot["retrieval"]} == {"musique"}
-    assert set(ircot["retrieval"][0]) >= {"id", "title", "paragraph_text", "score"} and isinstance(ircot["time_in_seconds"], float)
-    titled = httpx.post(url + "/retrieve/", json={"retrieval_method": "retrieve_from_elasticsearch", "query_text": "Ernst Mach", "max_hits_count": 3, "allowed_titles": ["Mach bands"], "corpus_name": "musique"}).json()
-    assert {r["title"] for r in titled["retrieval"]} == {"Mach bands"}
-    # ColBERT's server: GET /api/search?query=&k=, pids are corpus lines, probabilities sum to 1.
-    colbert = httpx.get(url + "/api/search", params={"query": query, "k": 3}).json()
-    assert colbert["query"] == query and [t["pid"] for t in colbert["topk"]] == [positions(h.id) for h in expected]
-    assert [t["rank"] for t in colbert["topk"]] == [1, 2, 3] and abs(sum(t["prob"] for t in colbert["topk"]) - 1) < 1e-9
-    assert colbert["topk"][0]["text"] == f"{expected[0].title} | {expected[0].text}"
-    # Search-R1's client (search_r1/llm_agent/generation.py) posts queries, topk and return_scores.
-    r1 = httpx.post(url + "/retrieve", json={"queries": QUERIES[:2], "topk": 3, "return_scores": True}).json()["result"]
-    assert [[d["document"]["id"] for d in hits] for hits in r1] == [ids(retriever.search(q, 3)) for q in QUERIES[:2]]
-    assert r1[0][0]["document"]["contents"] == f"{expected[0].title}\n{expected[0].text}" and isinstance(r1[0][0]["score"], float)
-    bare = httpx.post(url + "/retrieve", json={"queries": [query], "topk": 2}).json()["result"]
-    assert set(bare[0][0]) == {"id", "contents"}
-
-
-def test_limits_and_the_api_key(served):
-    urls, _, _, _, _ = served
-    url = urls["open"]
+def test_limits_and_bad_bodies_are_400s_with_the_reason(served):
+    url = served[0]["open"]
     for path, body, status, fragment in [
-        ("/search", {"query": "x", "k": 51}, 400, "k should be between 1 and 50"),
+        ("/search", {"query": "x", "k": -1}, 400, "k should be 0 or more"),
         ("/search", {"k": 3}, 400, "field 'query' is missing"),
-        ("/search/batch", {"queries": ["x"] * 9}, 400, "at most 8"),
+        ("/search/batch", {"queries": ["x"] * 9}, 413, "at most 8"),
         ("/search", {"query": "x" * 30_000}, 413, "over 20,000 bytes"),
-        ("/retrieve/", {"retrieval_method": "retrieve_from_faiss", "query_text": "x"}, 400, "is not served"),
+        ("/search", [1, 2], 400, "should be a JSON object"),
+        *(("/search", {"query": "x", "titles": titles}, 400, "'titles' should be a list of strings") for titles in ([1, 2], [[1]], [{}], [None], "Mach bands")),
     ]:
         reply = httpx.post(url + path, json=body)
-        assert reply.status_code == status and fragment in reply.json()["error"], reply.text
-    assert httpx.post(url + "/search", content=b"not json").status_code == 400
-    locked = urls["locked"]
+        assert reply.status_code == status and fragment in reply.json()["error"], (body, reply.text)
+    assert "not JSON" in httpx.post(url + "/search", content=b"not json").json()["error"]
+    wrong_method = httpx.get(url + "/search")
+    assert wrong_method.status_code == 405 and "POST /search" in wrong_method.json()["error"]
+
+
+def test_the_api_key_in_every_form_a_client_can_carry_it(served):
+    locked = served[0]["locked"]
     assert httpx.get(locked + "/health").status_code == 401
     assert httpx.get(locked + "/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert httpx.get(locked + "/health", headers={"Authorization": f"Bearer {KEY}"}).json() == {"status": "ok"}
-    assert httpx.get(locked + "/api/search", params={"query": "Mach"}, headers={"X-API-Key": KEY}).status_code == 200
+    assert httpx.get(locked + "/health", params={"api_key": "wrong"}).status_code == 401
+    for request in (
+        {"headers": {"Authorization": f"Bearer {KEY}"}},
+        {"headers": {"X-API-Key": KEY}},
+        {"auth": ("key", KEY)},
+        {"auth": (KEY, "")},
+        {"params": {"api_key": KEY}},
+    ):
+        assert httpx.get(locked + "/health", **request).json() == {"status": "ok"}, request
+    assert httpx.get(f"{locked}/k/{KEY}/health").json() == {"status": "ok"}
+    assert httpx.post(f"{locked}/k/{KEY}/search", json={"query": "Mach", "k": 1}).json()["hits"]
+    with pytest.raises(ValueError, match="empty"):
+        serve_index(served[2], served[1], api_key="")
+
+
+def test_a_failing_search_is_a_500_in_each_protocol_s_shape(served):
+    _, _, corpus = served
+    broken = open_retriever(corpus, "lucene")
+    broken.close()  # searching a closed Lucene index raises inside the JVM
+    with Uvicorn(serve_index(corpus, broken)) as server:
+        for method, path, body, key in [
+            ("POST", "/search", {"query": "Mach"}, "error"),
+            ("POST", "/retrieve", {"query_text": "Mach", "corpus_name": "musique"}, "detail"),
+            ("POST", "/retrieve", {"queries": ["Mach"]}, "detail"),
+            ("GET", "/api/search?query=Mach", None, "message"),
+        ]:
+            reply = httpx.request(method, server.url + path, json=body)
+            assert reply.status_code == 500 and reply.json()[key].startswith("the search failed: JavaException"), (path, reply.text)
+            assert "\n" not in reply.json()[key]
+
+
+def test_slow_and_vanishing_clients(served):
+    url = served[0]["open"]
+    port = int(url.rsplit(":", 1)[1])
+    # A body that trickles in is cut off after --body time (1 s here), with a 408.
+    with socket.create_connection(("127.0.0.1", port)) as slow:
+        slow.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"query\"")
+        slow.settimeout(10)
+        started = time.time()
+        answer = b""
+        while b"within" not in answer and (chunk := slow.recv(4096)):
+            answer += chunk
+        answer = answer.decode()
+    assert answer.startswith("HTTP/1.1 408") and "did not arrive within 1 s" in answer and time.time() - started < 5
+    # A client that hangs up mid-body leaves the server answering others.
+    with socket.create_connection(("127.0.0.1", port)) as gone:
+        gone.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"qu")
+    assert httpx.get(url + "/health").json() == {"status": "ok"}
 
 
 def test_many_clients_at_once_get_their_own_answers(served):
-    urls, retriever, _, _, _ = served
+    urls, retriever, _ = served
     expected = {q: ids(retriever.search(q, 4)) for q in QUERIES}
     work = [QUERIES[i % len(QUERIES)] for i in range(128)]
     with httpx.Client(limits=httpx.Limits(max_connections=32)) as client, ThreadPoolExecutor(32) as pool:
@@ -134,16 +140,28 @@ def test_many_clients_at_once_get_their_own_answers(served):
     assert not wrong, wrong[:2]
 
 
-def test_the_remote_backend_reads_each_protocol_back(served):
-    urls, retriever, corpus, _, _ = served
+def test_the_remote_backend_reads_each_protocol_back_with_the_corpus_s_ids(served):
+    urls, retriever, corpus = served
+    questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines()][:20]
+    in_process = [retrieval_recall(ids(retriever.search(q["question"], 15)), q["gold_ids"]) for q in questions]
     for protocol in ("mhindex", "ircot", "colbert", "search-r1"):
         remote = open_retriever(corpus, urls["open"], {"remote_protocol": protocol})
-        # ColBERT names a passage by its line and puts the title in its text: compare what it says.
-        same = (lambda h: (h.title, h.text)) if protocol == "colbert" else (lambda h: (h.id, h.title, h.text))
         for query in QUERIES[:2]:
-            assert [same(h) for h in remote.search(query, 4)] == [same(h) for h in retriever.search(query, 4)], protocol
-        assert [[same(h) for h in hits] for hits in remote.search_many(QUERIES, 3)] == [[same(h) for h in retriever.search(q, 3)] for q in QUERIES], protocol
+            assert [(h.id, h.title, h.text) for h in remote.search(query, 4)] == [(h.id, h.title, h.text) for h in retriever.search(query, 4)], protocol
+        assert [ids(hits) for hits in remote.search_many(QUERIES, 3)] == [ids(retriever.search(q, 3)) for q in QUERIES], protocol
+        scoped = remote.search("Ernst Mach", 3, titles=["Mach bands"])
+        assert scoped and {h.title for h in scoped} == {"Mach bands"}, protocol
+        recall = [retrieval_recall(ids(remote.search(q["question"], 15)), q["gold_ids"]) for q in questions]
+        assert recall == in_process and sum(recall) > 0, protocol  # eval's recall is the same on every protocol
         remote.close()
+    # A ColBERT server that sends no `id` (stanford-futuredata/ColBERT's own): the local corpus's
+    # paragraph on line `pid`, when its text is the one served.
+    remote = open_retriever(corpus, urls["open"], {"remote_protocol": "colbert"})
+    hit = retriever.search(QUERIES[0], 1)[0]
+    line = next(i for i, record in enumerate(corpus.paragraphs()) if record["id"] == hit.id)
+    assert remote._colbert_hit({"text": f"{hit.title} | {hit.text}", "pid": line, "score": 1.0}).id == hit.id
+    assert remote._colbert_hit({"text": "Other | text", "pid": line, "score": 1.0}).id == str(line)
+    remote.close()
     locked = open_retriever(None, urls["locked"], {"remote_api_key": KEY})
     assert ids(locked.search(QUERIES[0], 2)) == ids(retriever.search(QUERIES[0], 2))
     with pytest.raises(Exception, match="HTTP 401"):
@@ -152,9 +170,9 @@ def test_the_remote_backend_reads_each_protocol_back(served):
         build_index(corpus, urls["open"])
 
 
-def test_search_through_a_served_index_without_a_local_corpus(served, capsys):
-    urls, retriever, _, home, _ = served
-    other = home.parent / "client-home"  # the client has no corpus of its own
+def test_search_through_a_served_index_without_a_local_corpus(served, capsys, tmp_path):
+    urls, retriever, _ = served
+    other = tmp_path / "client-home"  # the client has no corpus of its own
     capsys.readouterr()
     assert main(["--home", str(other), "search", "musique", QUERIES[0], "--backend", urls["open"], "-k", "3", "--json"]) == 0
     assert [h["id"] for h in json.loads(capsys.readouterr().out)["hits"]] == ids(retriever.search(QUERIES[0], 3))
@@ -162,31 +180,35 @@ def test_search_through_a_served_index_without_a_local_corpus(served, capsys):
     assert "cannot reach the index server at http://127.0.0.1:9/search" in capsys.readouterr().err
 
 
-def test_the_serve_command_starts_logs_and_stops_on_ctrl_c(served):
-    import signal
-    import subprocess
-    import sys
-
-    _, retriever, corpus, home, _ = served
+def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ctrl_c(served, capsys):
+    _, retriever, corpus = served
+    home = corpus.root.parent
+    assert main(["--home", str(home), "serve", corpus.name, "--api-key", ""]) == 2
+    assert "--api-key (or $MHINDEX_API_KEY) is empty" in capsys.readouterr().err
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "mhindex", "--home", str(home), "serve", corpus.name, "--port", str(port), "--api-key", KEY],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    url, headers = f"http://127.0.0.1:{port}", {"X-API-Key": KEY}
+    url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
-            if httpx.get(url + "/health", headers=headers).status_code == 200:
+            if httpx.get(url + "/health", headers={"X-API-Key": KEY}).status_code == 200:
                 break
         except httpx.TransportError:
             time.sleep(0.2)
-    info = httpx.get(url + "/info", headers=headers).json()
+    info = httpx.get(f"{url}/k/{KEY}/info").json()
     assert info["corpus"] == corpus.name and info["backend"] == "lucene" and info["index"]["k1"] == 1.2
-    hits = httpx.get(url + "/api/search", params={"query": QUERIES[0], "k": 2}, headers=headers).json()["topk"]
+    hits = httpx.get(url + "/api/search", params={"query": QUERIES[0], "k": 2, "api_key": KEY}).json()["topk"]
     assert [h["text"].split(" | ", 1)[1] for h in hits] == [h.text for h in retriever.search(QUERIES[0], 2)]
+    with socket.create_connection(("127.0.0.1", port)) as gone:  # hangs up mid-body
+        gone.sendall(f"POST /k/{KEY}/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{{".encode())
+    time.sleep(0.5)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert {"path": "/api/search", "status": 200} in [{"path": x.get("path"), "status": x.get("status")} for x in lines]  # the access log
+    assert {"path": "/search", "status": 499} in [{"path": x.get("path"), "status": x.get("status")} for x in lines]  # one line, no traceback
+    assert KEY not in err and "Traceback" not in err

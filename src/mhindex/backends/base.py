@@ -33,7 +33,9 @@ class Retriever(Protocol):
     `AND`, `:` and the like are words, never syntax, and never raise."""
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
-        """Top `k` paragraphs; with `titles`, only paragraphs whose title is one of them."""
+        """Top `k` paragraphs. With `titles`, the paragraphs of those pages (titles compared as
+        `same_title` compares them), every one of them a candidate, ranked by how well it matches
+        the query: IRCoT's Elasticsearch query makes the title a filter and the text optional."""
         ...
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
@@ -72,15 +74,43 @@ class Backend(Protocol):
     def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: Any, context: BackendContext) -> Retriever: ...
 
 
+def title_key(title: str) -> str:
+    """Titles compare as IRCoT compares them: lower-cased, surrounding space stripped."""
+    return title.lower().strip()
+
+
 def search_within_titles(ranked: Callable[[int], list[Hit]], k: int, titles: Sequence[str], total: int) -> list[Hit]:
     """For engines that cannot filter by title inside the search (FAISS, PLAID): widen the ranked
     list until `k` paragraphs of the allowed pages are found or the whole corpus was ranked."""
-    allowed = set(titles)
+    allowed = {title_key(t) for t in titles}
     if not allowed:
         return []
     depth = k * 20
     while True:
-        hits = [h for h in ranked(min(depth, total)) if h.title in allowed]
+        hits = [h for h in ranked(min(depth, total)) if title_key(h.title) in allowed]
         if len(hits) >= k or depth >= total:
             return hits[:k]
         depth *= 4
+
+
+def distinct_titles(ranked: Callable[[int], list[Hit]], k: int, total: int) -> list[Hit]:
+    """The best paragraph of each of the `k` best pages, for engines without a title field:
+    pages ranked by their best paragraph (looked for among the first `k` x 256 paragraphs)."""
+    depth, deepest = k * 4, min(total, k * 256)
+    while True:
+        hits = ranked(min(depth, deepest))
+        best: dict[str, Hit] = {}
+        for hit in hits:
+            best.setdefault(title_key(hit.title), hit)
+        if len(best) >= k or len(hits) < min(depth, deepest) or depth >= deepest:
+            return list(best.values())[:k]
+        depth *= 4
+
+
+def search_titles(retriever: Retriever, query: str, k: int) -> list[Hit]:
+    """One paragraph for each of the `k` pages whose title best matches `query` (IRCoT's title
+    retrieval): the engine's own title search where it has one, else its best paragraph per page."""
+    own = getattr(retriever, "search_titles", None)
+    if own is not None:
+        return own(query, k)
+    return distinct_titles(lambda depth: retriever.search(query, depth), k, 1 << 62)

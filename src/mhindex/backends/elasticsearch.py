@@ -149,8 +149,16 @@ def serving_settings(options: ElasticsearchOptions) -> dict[str, Any]:
     return {"index": {"number_of_replicas": options.replicas, "refresh_interval": options.refresh_interval}}
 
 
+def title_filter(titles: Sequence[str]) -> dict[str, Any]:
+    """Paragraphs of these pages, titles compared as IRCoT compares them (case aside, stripped)."""
+    terms = [{"term": {"title.raw": {"value": t.strip(), "case_insensitive": True}}} for t in titles]
+    return {"bool": {"should": terms, "minimum_should_match": 1}}
+
+
 def query_body(query: str, k: int, titles: Sequence[str] | None = None) -> dict[str, Any]:
-    """`match` queries analyse text and never parse syntax, so any query string is safe."""
+    """`match` queries analyse text and never parse syntax, so any query string is safe. With
+    `titles`, the pages are a filter and the text optional, as in IRCoT's query: every paragraph
+    of an allowed page can come back, those that match first."""
     body: dict[str, Any] = {
         "size": k,
         "_source": SOURCE_FIELDS,
@@ -162,7 +170,8 @@ def query_body(query: str, k: int, titles: Sequence[str] | None = None) -> dict[
         },
     }
     if titles is not None:
-        body["query"]["bool"]["filter"] = [{"terms": {"title.raw": list(titles)}}]
+        body["query"]["bool"]["filter"] = [title_filter(titles)]
+        body["query"]["bool"]["minimum_should_match"] = 0
     return body
 
 
@@ -171,7 +180,7 @@ def knn_body(vector: Sequence[float], k: int, num_candidates: int, titles: Seque
     so it still returns k hits of the allowed pages."""
     knn: dict[str, Any] = {"field": "vector", "query_vector": [float(x) for x in vector], "k": k, "num_candidates": max(k, num_candidates)}
     if titles is not None:
-        knn["filter"] = {"terms": {"title.raw": list(titles)}}
+        knn["filter"] = title_filter(titles)
     return {"size": k, "_source": SOURCE_FIELDS, "knn": knn}
 
 

@@ -20,6 +20,7 @@ import os
 import subprocess
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from mhindex.backends.base import BackendContext, Hit
+from mhindex.backends.base import BackendContext, Hit, search_within_titles, title_key
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
@@ -103,6 +104,7 @@ def _jvm() -> dict[str, Any]:
         "BooleanQueryBuilder": "org.apache.lucene.search.BooleanQuery$Builder",
         "Occur": "org.apache.lucene.search.BooleanClause$Occur",
         "TermQuery": "org.apache.lucene.search.TermQuery",
+        "BoostQuery": "org.apache.lucene.search.BoostQuery",
         "Term": "org.apache.lucene.index.Term",
         "ArrayList": "java.util.ArrayList",
     }
@@ -160,6 +162,12 @@ class LuceneBackend:
 # and query generator per thread; with this lock, never. A query takes about 2 ms, so a server
 # still answers hundreds a second, and batches still run on Anserini's own threads.
 _JNI = threading.RLock()
+# Lucene refuses a query of more distinct terms than this (IndexSearcher's default clause limit):
+# a longer query is cut to its first MAX_TERMS distinct terms, each weighted by its count in the
+# whole query, as Anserini's bag-of-words query weights them.
+MAX_TERMS = 1024
+# A title filter is one clause a page; more pages than this are filtered after ranking instead.
+MAX_FILTER_TITLES = 512
 
 
 class LuceneRetriever:
@@ -171,22 +179,38 @@ class LuceneRetriever:
         self._analyzer = classes["Analyzer"].newDefaultInstance()
         self._generator = classes["QueryGenerator"]()
         self._threads = threads
+        self._total = int(self._searcher.get_total_num_docs())
 
     def _hit(self, scored) -> Hit:
         raw = orjson.loads(scored.lucene_document.get("raw"))
         title = raw["title"]
         return Hit(raw["id"], title, raw["contents"][len(title) + 1 :], float(scored.score))
 
+    def _terms(self, text: str) -> list[str]:
+        return [str(t) for t in self._c["AnalyzerUtils"].analyze(self._analyzer, text).toArray()]
+
+    def _query(self, field: str, text: str):
+        """Anserini's bag-of-words query of `text` on `field`; past MAX_TERMS distinct terms, cut."""
+        if len(text) > MAX_TERMS:  # every term takes a character at least: shorter texts cannot be too long
+            counts = Counter(self._terms(text))
+            if len(counts) > MAX_TERMS:
+                c = self._c
+                builder = c["BooleanQueryBuilder"]()
+                for term in list(counts)[:MAX_TERMS]:  # in order of first appearance
+                    builder.add(c["BoostQuery"](c["TermQuery"](c["Term"](field, term)), float(counts[term])), c["Occur"].SHOULD)
+                return builder.build()
+        return self._generator.buildQuery(field, self._analyzer, text)
+
     def _title_filter(self, titles: Sequence[str]):
         """Pages whose title holds all the words of one of `titles` (exactness is checked after)."""
         c = self._c
         any_title = c["BooleanQueryBuilder"]()
         for title in titles:
-            words = [str(t) for t in c["AnalyzerUtils"].analyze(self._analyzer, title).toArray()]
+            words = self._terms(title)
             if not words:
                 continue
             all_words = c["BooleanQueryBuilder"]()
-            for word in words:
+            for word in words[:MAX_TERMS]:
                 all_words.add(c["TermQuery"](c["Term"]("title", word)), c["Occur"].MUST)
             any_title.add(all_words.build(), c["Occur"].SHOULD)
         return any_title.build()
@@ -197,32 +221,63 @@ class LuceneRetriever:
 
     def _search(self, query: str, k: int, titles: Sequence[str] | None) -> list[Hit]:
         c = self._c
-        text_query = self._generator.buildQuery("contents", self._analyzer, query)
+        text_query = self._query("contents", query)
         if titles is None:
             return [self._hit(s) for s in self._searcher.search(text_query, k)]
-        allowed = set(titles)
-        if not allowed:
+        allowed = {title_key(t) for t in titles}
+        if not allowed or k <= 0:
             return []
+        if len(allowed) > MAX_FILTER_TITLES or any(not self._terms(t) for t in titles):
+            # A title of stop words alone ("It") has no term to filter on: rank, then filter.
+            return search_within_titles(lambda depth: [self._hit(s) for s in self._searcher.search(text_query, depth)], k, titles, self._total)
+        # The pages are a filter and the text is optional: every paragraph of an allowed page can
+        # come back, those that match the query first (IRCoT's Elasticsearch query).
+        # Bound to a name before it is passed on: pyjnius silently drops a query that a Python
+        # function returned when it is passed straight to `add` (seen: the filter vanished).
+        title_filter = self._title_filter(titles)
         combined = c["BooleanQueryBuilder"]()
-        combined.add(text_query, c["Occur"].MUST)
-        combined.add(self._title_filter(list(allowed)), c["Occur"].FILTER)
-        hits = [self._hit(s) for s in self._searcher.search(combined.build(), k * 4 + 20)]
-        return [h for h in hits if h.title in allowed][:k]
+        combined.add(text_query, c["Occur"].SHOULD)
+        combined.add(title_filter, c["Occur"].FILTER)
+        built = combined.build()
+        depth = k * 4 + 20
+        while True:
+            scored = self._searcher.search(built, depth)
+            hits = [h for h in map(self._hit, scored) if title_key(h.title) in allowed]
+            if len(hits) >= k or len(scored) < depth:
+                return hits[:k]
+            depth *= 4
+
+    def search_titles(self, query: str, k: int) -> list[Hit]:
+        """One paragraph for each of the `k` pages whose title best matches `query` (the title field alone)."""
+        with _JNI:
+            title_query = self._query("title", query)
+            depth = k * 4 + 20
+            while True:
+                scored = self._searcher.search(title_query, depth)
+                best: dict[str, Hit] = {}
+                for hit in map(self._hit, scored):
+                    best.setdefault(title_key(hit.title), hit)
+                if len(best) >= k or len(scored) < depth:
+                    return list(best.values())[:k]
+                depth *= 4
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
         with _JNI:
             return self._search_many(queries, k)
 
     def _search_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        if self._threads <= 1 or len(queries) < 2:
+        # Anserini's batch builds each query itself, with no cut: long queries go one at a time.
+        batched = [i for i, q in enumerate(queries) if len(q) <= MAX_TERMS]
+        if self._threads <= 1 or len(batched) < 2:
             return [self._search(q, k, None) for q in queries]
         c = self._c
         texts, ids = c["ArrayList"](), c["ArrayList"]()
-        for i, query in enumerate(queries):
-            texts.add(query)
+        for i in batched:
+            texts.add(queries[i])
             ids.add(str(i))
         results = self._searcher.batch_search(texts, ids, k, self._threads)
-        return [[self._hit(s) for s in results.get(str(i))] for i in range(len(queries))]
+        in_batch = set(batched)
+        return [[self._hit(s) for s in results.get(str(i))] if i in in_batch else self._search(q, k, None) for i, q in enumerate(queries)]
 
     def close(self) -> None:
         with _JNI:

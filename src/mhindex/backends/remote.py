@@ -9,6 +9,7 @@ wherever it is served. Calls go through mhindex's one HTTP layer (retries, one-l
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from mhindex.errors import MhindexError, UsageError
 from mhindex.options import option
 
 PROTOCOLS = ("mhindex", "ircot", "colbert", "search-r1")
-BATCH = 64  # queries per batch request: well under a server's limit (mhindex serve allows 256)
+BATCH = 64  # queries per batch request: well under a server's limit (mhindex serve allows 4,096)
 
 
 class RemoteIndexError(MhindexError):
@@ -45,14 +46,20 @@ class RemoteBackend:
         if not options.remote_url or not options.remote_url.startswith(("http://", "https://")):
             raise UsageError("the remote backend needs the server's address: --backend http://HOST:PORT")
         key = options.remote_api_key or os.environ.get("MHINDEX_REMOTE_API_KEY")
-        return RemoteRetriever(options.remote_url, options.remote_protocol, key, options.remote_corpus or getattr(corpus, "name", ""))
+        local = corpus if corpus is not None and corpus.exists() else None
+        return RemoteRetriever(options.remote_url, options.remote_protocol, key, options.remote_corpus or getattr(corpus, "name", ""), local)
 
 
 class RemoteRetriever:
-    def __init__(self, url: str, protocol: str, api_key: str | None, corpus_name: str = "") -> None:
+    def __init__(self, url: str, protocol: str, api_key: str | None, corpus_name: str = "", corpus=None) -> None:
         self.url = url.rstrip("/")
         self.protocol = protocol
         self.corpus_name = corpus_name
+        # ColBERT names a passage by its line (`pid`): the local copy of the corpus, if there is
+        # one, gives the paragraph id of a line whose text is the served one.
+        self._corpus = corpus
+        self._lines = None
+        self._opening = threading.Lock()
         from mhindex import http  # here, not at the top: the CLI reads this module's options at start-up
 
         self._http = http
@@ -90,7 +97,7 @@ class RemoteRetriever:
             return search_within_titles(lambda n: self.search(query, n), k, titles, 10_000)
         if self.protocol == "colbert":
             reply = self._call("GET", "/api/search", params={"query": query, "k": k})
-            return self._shape("/api/search", reply, lambda reply: [_colbert_hit(h) for h in reply["topk"]])
+            return self._shape("/api/search", reply, lambda reply: [self._colbert_hit(h) for h in reply["topk"]])
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
@@ -107,18 +114,31 @@ class RemoteRetriever:
                 results += self._shape("/retrieve", reply, lambda reply: [[_search_r1_hit(item) for item in hits] for hits in reply["result"]])
         return results
 
+    def _colbert_hit(self, item: dict) -> Hit:
+        """ColBERT's passages are one text, "title | text" in its collections; the paragraph id is
+        mhindex's `id` where the server adds it, else the local corpus's paragraph on line `pid`
+        when its text is the served one, else the pid itself."""
+        title, sep, text = item["text"].partition(" | ")
+        title, text = (title, text) if sep else ("", item["text"])
+        paragraph_id = item.get("id")
+        if not isinstance(paragraph_id, str):
+            paragraph_id = str(item["pid"])
+            if self._corpus is not None and isinstance(item["pid"], int):
+                with self._opening:
+                    if self._lines is None:
+                        self._lines = self._corpus.paragraphs()
+                if 0 <= item["pid"] < len(self._lines) and (record := self._lines[item["pid"]])["text"] == text and record["title"] == title:
+                    paragraph_id = record["id"]
+        return Hit(paragraph_id, title, text, float(item["score"]))
+
     def close(self) -> None:
         self._client.close()
-
-
-def _colbert_hit(item: dict) -> Hit:
-    """ColBERT collections hold one text a passage, often "title | text"."""
-    title, sep, text = item["text"].partition(" | ")
-    return Hit(str(item["pid"]), title if sep else "", text if sep else item["text"], float(item["score"]))
+        if self._lines is not None:
+            self._lines.close()
 
 
 def _search_r1_hit(item: dict) -> Hit:
-    """Search-R1's documents are {"id", "contents": "title\\ntext"}; without scores, the document alone."""
+    """Search-R1's documents are {"id", "contents": '"title"\\ntext'}; without scores, the document alone."""
     document = item.get("document", item)
     title, _, text = document["contents"].partition("\n")
     return Hit(str(document.get("id", "")), title.strip('"'), text, float(item.get("score", 0.0)))

@@ -9,6 +9,7 @@ import typer
 
 from mhindex import render, ui
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup, write_line
+from mhindex.errors import UsageError
 from mhindex.home import corpus_dir, open_corpus
 
 
@@ -83,22 +84,32 @@ def serve(
     backend: BackendOption = "lucene",
     host: Annotated[str, typer.Option(help="Address to listen on (loopback by default; set --api-key before opening it wider).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8765,
-    api_key: Annotated[Optional[str], typer.Option("--api-key", envvar="MHINDEX_API_KEY", help="Require this key (Authorization: Bearer KEY or X-API-Key) \\[default: $MHINDEX_API_KEY, else none].", show_default=False)] = None,
+    api_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--api-key",
+            envvar="MHINDEX_API_KEY",
+            help="Require this key: Authorization: Bearer KEY, X-API-Key, http://key:KEY@HOST, /k/KEY/... or ?api_key=KEY \\[default: $MHINDEX_API_KEY, else none].",
+            show_default=False,
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(min=1, max=256, help="Searches run at once (in threads).")] = 4,
-    max_k: Annotated[int, typer.Option("--max-k", min=1, help="Most paragraphs one query may ask for.")] = 100,
-    max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Most queries in one batch request.")] = 256,
+    max_k: Annotated[int, typer.Option("--max-k", min=1, help="Most paragraphs a query gets; asking for more gets this many.")] = 100,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Most queries in one batch request (Search-R1's GRPO sends 2,560).")] = 4096,
     home: HomeOption = None,
     quiet: QuietOption = False,
     backend_options: dict | None = None,
 ) -> None:
     """Serve a corpus's index over HTTP: mhindex's JSON API, and the retrieval protocols of IRCoT
-    (POST /retrieve/), ColBERT (GET /api/search) and Search-R1 (POST /retrieve)."""
+    (POST /retrieve/), ColBERT (GET /api/search, also at / for DSPy) and Search-R1 (POST /retrieve)."""
     from mhindex.backends import open_retriever, retrieval_settings
     from mhindex.server.app import Limits, make_app
     from mhindex.server.app import serve as run_server
     from mhindex.server.protocols import corpus_lines
 
     root = setup(home, quiet)
+    if api_key is not None and not api_key.strip():
+        raise UsageError("--api-key (or $MHINDEX_API_KEY) is empty: give a key, or leave it unset to serve without one")
     corpus = open_corpus(root, name)
     retriever = open_retriever(corpus, backend, backend_options)
     manifest = corpus.manifest()
@@ -115,4 +126,3 @@ def serve(
         run_server(app_, host, port)
     finally:
         retriever.close()
-

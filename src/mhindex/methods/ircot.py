@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from mhindex.backends.base import search_titles
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
 from mhindex.methods.prompts import (
     PromptPacker,
@@ -133,7 +134,7 @@ class IRCoT(Method):
     # -- IIRC: which pages to read ------------------------------------------------------------
 
     def _choose_pages(self, query: Query, meter: Meter) -> list[str] | None:
-        """Ask the model for the pages it needs, map each to a corpus title with BM25."""
+        """Ask the model for the pages it needs, map each to the corpus page whose title matches it best."""
         s = self.settings
         if self._page_demos is None:
             pool = demonstrations("iirc", "no_context_open_llm_retrieval", self.style)
@@ -145,8 +146,8 @@ class IRCoT(Method):
         generation = meter.complete(self.packer.render(self._page_demos, instance, 60), 60, stop=["\n"], label="choosing pages to read").text.strip()
         named = _titles(generation)
         pages: list[str] = []
-        for title in named:
-            hits = self.retriever.search(title, 1)
+        for title in named:  # the released code maps each with a title search (document_type "title")
+            hits = search_titles(self.retriever, title, 1)
             if hits and hits[0].title not in pages:
                 pages.append(hits[0].title)
         return pages or None

@@ -1,183 +1,176 @@
 """`mhindex serve`: one built index shared over HTTP, in mhindex's own JSON API and in the
-protocols of IRCoT's, ColBERT's and Search-R1's retrieval servers (see protocols.py).
+protocols of IRCoT's, ColBERT's and Search-R1's retrieval servers (routes.py, protocols.py).
 
-Starlette on uvicorn. Searches run in a pool of worker threads (the Lucene searcher and FAISS
-are safe to share between threads), so one slow query does not hold up the others. Requests are
-bounded in size, batch length and k; an API key, when set, is required as `Authorization: Bearer
-KEY` or `X-API-Key: KEY`. Each request is one JSON line on stderr unless --quiet.
-
-Own API:
-    GET  /health                      {"status": "ok"}
-    GET  /info                        corpus, backend, paragraph count, index options, limits
-    POST /search                      {"query", "k"?, "titles"?} -> {"query", "hits": [{"id", "title", "text", "score"}]}
-    POST /search/batch                {"queries": [...], "k"?} -> {"results": [{"query", "hits"}]}
+Starlette on uvicorn. In front of the routes, one middleware (`Guard`) checks the API key, bounds
+the request body in size and in time, and writes the access log. The key may come the ways the
+peers' clients can send it, none of which needs them changed: `Authorization: Bearer KEY`,
+`X-API-Key: KEY`, HTTP basic auth (`http://key:KEY@HOST:PORT`, which IRCoT's host setting and
+`requests` carry), a path prefix (`http://HOST:PORT/k/KEY/retrieve`) or a query parameter
+(`?api_key=KEY`). The key never reaches the log: it holds the path without the prefix, and no
+query string.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import secrets
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
+import anyio
 import orjson
 
-from mhindex.server.protocols import BadRequest, colbert_answer, field, ircot_answer, search_r1_answer
+from mhindex.server.errors import Refused, error_body
+from mhindex.server.routes import ENDPOINTS, protocol_of, reply
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_k: int = 100
-    max_batch: int = 256
-    max_body_bytes: int = 1_000_000
+    max_k: int = 100  # more is answered with this many, as ColBERT's server caps k at 100
+    # Search-R1's training sends 512 queries a search step (PPO) or 2,560 (GRPO) in one request.
+    max_batch: int = 4096
+    max_body_bytes: int = 8_000_000
+    body_seconds: float = 30.0  # a request body must arrive within this time
     threads: int = 4
 
-
-class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+    def public(self) -> dict[str, Any]:
+        return {"max_k": self.max_k, "max_batch": self.max_batch, "max_body_bytes": self.max_body_bytes}
 
 
 def make_app(retriever: Any, info: dict, limits: Limits = Limits(), api_key: str | None = None, positions: Any = None, access_log: bool = True):
-    """The ASGI application over an open retriever. `positions(id) -> int` gives ColBERT's pid."""
-    import anyio
+    """The ASGI application over an open retriever. `positions(id) -> int` gives ColBERT's pid;
+    `info` says what is served (its "corpus" and "dataset" are the corpus names IRCoT may ask for)."""
     from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import Response
     from starlette.routing import Route
 
-    workers = anyio.CapacityLimiter(limits.threads)
+    if api_key is not None and not api_key.strip():
+        raise ValueError("the API key is empty")
+    app = Starlette(
+        routes=[Route(e.path, e.handler, methods=list(e.methods)) for e in ENDPOINTS],
+        exception_handlers={404: _no_route, 405: _no_route},
+    )
+    app.state.retriever = retriever
+    app.state.info = info
+    app.state.limits = limits
+    app.state.positions = positions or (lambda _id: -1)
+    app.state.corpus_names = [n for n in dict.fromkeys([info.get("corpus"), info.get("dataset")]) if n]
+    app.state.searches = anyio.CapacityLimiter(limits.threads)
+    return Guard(app, api_key, limits, access_log)
 
-    def reply(value: Any, status: int = 200) -> Response:
-        return Response(orjson.dumps(value), status_code=status, media_type="application/json")
 
-    async def run(function, *args, **kwargs):
-        return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs), limiter=workers)
+async def _no_route(request, error) -> Any:
+    path, status = request.url.path, getattr(error, "status_code", 404)
+    known = ", ".join(f"{'/'.join(e.methods)} {e.path}" for e in ENDPOINTS)
+    what = "no endpoint" if status == 404 else f"{request.method} is not answered at"
+    return reply(error_body(protocol_of(path), f"{what} {path}; this server answers {known}"), status)
 
-    def check_k(k: int, name: str) -> int:
-        if k < 1 or k > limits.max_k:
-            raise BadRequest(f"{name} should be between 1 and {limits.max_k}")
-        return k
 
-    async def body_of(request: Request) -> Any:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-            raise _Refused(413, f"the request body is over {limits.max_body_bytes:,} bytes")
-        received = bytearray()
-        async for chunk in request.stream():
-            received += chunk
-            if len(received) > limits.max_body_bytes:
-                raise _Refused(413, f"the request body is over {limits.max_body_bytes:,} bytes")
+class Guard:
+    """The API key, the body's size and time limits, and one JSON access-log line a request."""
+
+    def __init__(self, app: Any, api_key: str | None, limits: Limits, access_log: bool) -> None:
+        self.app = app
+        self.api_key = api_key
+        self.limits = limits
+        self.access_log = access_log
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started, status = time.perf_counter(), [0]
+        scope = dict(scope)  # the app sees the path without a key prefix
+        given = _take_keys(scope)
+
+        async def sending(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
         try:
-            return orjson.loads(received)
-        except orjson.JSONDecodeError as error:
-            raise BadRequest(f"the request body is not JSON: {error}") from None
+            refusal = self._refusal(scope, given)
+            if refusal is not None:
+                scope["mhindex.error"] = str(refusal)
+                await reply(error_body(protocol_of(scope["path"]), str(refusal)), refusal.status)(scope, receive, sending)
+            else:
+                await self.app(scope, _LimitedBody(receive, self.limits), sending)
+        finally:
+            if self.access_log:
+                line = {"time": round(time.time(), 3), "method": scope.get("method"), "path": scope.get("path"), "status": status[0], "ms": round((time.perf_counter() - started) * 1000, 2)}
+                if "mhindex.error" in scope:
+                    line["error"] = scope["mhindex.error"]
+                sys.stderr.write(orjson.dumps(line).decode() + "\n")
 
-    def queries_of(values: Any, name: str) -> list[str]:
-        if not isinstance(values, list) or not all(isinstance(q, str) for q in values):
-            raise BadRequest(f"field '{name}' should be a list of strings")
-        if len(values) > limits.max_batch:
-            raise BadRequest(f"{len(values)} queries in one request; at most {limits.max_batch}")
-        return values
-
-    async def health(request: Request) -> Response:
-        return reply({"status": "ok"})
-
-    async def about(request: Request) -> Response:
-        return reply({**info, "limits": {"max_k": limits.max_k, "max_batch": limits.max_batch, "max_body_bytes": limits.max_body_bytes}})
-
-    async def search(request: Request) -> Response:
-        body = await body_of(request)
-        query = field(body, "query", str)
-        k = check_k(field(body, "k", int, 10), "k")
-        titles = field(body, "titles", list, None)
-        hits = await run(retriever.search, query, k, titles=titles)
-        return reply({"query": query, "hits": [h.record() for h in hits]})
-
-    async def search_batch(request: Request) -> Response:
-        body = await body_of(request)
-        queries = queries_of(field(body, "queries", list), "queries")
-        k = check_k(field(body, "k", int, 10), "k")
-        results = await run(retriever.search_many, queries, k) if queries else []
-        return reply({"results": [{"query": q, "hits": [h.record() for h in hits]} for q, hits in zip(queries, results)]})
-
-    async def retrieve(request: Request) -> Response:
-        """IRCoT's `/retrieve/` and Search-R1's `/retrieve`, told apart by their bodies."""
-        body = await body_of(request)
-        if isinstance(body, dict) and "queries" in body:
-            queries = queries_of(body["queries"], "queries")
-            k = check_k(field(body, "topk", int, 3), "topk")
-            results = await run(retriever.search_many, queries, k) if queries else []
-            return reply(search_r1_answer(results, bool(body.get("return_scores"))))
-        started = time.perf_counter()
-        if isinstance(body, dict):
-            check_k(field(body, "max_hits_count", int, 3), "max_hits_count")
-        retrieval = await run(ircot_answer, body, retriever.search, info.get("corpus", ""))
-        return reply({"retrieval": retrieval, "time_in_seconds": round(time.perf_counter() - started, 1)})
-
-    async def colbert(request: Request) -> Response:
-        query = request.query_params.get("query")
-        if not query:
-            raise BadRequest("query parameter 'query' is missing")
-        k_text = request.query_params.get("k") or "10"
-        if not k_text.isdigit():
-            raise BadRequest("query parameter 'k' should be a whole number")
-        k = min(int(k_text), limits.max_k)  # ColBERT's own server caps k (at 100) rather than refusing
-        hits = await run(retriever.search, query, max(1, k))
-        return reply(colbert_answer(query, hits, positions or (lambda _id: -1)))
-
-    routes = [
-        Route("/health", health, methods=["GET"]),
-        Route("/info", about, methods=["GET"]),
-        Route("/search", search, methods=["POST"]),
-        Route("/search/batch", search_batch, methods=["POST"]),
-        Route("/retrieve/", retrieve, methods=["POST"]),
-        Route("/retrieve", retrieve, methods=["POST"]),
-        Route("/api/search", colbert, methods=["GET"]),
-    ]
-
-    def authorised(headers) -> bool:
-        if api_key is None:
-            return True
-        given = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
-        return secrets.compare_digest(given.encode(), api_key.encode())
-
-    class Guard:
-        """API key, one-line errors for refused requests, and the JSON access log."""
-
-        def __init__(self, app) -> None:
-            self.app = app
-
-        async def __call__(self, scope, receive, send) -> None:
-            if scope["type"] != "http":
-                return await self.app(scope, receive, send)
-            started, status = time.perf_counter(), [500]
-
-            async def sending(message) -> None:
-                if message["type"] == "http.response.start":
-                    status[0] = message["status"]
-                await send(message)
-
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            try:
-                if authorised(headers):
-                    await self.app(scope, receive, sending)
-                else:
-                    await reply({"error": "a valid API key is required (Authorization: Bearer KEY or X-API-Key: KEY)"}, 401)(scope, receive, sending)
-            finally:
-                if access_log:
-                    line = {"time": round(time.time(), 3), "method": scope.get("method"), "path": scope.get("path"), "status": status[0], "ms": round((time.perf_counter() - started) * 1000, 2)}
-                    sys.stderr.write(orjson.dumps(line).decode() + "\n")
-
-    async def refused(request: Request, error: Exception) -> Response:
-        return reply({"error": str(error)}, error.status if isinstance(error, _Refused) else 400)
-
-    return Guard(Starlette(routes=routes, exception_handlers={BadRequest: refused, _Refused: refused}))
+    def _refusal(self, scope: dict, given: list[str]) -> Refused | None:
+        if self.api_key is not None and not any(secrets.compare_digest(k.encode(), self.api_key.encode()) for k in given):
+            return Refused("a valid API key is required: Authorization: Bearer KEY, X-API-Key: KEY, http://key:KEY@HOST, /k/KEY/... or ?api_key=KEY", 401)
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limits.max_body_bytes:
+            return Refused(f"the request body is over {self.limits.max_body_bytes:,} bytes", 413)
+        return None
 
 
-def serve(app, host: str, port: int) -> None:
+def _take_keys(scope: dict) -> list[str]:
+    """Every key the request offers; the path prefix and query parameter that carried one are
+    taken out of the scope, so that neither the routes nor the log ever see them."""
+    given = []
+    path = scope.get("path", "")
+    if path.startswith("/k/"):
+        key, _, rest = path[3:].partition("/")
+        given.append(key)
+        scope["path"] = "/" + rest
+        scope["raw_path"] = scope["path"].encode()
+    query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    if any(name == "api_key" for name, _ in query):
+        given += [value for name, value in query if name == "api_key"]
+        scope["query_string"] = urlencode([(n, v) for n, v in query if n != "api_key"]).encode("latin-1")
+    for name, value in scope.get("headers") or []:
+        name, text = name.decode("latin-1").lower(), value.decode("latin-1").strip()
+        if name == "x-api-key":
+            given.append(text)
+        elif name == "authorization":
+            scheme, _, credentials = text.partition(" ")
+            if scheme.lower() == "bearer":
+                given.append(credentials.strip())
+            elif scheme.lower() == "basic":  # http://key:KEY@HOST: the key as password (or as user)
+                try:
+                    user, _, password = base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")
+                except (binascii.Error, UnicodeDecodeError):
+                    continue
+                given += [password, user]
+    return [k for k in given if k]
+
+
+class _LimitedBody:
+    """The request's `receive`, refusing a body over the size limit (413) or one that does not
+    arrive within the time limit (408): a client that trickles its body holds no worker."""
+
+    def __init__(self, receive: Any, limits: Limits) -> None:
+        self.receive = receive
+        self.limits = limits
+        self.left = limits.max_body_bytes
+        self.deadline: float | None = None
+
+    async def __call__(self) -> dict:
+        if self.deadline is None:
+            self.deadline = anyio.current_time() + self.limits.body_seconds
+        try:
+            with anyio.fail_after(max(0.0, self.deadline - anyio.current_time())):
+                message = await self.receive()
+        except TimeoutError:
+            raise Refused(f"the request body did not arrive within {self.limits.body_seconds:g} s", 408) from None
+        if message["type"] == "http.request":
+            self.left -= len(message.get("body", b""))
+            if self.left < 0:
+                raise Refused(f"the request body is over {self.limits.max_body_bytes:,} bytes", 413)
+        return message
+
+
+def serve(app: Any, host: str, port: int) -> None:
     """Run until Ctrl-C or SIGTERM; uvicorn finishes the requests in flight before it stops."""
     import uvicorn
 

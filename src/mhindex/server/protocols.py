@@ -1,69 +1,142 @@
 """The request and answer shapes of the retrieval servers that existing code already talks to,
-translated to and from one `Retriever` call. Each was checked against the project's own code:
+translated to and from `Retriever` calls. Each follows the project's own server and is tested
+with the requests its own clients send (tests/test_serve_*.py, which cite file and commit):
 
-- IRCoT (StonyBrookNLP/ircot, `retriever_server/serve.py` and `elasticsearch_retriever.py`):
-  `POST /retrieve/` with `{"retrieval_method": "retrieve_from_elasticsearch", "query_text",
-  "max_hits_count", "max_buffer_count", "document_type", "allowed_titles", "corpus_name", ...}`,
-  answered by `{"retrieval": [{"id", "title", "paragraph_text", "score", "corpus_name", ...}],
-  "time_in_seconds"}`. Every `document_type` is served by the backend's one ranking (title and
-  text); `allowed_titles` restricts it to those pages.
-- ColBERT (stanford-futuredata/ColBERT `server.py`, also SearChain's): `GET /api/search?query=&k=`,
-  answered by `{"query", "topk": [{"pid", "text", "rank", "score", "prob"}]}`, `prob` being the
-  softmax of the scores over the k returned; `pid` is the paragraph's line in corpus.jsonl.
+- IRCoT (StonyBrookNLP/ircot, `retriever_server/serve.py`, `unified_retriever.py` and
+  `elasticsearch_retriever.py`): `POST /retrieve/` (its clients post to `/retrieve`) with
+  `{"retrieval_method": "retrieve_from_elasticsearch", "query_text", "max_hits_count" (3),
+  "max_buffer_count", "document_type", "allowed_titles", "corpus_name", ...}`, answered by
+  `{"retrieval": [{"id", "title", "paragraph_text", "url", "is_abstract", "paragraph_index",
+  "score", "corpus_name"}], "time_in_seconds"}`. `allowed_titles` is a filter and the text
+  optional; titles compare lower-cased and stripped; hits with the same lower-cased text are kept
+  once; `document_type: "title"` searches titles and answers each page once.
+- ColBERT (stanford-futuredata/ColBERT `server.py`; DSPy's `ColBERTv2` client):
+  `GET /api/search?query=&k=` (k at most 100, 10 by default), answered by `{"query", "topk":
+  [{"text", "pid", "rank", "score", "prob"}]}`, sorted by score, `prob` the softmax of the
+  scores; `pid` is the paragraph's line in corpus.jsonl. mhindex adds the paragraph's `id`, and
+  `long_text` (the text again), which DSPy's client reads from a POST answer (`simplify=True`).
 - Search-R1 (PeterGriffinJin/Search-R1, `search_r1/search/retrieval_server.py`): `POST /retrieve`
-  with `{"queries": [...], "topk", "return_scores"}`, answered by `{"result": [[{"document":
-  {"id", "contents"}, "score"}, ...], ...]}` (documents alone without `return_scores`), `contents`
-  being "title\\ntext" as its clients split it.
+  with `{"queries": [...], "topk", "return_scores"}` (a missing or 0 topk is the server's
+  default, 3), answered by `{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}`
+  (documents alone without `return_scores`), `contents` being `"Title"\\ntext` as its corpus
+  format has it (README, "Corpora").
 """
 
 from __future__ import annotations
 
 import math
+import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from mhindex.backends.base import Hit
+from mhindex.server.errors import Refused
+
+# What each server answers when a request names no k.
+DEFAULT_K = {"mhindex": 10, "ircot": 3, "colbert": 10, "search-r1": 3}
+IRCOT_METHOD = "retrieve_from_elasticsearch"
+IRCOT_DOCUMENT_TYPES = ("title", "paragraph_text", "title_paragraph_text")
+_DIGITS = re.compile(r"[0-9]{1,9}")  # not str.isdigit: "²" is a digit to Python, not a number
 
 
-class BadRequest(ValueError):
-    """A request the server refuses, with the one line that says why (HTTP 400)."""
-
-
-def field(body: dict, name: str, kind: type | tuple[type, ...], default: Any = ..., where: str = "") -> Any:
+def field(body: Any, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
     if not isinstance(body, dict):
-        raise BadRequest("the request body should be a JSON object")
-    if name not in body or body[name] is None:
+        raise Refused("the request body should be a JSON object")
+    if body.get(name) is None:
         if default is ...:
-            raise BadRequest(f"field '{name}' is missing{where}")
+            raise Refused(f"field '{name}' is missing")
         return default
     value = body[name]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
-        raise BadRequest(f"field '{name}' should be {getattr(kind, '__name__', kind)}{where}")
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise Refused(f"field '{name}' should be {_kind_name(kind)}")
     return value
 
 
-def ircot_answer(body: dict, search: Callable[..., list[Hit]], corpus_name: str) -> list[dict]:
-    method = field(body, "retrieval_method", str, "retrieve_from_elasticsearch")
-    if method != "retrieve_from_elasticsearch":
-        raise BadRequest(f"retrieval_method '{method}' is not served; IRCoT's server has only retrieve_from_elasticsearch")
-    query = field(body, "query_text", str)
-    k = field(body, "max_hits_count", int, 3)
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", list: "a list", bool: "true or false", dict: "an object"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def strings(body: Any, name: str, required: bool = False) -> list[str] | None:
+    """A list of strings (queries, titles), or None when absent and not required."""
+    values = field(body, name, object, ... if required else None)
+    if values is not None and not (isinstance(values, list) and all(isinstance(v, str) for v in values)):
+        raise Refused(f"field '{name}' should be a list of strings")
+    return values
+
+
+def hits_wanted(value: int | None, name: str, default: int, cap: int, zero_is_default: bool = False) -> int:
+    """How many hits to answer: the default when unset, at most `cap` (as ColBERT's server caps:
+    never a refusal a peer's client cannot read), 0 for none."""
+    if value is None or (zero_is_default and value == 0):
+        return min(default, cap)
+    if value < 0:
+        raise Refused(f"{name} should be 0 or more")
+    return min(value, cap)
+
+
+def query_k(text: str | None, default: int, cap: int) -> int:
+    """ColBERT's `k` query parameter."""
+    if text is None or text == "":
+        return min(default, cap)
+    if not _DIGITS.fullmatch(text):
+        raise Refused("query parameter 'k' should be a whole number")
+    return min(int(text), cap)
+
+
+# -- IRCoT ------------------------------------------------------------------------------------
+
+
+def ircot_request(body: Any, served: Sequence[str], cap: int) -> dict[str, Any]:
+    """IRCoT's arguments, checked; a corpus this server does not hold is refused (404)."""
+    method = field(body, "retrieval_method", str, IRCOT_METHOD)
+    if method != IRCOT_METHOD:
+        raise Refused(f"retrieval_method '{method}' is not served; IRCoT's server has only {IRCOT_METHOD}")
     document_type = field(body, "document_type", str, "paragraph_text")
-    if document_type not in ("title", "paragraph_text", "title_paragraph_text"):
-        raise BadRequest("document_type should be title, paragraph_text or title_paragraph_text")
-    titles = field(body, "allowed_titles", list, None)
-    hits = search(query, k, titles=titles)
+    if document_type not in IRCOT_DOCUMENT_TYPES:
+        raise Refused(f"document_type should be one of {', '.join(IRCOT_DOCUMENT_TYPES)}")
+    corpus = field(body, "corpus_name", str, None)
+    if corpus is not None and corpus not in served:
+        raise Refused(f"corpus_name '{corpus}' is not served here; this server holds {' or '.join(repr(s) for s in served)}", 404)
+    return {
+        "query": field(body, "query_text", str, ""),
+        "k": hits_wanted(field(body, "max_hits_count", int, None), "max_hits_count", DEFAULT_K["ircot"], cap),
+        "titles": strings(body, "allowed_titles"),
+        "document_type": document_type,
+        "corpus_name": corpus or served[0],
+    }
+
+
+def ircot_retrieve(request: dict[str, Any], search: Callable[..., list[Hit]], search_titles: Callable[[str, int], list[Hit]]) -> list[dict]:
+    """The `retrieval` list: hits with the same lower-cased text kept once, the better ranked, from
+    a ranking twice as deep as asked so that k remain (IRCoT's server dedupes 100 deep)."""
+    k = request["k"]
+    if k == 0:
+        return []
+    if request["document_type"] == "title":
+        hits = search_titles(request["query"], k)
+    else:
+        seen: set[str] = set()
+        hits = []
+        for hit in search(request["query"], 2 * k, titles=request["titles"]):
+            if (text := hit.text.strip().lower()) not in seen:
+                seen.add(text)
+                hits.append(hit)
+        hits = hits[:k]
     return [
-        {"id": h.id, "title": h.title, "paragraph_text": h.text, "url": "", "is_abstract": False, "paragraph_index": 0, "score": h.score, "corpus_name": body.get("corpus_name") or corpus_name}
+        {"id": h.id, "title": h.title, "paragraph_text": h.text, "url": "", "is_abstract": False, "paragraph_index": 0, "score": h.score, "corpus_name": request["corpus_name"]}
         for h in hits
     ]
+
+
+# -- ColBERT ----------------------------------------------------------------------------------
 
 
 def corpus_lines(corpus) -> Callable[[str], int]:
     """ColBERT's pid for a paragraph id: its line in corpus.jsonl, the table read on first use
     (only ColBERT's clients ask for it)."""
-    import threading
-
     table: dict[str, int] = {}
     lock = threading.Lock()
 
@@ -71,8 +144,10 @@ def corpus_lines(corpus) -> Callable[[str], int]:
         with lock:
             if not table:
                 reader = corpus.paragraphs()
-                table.update((record["id"], line) for line, record in enumerate(reader))
-                reader.close()
+                try:
+                    table.update((record["id"], line) for line, record in enumerate(reader))
+                finally:
+                    reader.close()
         return table.get(paragraph_id, -1)
 
     return line_of
@@ -85,14 +160,24 @@ def colbert_answer(query: str, hits: Sequence[Hit], position: Callable[[str], in
     return {
         "query": query,
         "topk": [
-            {"pid": position(h.id), "text": f"{h.title} | {h.text}", "rank": rank, "score": h.score, "prob": w / total}
-            for rank, (h, w) in enumerate(zip(hits, weights), start=1)
+            {"text": text, "pid": position(h.id), "rank": rank, "score": h.score, "prob": w / total, "long_text": text, "id": h.id}
+            for rank, (h, w) in enumerate(zip(hits, weights, strict=True), start=1)
+            for text in (f"{h.title} | {h.text}",)
         ],
     }
 
 
+# -- Search-R1 --------------------------------------------------------------------------------
+
+
+def search_r1_contents(hit: Hit) -> str:
+    """Search-R1's corpus format: the title in double quotes, a line break, the text."""
+    return f'"{hit.title}"\n{hit.text}'
+
+
 def search_r1_answer(results: Sequence[Sequence[Hit]], with_scores: bool) -> dict:
     def document(hit: Hit) -> dict:
-        return {"id": hit.id, "contents": f"{hit.title}\n{hit.text}"}
+        return {"id": hit.id, "contents": search_r1_contents(hit)}
 
     return {"result": [[{"document": document(h), "score": h.score} if with_scores else document(h) for h in hits] for hits in results]}
+

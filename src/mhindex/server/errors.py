@@ -1,0 +1,38 @@
+"""How the server refuses or fails a request: one line saying why, in the body each protocol's
+clients read an error from, with the HTTP status that says whose fault it was."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Refused(Exception):
+    """A request the server will not answer: bad input (400), no key (401), unknown corpus (404),
+    a body too slow (408) or too large (413). The message is the one line a client sees."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# Where each protocol's clients look for the reason. IRCoT's and Search-R1's servers are FastAPI
+# apps, whose errors are {"detail": ...}; DSPy's ColBERTv2 client reads "error", then "message"
+# (dspy/dsp/colbertv2.py); mhindex's own API answers {"error": ...}.
+_SHAPES = {
+    "mhindex": lambda message: {"error": message},
+    "ircot": lambda message: {"detail": message},
+    "search-r1": lambda message: {"detail": message},
+    "colbert": lambda message: {"error": message, "message": message},
+}
+
+
+def error_body(protocol: str, message: str) -> dict[str, Any]:
+    return _SHAPES.get(protocol, _SHAPES["mhindex"])(message)
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line: Java's (through pyjnius) carry a stack trace after the first."""
+    text = str(error).strip()
+    first = text.splitlines()[0].strip() if text else ""
+    first = first.removeprefix("JVM exception occurred: ")
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -1,0 +1,218 @@
+"""The server's endpoints: mhindex's own JSON API and the peers' protocols, in one route table.
+
+Each handler reads what it serves from `request.app.state` (set up by `app.make_app`): the
+retriever, the limits, the corpus names it answers to, ColBERT's line numbers. Searches run in
+worker threads, at most `limits.threads` at once. A refusal or a failure is answered in the
+handler's protocol's error shape (errors.py) and noted for the access log as one line.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import orjson
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from mhindex.backends.base import search_titles
+from mhindex.server.errors import Refused, error_body, one_line
+from mhindex.server.protocols import (
+    DEFAULT_K,
+    colbert_answer,
+    field,
+    hits_wanted,
+    ircot_request,
+    ircot_retrieve,
+    query_k,
+    search_r1_answer,
+    strings,
+)
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def reply(value: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(value), status_code=status, media_type="application/json")
+
+
+def note(request: Request, message: str) -> None:
+    """A line for the access log about what went wrong with this request."""
+    request.scope["mhindex.error"] = message
+
+
+def answers(protocol: str) -> Callable[[Handler], Handler]:
+    """The handler's refusals and failures become its protocol's error answer, never a traceback."""
+
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except Refused as refused:
+                note(request, str(refused))
+                return reply(error_body(protocol, str(refused)), refused.status)
+            except ClientDisconnect:
+                note(request, "the client disconnected before its request was read")
+                return Response(status_code=499)  # nobody reads it: the status is for the log
+            except Exception as error:  # noqa: BLE001 - a failing search is one error answer and one log line
+                message = f"the search failed: {one_line(error)}"
+                note(request, message)
+                return reply(error_body(protocol, message), 500)
+
+        return run
+
+    return decorate
+
+
+async def in_thread(request: Request, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a search in a worker thread, so that a slow one does not hold up the others."""
+    return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), limiter=request.app.state.searches)
+
+
+async def json_body(request: Request) -> Any:
+    data = await request.body()  # the size and time limits apply as it arrives (app.Guard)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise Refused(f"the request body is not JSON: {error}") from None
+
+
+def batch(request: Request, queries: list[str] | None) -> list[str]:
+    limit = request.app.state.limits.max_batch
+    if queries is not None and len(queries) > limit:
+        raise Refused(f"{len(queries)} queries in one request; this server takes at most {limit} (mhindex serve --max-batch)", 413)
+    return queries or []
+
+
+# -- mhindex's own API ------------------------------------------------------------------------
+
+
+@answers("mhindex")
+async def health(request: Request) -> Response:
+    return reply({"status": "ok"})
+
+
+@answers("mhindex")
+async def about(request: Request) -> Response:
+    state = request.app.state
+    return reply({**state.info, "limits": state.limits.public()})
+
+
+@answers("mhindex")
+async def search(request: Request) -> Response:
+    state = request.app.state
+    body = await json_body(request)
+    query = field(body, "query", str)
+    k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
+    titles = strings(body, "titles")
+    hits = await in_thread(request, state.retriever.search, query, k, titles=titles) if k else []
+    return reply({"query": query, "hits": [h.record() for h in hits]})
+
+
+@answers("mhindex")
+async def search_batch(request: Request) -> Response:
+    state = request.app.state
+    body = await json_body(request)
+    queries = batch(request, strings(body, "queries", required=True))
+    k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
+    results = await in_thread(request, state.retriever.search_many, queries, k) if queries and k else [[] for _ in queries]
+    return reply({"results": [{"query": q, "hits": [h.record() for h in hits]} for q, hits in zip(queries, results, strict=True)]})
+
+
+# -- IRCoT and Search-R1: both POST /retrieve, told apart by their bodies ----------------------
+
+
+@answers("ircot")  # Search-R1's server is FastAPI too: the same {"detail": ...} errors
+async def retrieve(request: Request) -> Response:
+    body = await json_body(request)
+    if isinstance(body, dict) and "queries" in body:
+        return await _search_r1(request, body)
+    return await _ircot(request, body)
+
+
+async def _ircot(request: Request, body: Any) -> Response:
+    state = request.app.state
+    started = time.perf_counter()
+    arguments = ircot_request(body, state.corpus_names, state.limits.max_k)
+    titles_of = functools.partial(search_titles, state.retriever)
+    retrieval = await in_thread(request, ircot_retrieve, arguments, state.retriever.search, titles_of)
+    return reply({"retrieval": retrieval, "time_in_seconds": round(time.perf_counter() - started, 1)})
+
+
+async def _search_r1(request: Request, body: dict) -> Response:
+    state = request.app.state
+    queries = batch(request, strings(body, "queries", required=True))
+    k = hits_wanted(field(body, "topk", int, None), "topk", DEFAULT_K["search-r1"], state.limits.max_k, zero_is_default=True)
+    with_scores = bool(field(body, "return_scores", (bool, int), False))
+    results = await in_thread(request, state.retriever.search_many, queries, k) if queries else []
+    return reply(search_r1_answer(results, with_scores))
+
+
+# -- ColBERT (and DSPy's ColBERTv2 client, which may use the server's root URL) ---------------
+
+
+@answers("colbert")
+async def colbert(request: Request) -> Response:
+    state = request.app.state
+    cap = state.limits.max_k
+    if request.method == "POST":  # DSPy's ColBERTv2(post_requests=True)
+        body = await json_body(request)
+        query = field(body, "query", str)
+        k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["colbert"], cap)
+    else:
+        query = request.query_params.get("query")
+        if query is None:
+            raise Refused("query parameter 'query' is missing")
+        k = query_k(request.query_params.get("k"), DEFAULT_K["colbert"], cap)
+
+    def answer() -> dict:
+        hits = state.retriever.search(query, k) if k else []
+        return colbert_answer(query, hits, state.positions)
+
+    return reply(await in_thread(request, answer))
+
+
+@answers("colbert")
+async def root(request: Request) -> Response:
+    """DSPy's client may be given the server's root URL: a search there is ColBERT's; anything
+    else is told what this server is and where its endpoints are."""
+    if request.method == "POST" or "query" in request.query_params:
+        return await colbert(request)
+    state = request.app.state
+    return reply(
+        {
+            "message": f"mhindex serve: the {state.info.get('backend')} index of corpus '{state.info.get('corpus')}'",
+            "endpoints": {e.path: f"{', '.join(e.methods)}: {e.about}" for e in ENDPOINTS},
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    path: str
+    methods: tuple[str, ...]
+    handler: Handler
+    protocol: str  # whose error shape a refusal of this path takes
+    about: str
+
+
+ENDPOINTS = (
+    Endpoint("/", ("GET", "POST"), root, "colbert", "this page; with ?query= (or a POST), ColBERT's search, for DSPy's ColBERTv2(url=...)"),
+    Endpoint("/health", ("GET",), health, "mhindex", "mhindex: {'status': 'ok'}"),
+    Endpoint("/info", ("GET",), about, "mhindex", "mhindex: corpus, backend, index options, limits"),
+    Endpoint("/search", ("POST",), search, "mhindex", 'mhindex: {"query", "k", "titles"} -> {"query", "hits"}'),
+    Endpoint("/search/batch", ("POST",), search_batch, "mhindex", 'mhindex: {"queries", "k"} -> {"results"}'),
+    Endpoint("/retrieve/", ("POST",), retrieve, "ircot", 'IRCoT: {"retrieval_method", "query_text", "max_hits_count", ...}; Search-R1: {"queries", "topk", "return_scores"}'),
+    Endpoint("/retrieve", ("POST",), retrieve, "ircot", "the same as /retrieve/"),
+    Endpoint("/api/search", ("GET", "POST"), colbert, "colbert", "ColBERT: ?query=&k= -> {'query', 'topk'}"),
+)
+_PROTOCOLS = {e.path: e.protocol for e in ENDPOINTS}
+
+
+def protocol_of(path: str) -> str:
+    return _PROTOCOLS.get(path, "mhindex")
