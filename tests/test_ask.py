@@ -12,6 +12,7 @@ import pytest
 
 from conftest import SAMPLES, Result, read_jsonl
 from mhindex.cli import main
+from mhindex.methods.queries import remove_wh_words, retrieval_query
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 # Small prompts keep the suite fast on two cores: two demonstrations, short paragraphs.
@@ -51,10 +52,10 @@ def test_ircot_trace_has_the_papers_shape(mh, home):
     assert result.code == 0, result.err
     record = result.json()
     steps = record["steps"]
-    assert steps[0] == {"text": "", "query": question["question"], "retrieved_ids": steps[0]["retrieved_ids"]}
+    assert steps[0] == {"text": "", "query": remove_wh_words(question["question"]), "retrieved_ids": steps[0]["retrieved_ids"]}
     assert len(steps[0]["retrieved_ids"]) == 2  # K paragraphs from the question
-    for step in steps[1:-1]:
-        assert step["text"] and step["query"] == step["text"]  # each sentence is the next query
+    for number, step in enumerate(steps[1:-1], start=1):  # each sentence (cleaned as IRCoT's release cleans it) is the next query
+        assert step["text"] and step["query"] == retrieval_query(question["question"], [s["text"] for s in steps[1 : number + 1]])
     assert "answer is" in steps[-1]["text"].lower() and steps[-1]["query"] == ""  # stopped on the answer
     assert len(steps) - 1 <= 4
     ids = [r["id"] for r in record["retrieved"]]
@@ -80,7 +81,7 @@ def test_oner_and_nor(mh, home):
     oner = mh("ask", question, "--method", "oner", "-k", "3", "--json", "--max-demos", "2", "--max-paragraph-words", "80")
     assert oner.code == 0, oner.err
     record = oner.json()
-    assert len(record["steps"]) == 1 and record["steps"][0]["query"] == question
+    assert len(record["steps"]) == 1 and record["steps"][0]["query"] == remove_wh_words(question)
     assert len(record["retrieved"]) == 3 and record["lm_calls"] == 1 and record["answer"]
     nor = mh("ask", question, "--method", "nor", "--json", "--max-demos", "2").json()
     assert nor["retrieved"] == [] and nor["steps"] == [] and nor["lm_calls"] == 1 and nor["answer"]

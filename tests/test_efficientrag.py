@@ -15,6 +15,7 @@ from conftest import SAMPLES, read_jsonl
 from mhindex.backends import open_retriever
 from mhindex.cli import main
 from mhindex.home import open_corpus
+from mhindex.methods.efficientrag import parse_json_object
 from mhindex.methods.efficientrag_models import TAGS, words
 from mhindex.training.efficientrag import build_training_data, resolve_hops
 
@@ -141,6 +142,13 @@ def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
     assert code == 0
     answer = orjson.loads(out)
     assert answer["method"] == "efficientrag" and answer["lm_calls"] == 1 and isinstance(answer["answer"], str)
+    # One answer with the released QA prompt (src/efficientrag_qa.py of microsoft/EfficientRAG@6b2489f), read as its JSON.
+    generation = answer["efficientrag"]["generation"]
+    assert generation["prompt"] == "answer_musique" and generation["chunks"] == len(answer["retrieved"]) and generation["left_out"] == 0
+    parsed = parse_json_object(answer["reasoning"])
+    assert generation["json"] == (parsed is not None and "answer" in parsed)
+    if generation["json"]:
+        assert answer["answer"] == str(parsed["answer"]).strip()
     rounds = answer["efficientrag"]["rounds"]
     assert answer["rounds"] == len(rounds) and 1 <= len(rounds) <= 4
     assert rounds[0]["query"] == question
@@ -158,6 +166,9 @@ def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
             assert set(words(entry["next_query"])) <= set(words(rounds[number + 1]["filter_input"]))
     assert [r["id"] for r in answer["retrieved"]] == kept_ids
 
+    code, out = run(trained, "ask", question, "--method", "efficientrag", "--generator", "ircot", "--max-demos", "1", "--json", capsys=capsys)
+    assert code == 0 and orjson.loads(out)["lm_calls"] == 1 and "generation" not in orjson.loads(out)["efficientrag"]  # IRCoT's reader instead
+
     code = main(["--quiet", "--home", str(trained), "ask", question, "--method", "efficientrag", "--labeler", str(trained / "nowhere")])
     assert code == 2 and "not an EfficientRAG model folder" in capsys.readouterr().err
 
@@ -166,3 +177,10 @@ def test_ask_without_trained_models_says_how_to_train(mh, home):
     assert mh("build", "musique").code == 0
     result = mh("ask", "Who?", "--method", "efficientrag")
     assert result.code == 2 and "mhindex train efficientrag --from" in result.err and "Traceback" not in result.err
+
+
+def test_the_released_json_reader():
+    # utils/model.py of microsoft/EfficientRAG@6b2489f: the first {...} of the reply, read as JSON.
+    assert parse_json_object('<Answer>:\n```json\n{"answer": "Toronto Coach Terminal"}\n```') == {"answer": "Toronto Coach Terminal"}
+    assert parse_json_object('{"response": "yes"} and {"response": "no"}') == {"response": "yes"}
+    assert parse_json_object("The answer is Toronto.") is None and parse_json_object("[1, 2]") is None

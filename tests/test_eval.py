@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from conftest import SAMPLES
+from conftest import SAMPLES, read_jsonl
 from mhindex.cli import main
 from mhindex.eval.run import read_predictions
+from mhindex.lm.cache import CallCache
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 ARGS = ["--method", "nor,oner", "--limit", "3", "--seed", "7", "-k", "3", "--max-demos", "1", "--max-paragraph-words", "60"]
@@ -94,6 +95,12 @@ def test_table_and_score_command(root, tmp_path, capsys):
     scored = json.loads(capsys.readouterr().out)["oner"]
     assert scored["f1"] == metrics["oner"]["f1"] and scored["recall"] == metrics["oner"]["recall"]
     assert main(["score", str(tmp_path / "e" / "oner.jsonl"), "--questions", str(tmp_path / "none.jsonl")]) == 2
+    # A judge scores the same predictions again (EfficientRAG's Accuracy); it is recorded, and asks nothing anew.
+    before = (tmp_path / "e" / "oner.jsonl").read_bytes()
+    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--out", str(tmp_path / "e"), "--judge-lm", "local:smollm2-135m", "--json"]) == 0
+    judged = json.loads(capsys.readouterr().out)
+    assert judged["judge"] == "local:smollm2-135m" and all(0 <= m["accuracy_llm"] <= 1 for m in judged["methods"].values())
+    assert (tmp_path / "e" / "oner.jsonl").read_bytes() == before and json.loads((tmp_path / "e" / "run.json").read_text())["judge"] == "local:smollm2-135m"
 
 
 def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
@@ -117,6 +124,12 @@ def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
     (folder / "run.json").unlink()
     assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2
     assert "oner.k=3" in capsys.readouterr().err
+    # A run made before queries were cleaned (its run.json has no clean_queries) is not resumed with cleaned ones.
+    del recorded["settings"]["oner"]["clean_queries"]
+    (folder / "run.json").write_text(json.dumps(recorded))
+    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder)]) == 2
+    assert "oner.clean_queries=False" in capsys.readouterr().err
+    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder), "--no-clean-queries"]) == 0
 
 
 def test_torn_last_line_is_repaired(tmp_path):
@@ -151,3 +164,19 @@ def test_claim_folder_refuses_a_changed_index_and_adds_new_methods(tmp_path):
     merged = claim_folder(tmp_path, {**run, "settings": {"nor": {"reader": "direct"}}, "tool_version": "0.2.0"})  # a newer mhindex may resume
     assert set(merged["settings"]) == {"oner", "nor"}
     assert set(json.loads((tmp_path / "run.json").read_text())["settings"]) == {"oner", "nor"}
+
+
+def test_an_llm_judges_the_answers_with_efficientrag_s_prompt(mh, home, tmp_path):
+    """EfficientRAG's Accuracy (src/evaluation/correctness.py): the packaged model judges, through the call cache."""
+    assert mh("--quiet", "build", "musique").code == 0
+    gold = read_jsonl(home / "musique" / "questions.jsonl")[:3]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": q["id"], "answer": a, "retrieved": []}) + "\n" for q, a in zip(gold, [q["answers"][0] for q in gold[:2]] + ["no idea"], strict=True)))
+    first = mh("score", str(answers), "--questions", "musique", "--judge-lm", "local:smollm2-135m", "--json")
+    assert first.code == 0, first.err
+    summary = first.json()["answers"]
+    assert 0.0 <= summary["accuracy_llm"] <= 1.0 and summary["accuracy_llm"] * 3 == round(summary["accuracy_llm"] * 3)
+    calls = len(CallCache(home / "cache" / "lm.sqlite"))
+    assert mh("score", str(answers), "--questions", "musique", "--judge-lm", "local:smollm2-135m", "--json").json() == first.json()
+    assert len(CallCache(home / "cache" / "lm.sqlite")) == calls >= 3  # judged once, then read from the cache
+    assert "accuracy_llm" not in mh("score", str(answers), "--questions", "musique", "--json").json()["answers"]

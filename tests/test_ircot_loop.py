@@ -19,6 +19,8 @@ from mhindex.corpora.build import build_corpus
 from mhindex.lm.base import Completion, LanguageModel
 from mhindex.methods import MethodContext, Query, make_method
 from mhindex.methods.ircot import IRCoTSettings
+from mhindex.methods.queries import retrieval_query
+from peers import ircot_client
 
 
 class ScriptedLM(LanguageModel):
@@ -62,11 +64,42 @@ def test_stops_on_the_answer_and_reads_once(musique):
     method, lm = ircot(musique[1], ["Mach's principle is named after Ernst Mach.", "Ernst Mach worked at Charles University.", "So the answer is: Charles University.", "So the answer is: Charles University."], k=3)
     answer = method.answer(Query("q", QUESTION))
     assert [s.text for s in answer.steps] == ["", "Mach's principle is named after Ernst Mach.", "Ernst Mach worked at Charles University.", "So the answer is: Charles University."]
-    assert [s.query for s in answer.steps] == [QUESTION, answer.steps[1].text, answer.steps[2].text, ""]  # the answer is not a query
+    cleaned = [ircot_client.remove_wh_words(q) for q in (QUESTION, answer.steps[1].text, answer.steps[2].text)]
+    assert [s.query for s in answer.steps] == [*cleaned, ""]  # the answer is not a query
     assert answer.lm_calls == 4 and answer.answer == "Charles University"
     assert all(len(s.retrieved_ids) <= 3 for s in answer.steps)
     # Demonstrations first, then the paragraphs in retrieval order, each prompt extending the last one's paragraphs.
     assert lm.prompts[1].startswith(lm.prompts[0].split("\n\nQ: " + QUESTION)[0])
+
+
+SENTENCES = [
+    "Who is Ernst Mach?", "Mach's principle is named after Ernst Mach.", "So Mach is the person.", "Thus, he is Austrian.",
+    "Ernst Mach was employed by Charles University.", "1,200 + 300 = 1,500 students.", "That is, the university in Prague.",
+    "Hence the employer is Charles University.", "What does Prague have?", "therefore", "so", "How is X related to Y", "",
+    "Charles University in Prague is where Mach taught.", "2 + 2 = 4", "Which university is in Prague?",
+]
+
+
+def test_queries_are_built_as_the_released_code_builds_them():
+    # StonyBrookNLP/ircot@3c1820f: remove_wh_words of the last sentence that is not reasoning, else of the question.
+    for n in range(len(SENTENCES) + 1):
+        so_far = SENTENCES[:n]
+        released = ircot_client.remove_wh_words(ircot_client.question_or_last_generated_sentence(QUESTION, so_far))
+        assert retrieval_query(QUESTION, so_far) == released, so_far
+        assert retrieval_query(QUESTION, so_far, clean=False) == (so_far[-1] if so_far else QUESTION)
+
+
+def test_a_reasoning_step_retrieves_with_the_last_factual_sentence(musique):
+    replies = ["Mach's principle is named after Ernst Mach.", "So Mach is the person who matters.", "Ernst Mach was employed by Charles University.", "So the answer is: Charles University.", "Charles University"]
+    method, _ = ircot(musique[1], replies, k=2)
+    answer = method.answer(Query("q", QUESTION))
+    queries = [s.query for s in answer.steps]
+    fact = "Mach's principle named after Ernst Mach."  # "is" goes, as in the release
+    assert queries == [ircot_client.remove_wh_words(QUESTION), fact, fact, "Ernst Mach was employed by Charles University.", ""]
+    assert answer.steps[2].retrieved_ids == []  # the reasoning step's query found nothing new
+    # --no-clean-queries: each sentence as generated, the question as asked.
+    method, _ = ircot(musique[1], replies, k=2, clean_queries=False)
+    assert [s.query for s in method.answer(Query("q", QUESTION)).steps] == [QUESTION, *replies[:3], ""]
 
 
 def test_a_repeated_sentence_ends_the_reasoning(musique):

@@ -181,3 +181,42 @@ def test_rounds_are_averaged_where_a_method_reports_them():
     searchain = aggregate([{"id": "a", "answer": "Paris", "rounds": 1}, {"id": "b", "answer": "x", "rounds": 4}], questions)
     assert searchain["rounds_per_question"] == 2.5
     assert "rounds_per_question" not in aggregate([{"id": "a", "answer": "Paris"}], questions)
+
+
+def test_searchain_s_cover_em_over_everything_the_lm_wrote():
+    # Its released client adds every chain to `predict_answer` (SearChain_w_IR.py, xsc1234/Search-in-the-Chain
+    # @a2e2e51); its server's match_or_not is substring containment after SQuAD's normalisation.
+    questions = {"a": {"question": "Is Paris the capital of France?", "answers": ["Paris"]}, "b": {"answers": ["Rome"]}}
+    predictions = [
+        {"id": "a", "answer": "Lyon", "generated": "[Query 1]: Is Paris the capital of France?\n[Answer 1]: Yes."},
+        {"id": "b", "answer": "Milan", "generated": "[Final Content]: So the final answer is Milan."},
+    ]
+    summary = aggregate(predictions, questions)
+    assert summary["cover_em_generated"] == 0.5 and summary["cover_em_substring"] == 0.0  # a gold named in the question counts
+    assert "cover_em_generated" not in aggregate([{"id": "a", "answer": "Paris"}], questions)
+
+
+def test_efficientrag_s_exact_match_is_containment_in_the_answer():
+    # src/evaluation/correctness.py of microsoft/EfficientRAG@6b2489f: `normalized_prediction in normalized_answer`.
+    questions = {q: {"answers": ["12", "twelve"]} for q in "abcd"}
+    predictions = [{"id": "a", "answer": "1"}, {"id": "b", "answer": "12"}, {"id": "c", "answer": ""}, {"id": "d", "answer": "twelve"}]
+    summary = aggregate(predictions, questions)
+    assert summary["efficientrag_em"] == 0.75 and summary["em"] == 0.5  # "1" and "" count; an alias does not
+    assert aggregate([], questions)["efficientrag_em"] == 0.0  # no answer at all is not an empty one
+    verdicts = aggregate(predictions, questions, verdicts={"a": False, "b": True, "d": True})
+    assert verdicts["accuracy_llm"] == 0.5 and "accuracy_llm" not in summary
+
+
+def test_paper_columns_appear_with_their_method():
+    from rich.console import Console
+
+    from mhindex.eval.report import table
+
+    questions = {"a": {"answers": ["Paris"]}}
+    rows = {"oner": aggregate([{"id": "a", "answer": "Paris"}], questions), "efficientrag": aggregate([{"id": "a", "answer": "Paris"}], questions)}
+    console = Console(width=400, record=True)
+    console.print(table(rows, "t"))
+    assert "EM (EfficientRAG)" in console.export_text()
+    console = Console(width=400, record=True)
+    console.print(table({"oner": rows["oner"]}, "t"))
+    assert "EM (EfficientRAG)" not in console.export_text() and "Cover-EM (all LM text)" not in console.export_text()

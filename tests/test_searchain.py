@@ -24,7 +24,7 @@ from mhindex.errors import UsageError
 from mhindex.eval.metrics import normalize_answer
 from mhindex.lm.base import Completion, LanguageModel
 from mhindex.methods import MethodContext, Query, make_method
-from mhindex.methods.searchain import Chain, SearChainSettings
+from mhindex.methods.searchain import Chain, SearChainSettings, cited
 
 QUESTION = "Who is the employer of the person Mach's principle was named after?"
 WHO = "Who was Mach's principle named after?"
@@ -38,13 +38,18 @@ class ScriptedLM(LanguageModel):
     name = "scripted"
     context_length = 100_000
 
-    def __init__(self, chains: Sequence[str], reads: dict[str, tuple[str, float]]) -> None:
+    def __init__(self, chains: Sequence[str], reads: dict[str, tuple[str, float]], trace: str = "") -> None:
         self.chains = list(chains)
         self.reads = reads
+        self.trace = trace  # what Tracing writes
         self.conversations: list[list[dict]] = []
+        self.traced: list[list[dict]] = []  # the Tracing calls' conversations
         self.read_queries: list[str] = []
 
     def chat(self, messages, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None) -> Completion:
+        if messages[-1]["content"] == "[Final Content]:":
+            self.traced.append([dict(m) for m in messages])
+            return Completion(self.trace, 1, 1, 0.0)
         self.conversations.append([dict(m) for m in messages])
         text = self.chains.pop(0) if self.chains else "[Final Content]: I do not know. So the final answer is unknown."
         return Completion(text, 1, 1, 0.0)
@@ -68,8 +73,8 @@ def retriever(tmp_path_factory):
     opened.close()
 
 
-def searchain(retriever, chains, reads, **settings):
-    lm = ScriptedLM(chains, reads)
+def searchain(retriever, chains, reads, trace="", **settings):
+    lm = ScriptedLM(chains, reads, trace)
     return make_method("searchain", retriever, lm, SearChainSettings(**settings), MethodContext(dataset="musique")), lm
 
 
@@ -100,7 +105,8 @@ def test_an_unsolved_query_is_completed_and_the_feedback_has_the_papers_shape(re
     assert lm.read_queries == [WHO, WHERE]
     assert [n["verdict"] for n in answer.record()["tree"][1]["nodes"]] == ["seen", "verified"]
     record = answer.record()
-    assert answer.answer == "Charles University" and record["rounds"] == 2 and answer.lm_calls == 2 + 2
+    assert answer.answer == "Charles University" and record["rounds"] == 2 and answer.lm_calls == 2 + 2 + 1
+    assert record["answer_from"] == "chain"  # Tracing wrote nothing here: the last chain's [Final Content] answers
     # [k] of the final content points at the document checked for query k, which counts as retrieved.
     assert [(r["n"], r["id"]) for r in record["references"]] == [(1, top.id), (2, retriever.search(WHERE, 1)[0].id)]
     assert {r["id"] for r in record["references"]} <= {r["id"] for r in answer.retrieved}
@@ -115,6 +121,40 @@ def test_an_unsolved_query_is_completed_and_the_feedback_has_the_papers_shape(re
     shown = console.export_text()
     assert f"round 1, [Query 1] {WHO} -> (unsolved); reader: Ernst Mach (0.90): completed" in shown
     assert "final content: Mach's principle is named after Ernst Mach [1]." in shown and f"[1] {top.title} ({top.id})" in shown
+
+
+def test_tracing_writes_the_final_content_from_the_verified_chain(retriever):
+    trace = "Mach's principle is named after Ernst Mach [1]. Mach taught at Charles University [2]. So the final answer is Charles University."
+    wrong = f"[Query 1]: {WHO}\n[Answer 1]: Ernst Mach.\n[Query 2]: {WHERE}\n[Answer 2]: Harvard.\n[Final Content]: So the final answer is Harvard [2]."
+    reads = {WHO: ("Ernst Mach", 0.9), WHERE: ("Charles University", 0.9)}
+    method, lm = searchain(retriever, [wrong, wrong], reads, trace=trace, rounds=2)
+    answer = method.answer(Query("q", QUESTION))
+    record = answer.record()
+    # The last round still contradicts the reader; Tracing gets the verified answer, not the LM's.
+    (conversation,) = lm.traced
+    request = conversation[-2]["content"]
+    first, second = retriever.search(WHO, 1)[0], retriever.search(WHERE, 1)[0]
+    assert conversation[:-2] == [*lm.conversations[-1][:-1], {"role": "assistant", "content": wrong}]  # the same conversation, one turn on
+    assert f"[Query 2]: {WHERE}\n[Answer 2]: Charles University\n[Reference 2]: {second.title}: " in request
+    assert f"[Answer 1]: Ernst Mach.\n[Reference 1]: {first.title}: " in request and "Harvard" not in request
+    assert answer.answer == "Charles University" and record["answer_from"] == "tracing" and record["final_content"] == trace
+    assert [(r["n"], r["id"]) for r in record["references"]] == [(1, first.id), (2, second.id)]
+    assert record["generated"] == f"{wrong}\n{wrong}\n[Final Content]: {trace}"  # everything the LM wrote
+    assert answer.steps[-1].text == f"tracing: {trace}" and answer.lm_calls == 2 + 2 + 1
+    # --no-tracing: the last chain's [Final Content] answers, as before the paper's last step was built.
+    method, lm = searchain(retriever, [wrong, wrong], reads, trace=trace, rounds=2, tracing=False)
+    answer = method.answer(Query("q", QUESTION))
+    assert answer.answer == "Harvard" and not lm.traced and answer.record()["answer_from"] == "chain"
+
+
+def test_an_unsolved_query_is_completed_even_when_the_reader_reads_nothing(retriever):
+    # Server/server.py of the release feeds an [Unsolved Query]'s document back whatever its reader said.
+    method, lm = searchain(retriever, [f"[Query 1]: {WHO}\n[Unsolved Query]: {WHO}", SOLVED], {WHO: ("", 0.01), WHERE: ("Charles University", 0.9)})
+    record = method.answer(Query("q", QUESTION)).record()
+    assert record["tree"][0]["nodes"][0]["verdict"] == "completed" and record["rounds"] == 2
+    feedback = lm.conversations[1][2]["content"]
+    assert feedback.startswith(f'According to the Reference, the answer for "{WHO}" should be "", you can give your answer')
+    assert f"Reference: Wikipedia Title: {retriever.search(WHO, 1)[0].title}" in feedback
 
 
 def test_a_confident_contradiction_is_corrected_a_weak_one_passes(retriever):
@@ -140,7 +180,7 @@ def test_the_round_limit_holds(retriever):
     record = method.answer(Query("q", QUESTION)).record()
     assert len(lm.conversations) == 3 and record["rounds"] == 3
     assert lm.read_queries == [WHO] * 3  # an unsolved query is always checked, as in the released code
-    assert record["answer"] == "" and record["references"] == []
+    assert record["answer"] == "" and record["references"] == [] and len(lm.traced) == 1
 
 
 def test_chains_are_parsed_leniently(retriever):
@@ -155,7 +195,7 @@ def test_chains_are_parsed_leniently(retriever):
         (2, "When did Ernst Mach die?", None, True),
     ]
     assert chain.final_content == "Mach's principle is named after Ernst Mach [1]. He worked in Prague [2]. So the final answer is Prague [2]."
-    assert chain.answer() == "Prague" and chain.cited() == [1, 2]
+    assert chain.answer() == "Prague" and cited(chain.final_content) == [1, 2]
     # A local model continues the prefilled "[Query 1]:", so its reply starts with the query itself.
     method, lm = searchain(retriever, [f" {WHO}\n[Answer 1]: Ernst Mach.\n[Final Content]: So the final answer is Ernst Mach [1]."], {WHO: ("Ernst Mach", 0.9)})
     record = method.answer(Query("q", QUESTION)).record()
@@ -187,8 +227,10 @@ def test_searchain_end_to_end_with_the_packaged_model(tmp_path):
         checked = {n["doc"]["id"] for round_ in record["tree"] for n in round_["nodes"] if n["doc"]}
         assert checked == retrieved and {r["id"] for r in record["references"]} <= retrieved
         assert all(round_["chain"] for round_ in record["tree"])
+        assert record["answer_from"] in ("tracing", "chain") and record["steps"][-1]["text"].startswith("tracing: ")
+        assert all(round_["chain"] in record["generated"] for round_ in record["tree"])
     summary = json.loads((out / "metrics.json").read_text())["methods"]["searchain"]
-    assert {"cover_em", "cover_em_substring", "recall"} <= set(summary)
+    assert {"cover_em", "cover_em_substring", "cover_em_generated", "recall"} <= set(summary)
 
 
 def test_a_dpr_reader_from_a_local_folder(retriever, tmp_path):

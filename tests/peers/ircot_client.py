@@ -2,7 +2,11 @@
 3c1820f698eea5eeddb4fba3c56b64c961e063e4 (Apache License 2.0,
 http://www.apache.org/licenses/LICENSE-2.0):
 
+- `is_reasoning_sentence`, `remove_reasoning_sentences`: commaqa/inference/ircot.py, lines 30-45,
+  verbatim.
 - `remove_wh_words`, `safe_post_request`: commaqa/inference/ircot.py, lines 48-62, verbatim.
+- `question_or_last_generated_sentence`: the query source of that name in
+  `RetrieveAndResetParagraphsParticipant.query` (lines 327-333), as a function of its state.
 - `bm25_retrieve`: the "bm25" branch of `RetrieveAndResetParagraphsParticipant.query`
   (commaqa/inference/ircot.py, lines 430-505), with the participant's state as arguments and
   its de-duplication by fuzzy match left out (it only drops paragraphs already collected).
@@ -15,9 +19,37 @@ Changes are limited to what is said above: state passed in, no participant class
 """
 
 import json
+import re
 import time
+from typing import List
 
 import requests
+
+
+def is_reasoning_sentence(sentence: str) -> bool:
+    starters = ["thus ", "thus,", "so ", "so,", "that is,", "therefore", "hence"]
+    for starter in starters:
+        if sentence.lower().startswith(starter):
+            return True
+
+    regex = re.compile("(.*)(\d[\d,]*\.?\d+|\d+) ([+-]) (\d[\d,]*\.?\d+|\d+) = (\d[\d,]*\.?\d+|\d+)(.*)")
+    match = bool(re.match(regex, sentence))
+    if match:
+        return True
+
+    return False
+
+
+def remove_reasoning_sentences(sentences: List[str]) -> List[str]:
+    return [sentence for sentence in sentences if not is_reasoning_sentence(sentence)]
+
+
+def question_or_last_generated_sentence(question, generated_sentences):
+    # add question to query only if generated sentences are empty. O/w use last_generated_sentence.
+    generated_sentences = remove_reasoning_sentences(generated_sentences)
+    last_generated_sentence_str = generated_sentences[-1].strip() if generated_sentences else ""
+    input_query = last_generated_sentence_str if last_generated_sentence_str else question
+    return input_query
 
 
 def safe_post_request(url, params):

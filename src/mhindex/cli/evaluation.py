@@ -26,6 +26,15 @@ from mhindex.cli.app import (
 from mhindex.home import open_corpus
 from mhindex.methods import METHODS
 
+JudgeOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--judge-lm",
+        help="Also score EfficientRAG's Accuracy: this LM (any --lm spec) judges each answer with the released prompt \\[default: none].",
+        show_default=False,
+    ),
+]
+
 
 def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = "") -> None:
     from mhindex.eval.report import bar_chart, table, terminal_bars
@@ -50,6 +59,7 @@ def eval_(
     seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
     out: Annotated[Optional[Path], typer.Option(help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
     budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved (IRCoT's budget).")] = 15,
+    judge_lm: JudgeOption = None,
     backend: BackendOption = "lucene",
     workers: WorkersOption = 1,
     home: HomeOption = None,
@@ -71,7 +81,7 @@ def eval_(
     with ui.graceful_interrupts():
         result = evaluate(
             open_corpus(root, name), names, model=model_from(model_options), backend=backend, method_options=method_options, backend_options=backend_options,
-            limit=limit, seed=seed, out=out, workers=workers, budget=budget, home=root,
+            limit=limit, seed=seed, out=out, workers=workers, budget=budget, home=root, judge=judge_lm,
         )  # fmt: skip
     report = result.report
     if json:
@@ -87,15 +97,18 @@ def score(
     questions: Annotated[str, typer.Option("--questions", help="A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and gold paragraph ids.")],
     budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved.")] = 15,
     chart: Annotated[Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)] = None,
+    judge_lm: JudgeOption = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
 ) -> None:
     """Score an existing predictions file against a question file."""
     from mhindex.eval.run import score_file
+    from mhindex.lm import ModelOptions
 
     root = setup(home, quiet)
-    summary, questions_file = score_file(predictions, questions, budget, root)
+    with ui.graceful_interrupts():
+        summary, questions_file = score_file(predictions, questions, budget, root, judge_lm, ModelOptions())
     if json:
         print_json(summary)
         return

@@ -15,6 +15,15 @@
 - Hit@1 and F1 as KD-CoT scores WebQSP and CWQ (`kdcot_hit1`, `kdcot_f1`; only for questions of
   those datasets), exactly as `pipeline/GPT_inference_steps.py` of the released code does, quirks
   included: see `kdcot_scores`.
+- SearChain's cover-EM over everything the LM wrote (`cover_em_generated`): its released client
+  (SearChain_w_IR.py) accumulates every chain the LM writes into `predict_answer`, and its
+  `match_or_not` is substring containment; the release ships no scoring script, so this is, as far
+  as the release shows, what the paper's table reads. It counts a gold answer the question itself
+  names, or one the model merely mentions. Only for methods that record their text (SearChain).
+- EfficientRAG's EM (`efficientrag_em`), as its released `exact_match` (src/evaluation/
+  correctness.py): the normalised prediction is contained in the normalised dataset answer (not
+  the aliases), so "1" scores against "12" and an empty prediction scores 1. Its Accuracy
+  (`accuracy_llm`) is an LLM's yes/no verdict (eval/judge.py), when eval or score is given a judge.
 - Recall (IRCoT): the share of a question's gold paragraphs among those the method retrieved.
 
 F1 and recall come with the half-width of their 95% interval over the sampled questions
@@ -66,6 +75,10 @@ def cover_exact_match(prediction: str, gold: str) -> float:
 def cover_substring(prediction: str, gold: str) -> float:
     truth = normalize_answer(gold)
     return float(bool(truth) and truth in normalize_answer(prediction))
+
+
+def efficientrag_exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) in normalize_answer(gold))
 
 
 def first_answer_exact_match(prediction: str, gold: str) -> float:
@@ -135,6 +148,13 @@ ANSWER_METRICS = (
     AnswerMetric("cover_em_substring", "Cover-EM (substr.)", "SearChain's cover-EM: the normalised gold answer occurs in the normalised prediction, as any substring", cover_substring),
     AnswerMetric("first_answer_em", "First-ans. EM", "the first answer of the prediction (before ; or ,) equals a gold answer (strict)", first_answer_exact_match),
 )
+# Scored as one paper's code scores them, shown where that paper's method is in the table (the
+# generated text exists only for SearChain; EfficientRAG's EM applies to every row of its table).
+PAPER_METRICS = (
+    ("cover_em_generated", "Cover-EM (all LM text)", "searchain", "SearChain's match_or_not over everything the LM wrote for the question"),
+    ("efficientrag_em", "EM (EfficientRAG)", "efficientrag", "EfficientRAG's exact_match: the normalised prediction inside the normalised answer"),
+    ("accuracy_llm", "Acc. (LLM judge)", "", "EfficientRAG's Accuracy: the judge LM says the prediction is correct"),
+)
 # KD-CoT's (WebQSP, CWQ only): they score a question's answers together, not the best one.
 KDCOT_METRICS = (
     ("kdcot_hit1", "Hit@1 (KD-CoT)", "a gold answer (or its ASCII form, or a gold year for year questions) occurs in the prediction"),
@@ -150,18 +170,23 @@ def retrieval_recall(retrieved_ids: Iterable[str], gold_ids: Sequence[str]) -> f
     return sum(1 for g in set(gold_ids) if g in found) / len(set(gold_ids))
 
 
-def score_one(prediction: dict, question: dict, budget: int | None = None) -> dict:
-    """Recall counts only the first `budget` paragraphs retrieved, as the paper's "Recall (<=15)"."""
+def score_one(prediction: dict, question: dict, budget: int | None = None, verdict: bool | None = None) -> dict:
+    """Recall counts only the first `budget` paragraphs retrieved, as the paper's "Recall (<=15)".
+    `verdict`: the judge's, where one was asked."""
     answer = prediction.get("answer") or ""
     answers = question.get("answers") or []
     dataset = question.get("dataset")
     retrieved = [r["id"] for r in prediction.get("retrieved", [])][:budget]
-    kdcot = {}
+    paper: dict[str, float] = {"efficientrag_em": efficientrag_exact_match(answer, answers[0]) if answers else 0.0}
     if dataset in KDCOT_DATASETS:
-        kdcot = dict(zip((key for key, *_ in KDCOT_METRICS), kdcot_scores(answer, answers, question.get("question") or ""), strict=True))
+        paper.update(zip((key for key, *_ in KDCOT_METRICS), kdcot_scores(answer, answers, question.get("question") or ""), strict=True))
+    if isinstance(prediction.get("generated"), str):
+        paper["cover_em_generated"] = best(cover_substring, prediction["generated"], answers)
+    if verdict is not None:
+        paper["accuracy_llm"] = float(verdict)
     return {
         **{m.key: best(m.score, answer, answers, dataset) for m in ANSWER_METRICS},
-        **kdcot,
+        **paper,
         "recall": retrieval_recall(retrieved, question.get("gold_ids") or []),
         "retrieved": len(retrieved),
     }
@@ -180,17 +205,20 @@ def ci95_half_width(values: Sequence[float]) -> float | None:
     return 1.96 * math.sqrt(variance / n)
 
 
-def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: int = 15) -> dict:
+def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: int = 15, verdicts: dict[str, bool] | None = None) -> dict:
     """Averages over the questions given: a question with no prediction or a failed one scores 0.
-    Recall is None where no question had gold paragraphs or the method retrieved nothing at all."""
+    Recall is None where no question had gold paragraphs or the method retrieved nothing at all.
+    `verdicts`: a judge's per question id (EfficientRAG's Accuracy), where one was asked."""
     rows, costs, failed = [], {c: 0.0 for c in COST}, 0
     by_id = {p["id"]: p for p in predictions if "id" in p and "error" not in p}
     for qid, question in questions.items():
         prediction = by_id.get(qid)
+        row = score_one(prediction or {}, question, budget, None if verdicts is None else verdicts.get(qid, False))
         if prediction is None:
             failed += 1
             prediction = {}
-        rows.append(score_one(prediction, question, budget))
+            row["efficientrag_em"] = 0.0  # an empty answer is inside every gold for that measure; no answer is not
+        rows.append(row)
         for c in COST:
             costs[c] += float(prediction.get(c) or 0)
     n = len(rows) or 1
@@ -198,10 +226,13 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
     summary = {m.key: sum(r[m.key] for r in rows) / n for m in ANSWER_METRICS}
-    for key, *_ in KDCOT_METRICS:  # over the WebQSP and CWQ questions, when there are any
+    for key in [k for k, *_ in KDCOT_METRICS] + ["cover_em_generated"]:  # over the questions it applies to, when there are any
         scored = [r[key] for r in rows if key in r]
         if scored:
             summary[key] = sum(scored) / len(scored)
+    summary["efficientrag_em"] = sum(r["efficientrag_em"] for r in rows) / n
+    if verdicts is not None:
+        summary["accuracy_llm"] = sum(r["accuracy_llm"] for r in rows) / n
     if any("rounds" in p for p in by_id.values()):  # SearChain's rounds of feedback, as its paper reports them
         summary["rounds_per_question"] = sum(float(by_id[q].get("rounds") or 0) for q in questions if q in by_id) / n
     summary.update(

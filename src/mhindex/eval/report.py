@@ -8,11 +8,12 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.eval.metrics import ANSWER_METRICS, KDCOT_METRICS
+from mhindex.eval.metrics import ANSWER_METRICS, KDCOT_METRICS, PAPER_METRICS
 
 COLUMNS = [
     *((column, key, "{:.1f}", 100) for key, column, _ in KDCOT_METRICS),
     *((m.column, m.key, "{:.1f}", 100) for m in ANSWER_METRICS),
+    *((column, key, "{:.1f}", 100) for key, column, *_ in PAPER_METRICS),
     ("Recall", "recall", "{:.1f}", 100),
     ("#Paras", "retrieved_per_question", "{:.1f}", 1),
     ("LM calls/q", "lm_calls_per_question", "{:.1f}", 1),
@@ -30,6 +31,18 @@ def _cell(summary: dict, key: str, fmt: str, scale: float) -> str:
     return fmt.format(value * scale) + ("" if spread is None else f" ±{spread * scale:.1f}")
 
 
+_OPTIONAL = {"rounds_per_question", *(key for key, *_ in KDCOT_METRICS), *(key for key, *_ in PAPER_METRICS)}
+
+
+def _shown(key: str, metrics: dict[str, dict]) -> bool:
+    """A column that no method reports is left out (rounds, for a table without SearChain; KD-CoT's
+    scores, for datasets other than WebQSP and CWQ). EfficientRAG's EM, which every row has, is
+    shown where EfficientRAG is in the table."""
+    if key == "efficientrag_em":
+        return "efficientrag" in metrics
+    return key not in _OPTIONAL or any(key in summary for summary in metrics.values())
+
+
 def table(metrics: dict[str, dict], title: str):
     from rich.table import Table
 
@@ -37,10 +50,7 @@ def table(metrics: dict[str, dict], title: str):
     grid = Table(title=title, title_justify="left", caption="±: half-width of the 95% interval over the sampled questions", caption_justify="left")
     grid.add_column("Method")
     grid.add_column("n", justify="right")
-    # A column that no method reports (rounds, for a table without SearChain; KD-CoT's scores, for
-    # datasets other than WebQSP and CWQ) is left out.
-    optional = {"rounds_per_question", *(key for key, *_ in KDCOT_METRICS)}
-    shown = [c for c in COLUMNS if c[1] not in optional or any(c[1] in s for s in metrics.values())]
+    shown = [c for c in COLUMNS if _shown(c[1], metrics)]
     for label, *_ in shown:
         grid.add_column(f"Recall (≤{budget})" if label == "Recall" else label, justify="right")
     for name, summary in metrics.items():

@@ -78,9 +78,12 @@ class PredictionLog:
 
 
 # Recorded for the reader of run.json, not compared: a new mhindex may resume an older run.
-INFORMATIONAL = ("tool_version",)
+INFORMATIONAL = ("tool_version", "judge")  # the judge scores the predictions, it does not make them
 # Older run.json and metrics.json files held one flat, IRCoT-shaped "settings" for every method.
 RENAMED = {"style": "prompt_style"}
+# Method settings added later, with the value that describes what older runs did: a run.json that
+# records a method without one of them was made that way, so resuming it with another is refused.
+ADDED = {"clean_queries": False, "tracing": False, "generator": "ircot"}
 
 
 def claim_folder(folder: Path, run: dict) -> dict:
@@ -104,6 +107,10 @@ def claim_folder(folder: Path, run: dict) -> dict:
             recorded = found
             break
     before, now = _flatten(recorded, run["settings"]), _flatten(run, run["settings"])
+    for key in now:
+        method, _, setting = key.partition(".")
+        if setting in ADDED and key not in before and any(k.startswith(f"{method}.") for k in before):
+            before[key] = ADDED[setting]
     differing = [key for key in now if key in before and before[key] != now[key] and key not in INFORMATIONAL]
     if differing:
         was = ", ".join(f"{key}={_shown(before[key])}" for key in differing)
@@ -167,9 +174,22 @@ def evaluate_method(
     return [latest[q["id"]] for q in questions if q["id"] in latest]
 
 
-def score_methods(predictions: dict[str, list[dict]], questions: Sequence[dict], budget: int) -> dict[str, dict]:
+def score_methods(predictions: dict[str, list[dict]], questions: Sequence[dict], budget: int, judge: Any = None) -> dict[str, dict]:
+    """Each method's metrics; with a `judge` (a language model), EfficientRAG's Accuracy too."""
+    from mhindex.eval.judge import judge_predictions
+
     by_id = {q["id"]: q for q in questions}
-    return {name: aggregate(records, by_id, budget) for name, records in predictions.items()}
+    verdicts = {name: judge_predictions(judge, records, by_id, f"judging {name}") for name, records in predictions.items()} if judge is not None else {}
+    return {name: aggregate(records, by_id, budget, verdicts.get(name)) for name, records in predictions.items()}
+
+
+def load_judge(spec: str | None, model: Any, home: Path | None):
+    """The judge's language model (loaded like --lm, sharing the call cache), or None."""
+    if not spec:
+        return None
+    from mhindex.lm import load_lm
+
+    return load_lm(spec, home=home, threads=model.lm_threads if model else None, cache=model.cache if model else True)
 
 
 @dataclass
@@ -197,6 +217,7 @@ def evaluate(
     workers: int = 1,
     budget: int = 15,
     home: Path | None = None,
+    judge: str | None = None,
 ) -> Evaluation:
     """Run `methods` on a seeded sample of the corpus's questions, resuming from the predictions
     already in the folder, and write `metrics.json` and `chart.png` there (the papers' table)."""
@@ -233,6 +254,7 @@ def evaluate(
             "index": index,
             "settings": {name: {**s.recorded(dataset), **solvers[name].recorded_models()} for name, s in settings.items()},
             "tool_version": __version__,
+            **({"judge": judge} if judge else {}),
         }
         configuration = claim_folder(folder, configuration)
         log = ui.reporter()
@@ -257,7 +279,14 @@ def evaluate(
         raise Interrupted(f"the answers so far are kept in {folder}; the same command resumes from them") from None
     finally:
         session.close()
-    metrics = score_methods(predictions, questions, budget)
+    judge_lm = load_judge(judge, model, home)
+    try:
+        metrics = score_methods(predictions, questions, budget, judge_lm)
+    except KeyboardInterrupt:
+        raise Interrupted(f"the answers are kept in {folder}; the same command judges them again (the judge's calls are cached)") from None
+    finally:
+        if judge_lm is not None:
+            judge_lm.close()
     report = {**configuration, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed, "budget": budget, "methods": metrics}
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
@@ -265,9 +294,10 @@ def evaluate(
     return Evaluation(folder, report)
 
 
-def score_file(predictions: Path, questions: str, budget: int, home: Path) -> tuple[dict, Path]:
+def score_file(predictions: Path, questions: str, budget: int, home: Path, judge: str | None = None, model: Any = None) -> tuple[dict, Path]:
     """`mhindex score`: the metrics of a predictions file against a questions file (or a corpus
     name, meaning its questions.jsonl); returns them and the questions file used."""
+    from mhindex.eval.judge import judge_predictions
     from mhindex.home import open_corpus
 
     if not predictions.is_file():
@@ -285,7 +315,14 @@ def score_file(predictions: Path, questions: str, budget: int, home: Path) -> tu
     missing = [i for i in ids if i not in gold]
     if missing:
         raise UsageError(f"{predictions}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})")
-    return {predictions.stem: aggregate(records, {i: gold[i] for i in ids}, budget)}, questions_file
+    asked = {i: gold[i] for i in ids}
+    judge_lm = load_judge(judge, model, home)
+    try:
+        verdicts = judge_predictions(judge_lm, records, asked) if judge_lm is not None else None
+    finally:
+        if judge_lm is not None:
+            judge_lm.close()
+    return {predictions.stem: aggregate(records, asked, budget, verdicts)}, questions_file
 
 
 def read_questions(path: Path) -> dict[str, dict]:

@@ -4,8 +4,10 @@ The loop of the released `src/efficientrag_retrieve.py`: the query is the questi
 --rounds rounds, retrieve the top -k chunks, let the Labeler & Tagger mark each chunk's useful
 words and tag it <Continue> or <Terminate>, and keep the useful words of the <Continue> chunks;
 if there are none, stop; else the Filter keeps the words of `Query: {query} Info: {info1}; Info:
-{info2}` that make the next query. Then one LM call (the reader every method shares) answers
-from every chunk not tagged <Terminate>: one LM call per question, whatever the hops.
+{info2}` that make the next query. Then one LM call answers from every chunk not tagged
+<Terminate>, with the released QA prompt of the corpus's dataset (`src/efficientrag_qa.py`: the
+chunks' texts one a line, a JSON answer; mhindex/prompts/efficientrag/, MIT): one LM call per
+question, whatever the hops. `--generator ircot` answers with IRCoT's reader instead.
 
 The models come from `mhindex train efficientrag --from NAME` (kept under the data root and
 found without flags: those trained from the corpus asked about, else the latest) or from
@@ -15,7 +17,9 @@ released DeBERTa models.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
+from importlib import resources
 from pathlib import Path
 
 import orjson
@@ -27,6 +31,10 @@ from mhindex.methods.settings import ReaderSettings, demo_set
 from mhindex.options import option
 
 DEVICES = ("auto", "cpu", "cuda")
+GENERATORS = ("efficientrag", "ircot")
+# The released QA prompts (src/efficientrag_qa.py), by the corpus's dataset; others get MuSiQue's.
+ANSWER_PROMPTS = ("hotpotqa", "2wikimultihopqa", "musique")
+SYSTEM = "You are a helpful assistant."  # the released models' system message (language_models/llama.py)
 
 
 @dataclass(frozen=True)
@@ -36,9 +44,17 @@ class EfficientRAGSettings(ReaderSettings):
     labeler: str | None = option(None, "Folder of a trained Labeler & Tagger \\[default: from 'mhindex train efficientrag': the corpus's own, else the latest].")
     query_filter: str | None = option(None, "Folder of a trained Filter \\[default: beside the Labeler].", flag="--filter")
     device: str = option("auto", "Where EfficientRAG's models run: auto (CUDA when available), cpu or cuda.", choices=DEVICES)
+    generator: str = option(
+        "efficientrag",
+        "How EfficientRAG writes its answer: efficientrag (the released QA prompt of the corpus's dataset, a JSON answer) or ircot (IRCoT's reader and demonstrations).",
+        choices=GENERATORS,
+    )
 
     def recorded(self, dataset: str | None) -> dict:
-        return {**asdict(self), "demos_from": demo_set(self, dataset)}
+        recorded = {**asdict(self), "demos_from": demo_set(self, dataset)}
+        if self.generator == "efficientrag":  # IRCoT's reader settings do not apply
+            recorded["answer_prompt"] = dataset if dataset in ANSWER_PROMPTS else "musique"
+        return recorded
 
 
 @dataclass
@@ -66,6 +82,8 @@ class EfficientRAG(Method):
         self.filter = WordModel.load(filter_dir, "filter", device)
         self.models = {"labeler": str(labeler_dir), "filter": str(filter_dir), "trained": _trained(labeler_dir.parent)}
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
+        self.answer_prompt_name = f"answer_{context.dataset if context.dataset in ANSWER_PROMPTS else 'musique'}"
+        self.answer_prompt = resources.files("mhindex").joinpath("prompts", "efficientrag", f"{self.answer_prompt_name}.txt").read_text(encoding="utf-8").strip()
 
     @staticmethod
     def _folders(settings: EfficientRAGSettings, context: MethodContext) -> tuple[Path, Path]:
@@ -80,6 +98,25 @@ class EfficientRAG(Method):
             labeler = trained / "labeler"
         query_filter = Path(settings.query_filter).expanduser() if settings.query_filter else labeler.parent / "filter"
         return labeler, query_filter
+
+    def _generate(self, meter: Meter, question: str, texts: list[str]) -> tuple[str, str, dict]:
+        """The released QA step: the kept chunks' texts, one a line, in the dataset's QA prompt; the
+        answer is the JSON's "answer" (else the reply's first line, cleaned). Chunks past what the
+        context holds are left out, the last kept first."""
+        kept = [_cut(text, self.settings.max_paragraph_words) for text in texts]
+        while True:
+            prompt = self.answer_prompt.format(question=question, knowledge="\n".join(kept))
+            if not kept or self.lm.count_tokens(prompt) + self.settings.answer_tokens + 64 <= self.lm.context_length:
+                break
+            kept.pop()
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+        reply = meter.chat(messages, self.settings.answer_tokens, stop=[], label=f"answering from {len(kept)} chunks").text.strip()
+        parsed = parse_json_object(reply)
+        facts = {"prompt": self.answer_prompt_name, "chunks": len(kept), "left_out": len(texts) - len(kept), "json": parsed is not None and "answer" in parsed}
+        if parsed is not None and isinstance(parsed.get("answer"), str | int | float):
+            return str(parsed["answer"]).strip(), reply, facts
+        first = next((line for line in reply.splitlines() if line.strip() and not line.strip().startswith("```")), "")
+        return first.strip().strip('"').strip(), reply, facts
 
     def recorded_models(self) -> dict:
         return {"models": self.models}
@@ -120,9 +157,12 @@ class EfficientRAG(Method):
             current = following
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
         paragraphs = list(used.values())
-        answer, reasoning = self.reader.read(meter, query.question, pinned + [(c.title, c.text) for c in paragraphs])
+        details: dict = {"rounds": len(rounds), "efficientrag": {"rounds": rounds, "stopped": stop}}
+        if self.settings.generator == "ircot":
+            answer, reasoning = self.reader.read(meter, query.question, pinned + [(c.title, c.text) for c in paragraphs])
+        else:
+            answer, reasoning, details["efficientrag"]["generation"] = self._generate(meter, query.question, [text for _, text in pinned] + [c.text for c in paragraphs])
         retrieved = [{"id": c.id, "title": c.title} for c in paragraphs]
-        details = {"rounds": len(rounds), "efficientrag": {"rounds": rounds, "stopped": stop}}
         return Answer(query.id, query.question, answer, retrieved, steps, meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name, details=details)
 
 
@@ -133,3 +173,18 @@ def _trained(folder: Path) -> dict:
         return {}
     trained = orjson.loads(path.read_bytes())
     return {k: trained[k] for k in ("corpus", "corpus_sha256", "encoder", "trained_at", "questions") if k in trained}
+
+
+def parse_json_object(text: str) -> dict | None:
+    """The released reader of a model's JSON (utils/model.py): the first `{...}` of the reply."""
+    found = re.search(r"{.*?}", text, re.S)
+    try:
+        value = orjson.loads(found.group(0) if found else text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _cut(text: str, words: int) -> str:
+    split = text.split()
+    return " ".join(split[:words]) if len(split) > words else text

@@ -3,8 +3,10 @@
 1. Retrieve K paragraphs with the question.
 2. Generate the next reasoning sentence from the question, every paragraph collected so far
    and the reasoning so far; keep only its first sentence.
-3. If it says "answer is", stop; otherwise use it as the next query and add K more paragraphs
-   (new ones only, at most 15 in all). Repeat from 2, for at most 8 steps.
+3. If it says "answer is", stop; otherwise retrieve K more paragraphs (new ones only, at most 15
+   in all) with the query IRCoT's release builds: the last sentence that is not reasoning ("So ...",
+   arithmetic), else the question, less its wh-words (methods/queries.py; --no-clean-queries sends
+   the sentence as generated). Repeat from 2, for at most 8 steps.
 4. A separate reader answers from the collected paragraphs (direct or CoT prompting).
 
 Prompts keep the demonstrations first and the paragraphs in retrieval order with new ones
@@ -34,8 +36,9 @@ from mhindex.methods.prompts import (
     question_block,
     sentence_complete,
 )
+from mhindex.methods.queries import retrieval_query
 from mhindex.methods.reader import Reader, resolve_style
-from mhindex.methods.settings import ReaderSettings, demo_set
+from mhindex.methods.settings import CLEAN_QUERIES_HELP, ReaderSettings, demo_set
 from mhindex.options import option
 
 
@@ -49,6 +52,7 @@ class IRCoTSettings(ReaderSettings):
     step_tokens: int = option(100, "Most tokens generated for one reasoning step (its first sentence is kept).", min=1)
     iirc_pages: int = option(2, "IIRC: pages the model names before retrieval.", min=1)
     early_stop: bool = option(True, "Stop each reasoning step as soon as its first sentence is complete (--no-early-stop generates up to --step-tokens, then cuts).")
+    clean_queries: bool = option(True, CLEAN_QUERIES_HELP)
 
     def recorded(self, dataset: str | None) -> dict:
         """Without early_stop: it never changes an answer (tests/test_ircot_loop.py), only the time."""
@@ -99,7 +103,7 @@ class IRCoT(Method):
                 meter.prompt_tokens - tokens_before[0], meter.completion_tokens - tokens_before[1],
             ))  # fmt: skip
 
-        step("", query.question, clock(), (meter.prompt_tokens, meter.completion_tokens))
+        step("", retrieval_query(query.question, [], s.clean_queries), clock(), (meter.prompt_tokens, meter.completion_tokens))
         reasoning: list[str] = []
         for _ in range(s.max_steps):
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
@@ -113,7 +117,8 @@ class IRCoT(Method):
             reasoning.append(sentence)
             done = mentions_answer(sentence)
             # The answer sentence is not a query; past the paragraph budget, reasoning goes on without retrieval.
-            step(sentence, "" if done or len(collected) >= s.max_paragraphs else sentence, started, before)
+            retrieves = not done and len(collected) < s.max_paragraphs
+            step(sentence, retrieval_query(query.question, reasoning, s.clean_queries) if retrieves else "", started, before)
             if done:
                 break
 

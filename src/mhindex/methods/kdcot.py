@@ -62,7 +62,7 @@ READ_INSTRUCTION = {
 @dataclass(frozen=True)
 class KDCoTSettings:
     rounds: int = option(3, "Most Question rounds of KD-CoT before the LM must finish (the released code's 3).", min=1)
-    k: int = option(5, "Passages retrieved for each sub-question, which the reader reads.", flag="-k", min=1)
+    k: int = option(5, "Passages retrieved for each sub-question, which the reader reads (the paper's QA system reads 100; 5 keeps a local model's prompt within seconds).", flag="-k", min=1)
     demos: str | None = option(None, "KD-CoT demonstration collection: a JSON list of {question, gpt_out} (KD-CoT's CoT_collection files) \\[default: mhindex's, of the corpus's dataset: webqsp or cwq].")
     demo_encoder: str | None = option(None, "Sentence encoder (a local folder) that picks each question's demonstration \\[default: the packaged MiniLM].")
     instruction: str | None = option(None, "A file with KD-CoT's instruction, put before the demonstration \\[default: mhindex's wording of the paper's format].")

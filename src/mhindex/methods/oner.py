@@ -1,18 +1,21 @@
-"""OneR: one retrieval with the question (K paragraphs), then the reader (IRCoT's baseline)."""
+"""OneR: one retrieval with the question (K paragraphs), then the reader (IRCoT's baseline). The
+question is cleaned of its wh-words first, as IRCoT's release does for every BM25 query."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.methods.queries import retrieval_query
 from mhindex.methods.reader import Reader
-from mhindex.methods.settings import ReaderSettings, demo_set
+from mhindex.methods.settings import CLEAN_QUERIES_HELP, ReaderSettings, demo_set
 from mhindex.options import option
 
 
 @dataclass(frozen=True)
 class OneRSettings(ReaderSettings):
     k: int = option(15, "Paragraphs per retrieval (K).", flag="-k", min=1)
+    clean_queries: bool = option(True, CLEAN_QUERIES_HELP)
 
 
 class OneRetrieval(Method):
@@ -23,12 +26,14 @@ class OneRetrieval(Method):
         self.retriever = retriever
         self.lm = lm
         self.k = settings.k
+        self.clean = settings.clean_queries
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)
-        hits = self.retriever.search(query.question, self.k)
-        step = Step("", query.question, [h.id for h in hits], [h.title for h in hits], clock())
+        sent = retrieval_query(query.question, [], self.clean)  # IRCoT's release cleans OneR's query too
+        hits = self.retriever.search(sent, self.k)
+        step = Step("", sent, [h.id for h in hits], [h.title for h in hits], clock())
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
         answer, reasoning = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in hits])
         retrieved = [{"id": h.id, "title": h.title} for h in hits]

@@ -3,24 +3,33 @@
 1. The LM plans the whole reasoning chain at once, a Chain-of-Query: `[Query n]` / `[Answer n]`
    pairs, `[Unsolved Query]` where it does not know, and a `[Final Content]` whose claims cite
    their query as `[n]`.
-2. Retrieval walks the chain's nodes in order. Each query not seen before gets the top-1
-   document, and a reader answers it from that document with a confidence:
-   - an `[Unsolved Query]` always gets the reader's answer back (completion);
+2. Retrieval walks the chain's nodes in order (the released `Server/server.py`). Each query not
+   seen before gets the top-1 document, and a reader answers it from that document with a
+   confidence:
+   - an `[Unsolved Query]` always gets the document and the reader's answer back, whatever the
+     reader's confidence and even when it read nothing (completion);
    - an answered query whose reader answer is confident (above the threshold) and not contained
      in the LM's answer gets it back too (verification);
    - otherwise the node passes, and its document becomes the reference of its claims.
    The first node that needs feedback ends the round: the feedback and its reference go back to
    the LM as the next turn of the same conversation, and the LM writes a new chain (the paper's
    Tree-of-Reasoning). Rounds stop when every node passes, or after `--rounds`.
-3. The answer is what the last `[Final Content]` says after "So the final answer is"; each `[k]`
-   there points at the document recorded for node k.
+3. Tracing (the paper's last step): the LM is given the verified chain, each query with its
+   verified answer and its document as `[Reference n]`, and writes the final content, marking
+   each claim with the reference that supports it as `[n]`. The answer is what that content says
+   after "So the final answer is"; each `[n]` points at node n's document. Without Tracing
+   (`--no-tracing`), or when it names no answer, the last chain's `[Final Content]` answers.
 
 Deviations from the paper, each forced by what can run here and said where it happens: the
-prompt is our own text in the paper's format (the authors' repository has no license; see
+prompts are our own text in the paper's format (the authors' repository has no license; see
 `mhindex/prompts/searchain/SOURCE.md`); queries count as seen when their SQuAD-normalised text
 is equal (the paper's Quora cross-encoder cannot be downloaded); and unless a DPR reader is
 given (`--reader-model hf:PATH`), the LM reads, its confidence being the probability it gives
 its own answer (the geometric mean of the answer's token probabilities).
+
+The record keeps everything the LM wrote for the question (`generated`: every chain and the
+final content), over which the released client's accumulated text would be read; see
+eval/metrics.py for the two cover-EMs.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from pathlib import Path
 from mhindex.errors import UsageError
 from mhindex.lm.base import LMError
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
-from mhindex.methods.prompts import extract_answer, paragraph_block
+from mhindex.methods.prompts import concludes, extract_answer, paragraph_block
 from mhindex.options import option
 from mhindex.text import normalize_answer
 
@@ -60,6 +69,15 @@ CHAIN_START = "[Query 1]:"
 # The format's lines are single-spaced; a blank line means the chain is over (small models go
 # on with another question otherwise).
 CHAIN_STOPS = ["\n\n", "[Question]"]
+# Tracing: the verified chain goes back to the LM, which writes the final content citing it.
+TRACE_REQUEST = (
+    "The reasoning chain for [Question]: {question} has been checked with a search engine. Each [Reference n] is the "
+    "document found for [Query n], and each [Answer n] is the answer that was verified.\n\n{chain}\n\n"
+    "Generate the final content for the [Question] from this chain: mark each sentence with the number of the reference "
+    'that supports it, as [n], and end with "So the final answer is" and a short answer.'
+)
+TRACE_START = "[Final Content]:"
+TRACE_REFERENCE_WORDS = 80  # each reference is cut to this many words in the Tracing prompt
 
 
 @dataclass(frozen=True)
@@ -71,8 +89,9 @@ class SearChainSettings:
     )
     reader_model: str | None = option(None, "SearChain's reader: hf:PATH of a DPR reader (e.g. facebook/dpr-reader-multiset-base) \\[default: the LM reads; its confidence comes from its token log-probabilities].")
     chain_prompt: str | None = option(None, "A file with SearChain's Chain-of-Query prompt, {question} where the question goes \\[default: mhindex's, in the paper's format].")
-    chain_tokens: int = option(300, "Most tokens for one Chain-of-Query.", min=16)
+    chain_tokens: int = option(300, "Most tokens for one Chain-of-Query (and for Tracing's final content).", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
+    tracing: bool = option(True, "SearChain's last step: the LM writes the final content from the verified chain, citing each claim's document, and the answer comes from it (--no-tracing: from the last chain's [Final Content]).")
 
     def recorded(self, dataset: str | None) -> dict:
         """The settings as run.json records them, with the threshold that applies."""
@@ -132,9 +151,16 @@ class Chain:
         conclusion = self.final_content or (answered[-1] if answered else "")
         return extract_answer(_CITATION.sub("", conclusion))
 
-    def cited(self) -> list[int]:
-        """The node numbers the final content cites, in order of first citation."""
-        return list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", self.final_content or "")))
+
+
+def cited(content: str) -> list[int]:
+    """The node numbers a final content cites, in order of first citation."""
+    return list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", content)))
+
+
+def _words(text: str, count: int) -> str:
+    split = text.split()
+    return " ".join(split[:count]) + (" ..." if len(split) > count else "")
 
 
 def _final_content(text: str) -> str | None:
@@ -299,19 +325,53 @@ class SearChain(Method):
                 break
             conversation += [{"role": "assistant", "content": chain_text}, {"role": "user", "content": current.feedback}]
         final = rounds[-1].chain
+        generated = [r.chain.text for r in rounds]
+        content, answer, source = final.final_content or "", final.answer(), "chain"
+        if self.settings.tracing and final.nodes:
+            conversation += [{"role": "assistant", "content": final.text}]
+            traced = self._trace(asked, conversation, rounds[-1])
+            generated.append(f"{TRACE_START} {traced}")
+            if concludes(traced):
+                content, answer, source = traced, extract_answer(_CITATION.sub("", traced)), "tracing"
         details = {
             "rounds": len(rounds),
-            "final_content": final.final_content or "",
-            "references": self._references(final, asked.seen),
+            "final_content": content,
+            "answer_from": source,
+            "references": self._references(final, content, asked.seen),
             "tree": [r.record() for r in rounds],
+            "generated": "\n".join(generated),
         }
         # Every document checked, in the order first checked (what recall counts).
         retrieved = list({c.doc["id"]: {"id": c.doc["id"], "title": c.doc["title"]} for c in asked.seen.values() if c.doc}.values())
         meter = asked.meter
         return Answer(
-            query.id, query.question, final.answer(), retrieved, asked.steps, meter.calls, meter.prompt_tokens,
+            query.id, query.question, answer, retrieved, asked.steps, meter.calls, meter.prompt_tokens,
             meter.completion_tokens, asked.clock(), final.text, self.name, details=details,
         )  # fmt: skip
+
+    def _trace(self, asked: _Asked, conversation: list[dict], last: Round) -> str:
+        """Tracing: the verified chain, each node's answer (the reader's where feedback corrected or
+        completed it) and its document as [Reference n], back to the LM for the final content."""
+        lines = []
+        for node in last.chain.nodes:
+            check = asked.seen.get(normalize_answer(node.query))
+            answer = node.lm_answer or ""
+            # What the check says of this node's answer now (a node seen in an earlier round keeps
+            # its check, and the LM may have kept an answer that check contradicted).
+            if check is not None and self._verdict(node, check) in ("completed", "corrected"):
+                answer = check.reader_answer or answer
+            lines += [f"[Query {node.number}]: {node.query}", f"[Answer {node.number}]: {answer or 'unknown'}"]
+            if check is not None and check.doc is not None:
+                lines.append(f"[Reference {node.number}]: {_words(check.doc['passage'].removeprefix('Wikipedia Title: ').replace(chr(10), ': ', 1), TRACE_REFERENCE_WORDS)}")
+        request = TRACE_REQUEST.format(question=asked.question, chain="\n".join(lines))
+        messages = [*conversation, {"role": "user", "content": request}, {"role": "assistant", "content": TRACE_START}]
+        started, before = asked.clock(), (asked.meter.prompt_tokens, asked.meter.completion_tokens)
+        text = asked.meter.chat(messages, self.settings.chain_tokens, stop=[*CHAIN_STOPS, "[Query"], label="tracing: writing the final content").text.strip()
+        text = text.removeprefix(TRACE_START).strip()
+        step = Step(f"tracing: {text}", "", [], [], asked.clock() - started)
+        step.prompt_tokens, step.completion_tokens = asked.meter.prompt_tokens - before[0], asked.meter.completion_tokens - before[1]
+        asked.steps.append(step)
+        return text
 
     def _walk(self, asked: _Asked, current: Round, number: int) -> str | None:
         """Check the chain's nodes in order; the feedback for the first that needs one, else None."""
@@ -355,21 +415,23 @@ class SearChain(Method):
         return NodeCheck(query, {"id": hit.id, "title": hit.title, "passage": passage}, answer, confidence)
 
     def _verdict(self, node: ChainNode, check: NodeCheck) -> str:
-        if check.doc is None or not check.reader_answer:
-            return "unchecked"  # nothing found, or nothing read: no feedback to give
+        if check.doc is None:
+            return "unchecked"  # nothing found: no reference to give
         if node.unsolved:
-            return "completed"
+            return "completed"  # the released server feeds the document back whatever the reader read
+        if not check.reader_answer:
+            return "passed"  # the released match_or_not: an empty answer is contained in any
         confident = check.confidence is not None and check.confidence > self.threshold
         if confident and not contains(node.lm_answer or "", check.reader_answer):
             return "corrected"
         return "verified" if confident else "passed"
 
     @staticmethod
-    def _references(chain: Chain, seen: dict[str, NodeCheck]) -> list[dict]:
+    def _references(chain: Chain, content: str, seen: dict[str, NodeCheck]) -> list[dict]:
         """[k] of the final content -> the document checked for node k of the final chain."""
         by_number = {node.number: node for node in chain.nodes}
         references = []
-        for number in chain.cited():
+        for number in cited(content):
             node = by_number.get(number)
             check = seen.get(normalize_answer(node.query)) if node else None
             if check is not None and check.doc is not None:

@@ -13,6 +13,11 @@ from dataclasses import asdict, dataclass
 from mhindex.options import option
 
 DEMO_SETS = ("hotpotqa", "2wikimultihopqa", "musique", "iirc")
+CLEAN_QUERIES_HELP = (
+    "Queries as IRCoT's release sends them: without who/what/when/where/why/which/how/does/is, and "
+    "a reasoning step's query is the last sentence that is not reasoning ('So ...', arithmetic), else "
+    "the question (--no-clean-queries: each sentence as generated)."
+)
 
 
 @dataclass(frozen=True)
