@@ -92,3 +92,14 @@ def serve_index(corpus, retriever, api_key=None, **limits):
 
     info = {"corpus": corpus.name, "dataset": corpus.manifest()["dataset"], "backend": "lucene", "paragraphs": corpus.manifest()["counts"]["paragraphs"]}
     return make_app(retriever, info, Limits(**limits), api_key, corpus_lines(corpus), access_log=False)
+
+
+def made_up_words(count: int = 1500, length: int = 7) -> str:
+    """`count` distinct made-up words: a query past Lucene's limit of 1,024 distinct terms."""
+    import random
+    import string
+
+    rng, words = random.Random(0), {}
+    while len(words) < count:
+        words["".join(rng.choice(string.ascii_lowercase) for _ in range(length))] = None
+    return " ".join(words)

@@ -176,3 +176,82 @@ class Uvicorn:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+class MisbehavingLM:
+    """An OpenAI-compatible endpoint on 127.0.0.1 that misbehaves on purpose, since no real server
+    can be made to: `mode` says how. "trickle" sends a byte every half second and never ends;
+    "silent" never answers; "usage" / "tokens" / "timings" answer a completion whose `usage`,
+    token count or `timings` has the wrong type; "chunks" streams chunks of another shape;
+    "echo-key" refuses with a body that repeats the request's Authorization header."""
+
+    def __init__(self, mode: str) -> None:
+        import json
+        import time
+
+        self.mode = mode
+        self.stop = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _send(self, status: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send(404, {"error": "not here"})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.endswith("/completions"):
+                    self._send(404, {"error": "not here"})
+                    return
+                mode = server.mode
+                try:
+                    if mode == "trickle":
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.end_headers()
+                        while not server.stop.is_set():
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(0.5)
+                    elif mode == "silent":
+                        server.stop.wait(120)
+                    elif mode == "echo-key":
+                        self._send(401, {"error": f"bad credentials in header: Authorization: {self.headers.get('Authorization')}"})
+                    elif mode == "chunks" and request.get("stream"):
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/event-stream")
+                        self.end_headers()
+                        self.wfile.write(b'data: {"choices": "not a list"}\n\n')
+                        self.wfile.flush()
+                    else:
+                        choice = {"text": "Paris", "message": {"content": "Paris"}, "finish_reason": "stop"}
+                        usage = {"usage": "bad"} if mode == "usage" else {"usage": {"prompt_tokens": "abc", "completion_tokens": 1}} if mode == "tokens" else {"usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+                        timings = {"timings": "fast"} if mode == "timings" else {}
+                        self._send(200, {"choices": [choice], **usage, **timings})
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> MisbehavingLM:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -188,14 +189,19 @@ def test_remote_malformed_bodies_are_clear_errors(server):
             RemoteModel("smollm2", proxy.url + "/v1", retries=2, backoff=0.01, context_length=4096).complete(QUESTION, max_tokens=8)
 
 
-def test_remote_timeout(server):
+def test_remote_timeout_is_one_deadline_for_the_whole_call(server):
     with FaultProxy(server.removesuffix("/v1")) as proxy:
         model = RemoteModel("smollm2", proxy.url + "/v1", timeout=0.5, retries=1, backoff=0.01, context_length=4096)
         proxy.faults = ["sleep2", "sleep2"]
-        with pytest.raises(LMError, match=r"did not answer within 0.5s \(2 tries\)"):
+        started = time.perf_counter()
+        with pytest.raises(LMError, match=r"did not finish within 0.5 s \(--lm-timeout\)"):
             model.complete(QUESTION, max_tokens=8)
-        proxy.faults = ["sleep1"]  # one slow answer, then a timely retry
-        assert "Paris" in model.complete(QUESTION, max_tokens=16, stop=["\n"]).text
+        assert time.perf_counter() - started < 1.5  # the deadline covers the retries too
+        patient = RemoteModel("smollm2", proxy.url + "/v1", timeout=30, retries=1, backoff=0.01, context_length=4096)
+        proxy.faults = ["sleep1"]  # a slow answer within the deadline is waited for
+        assert "Paris" in patient.complete(QUESTION, max_tokens=16, stop=["\n"]).text
+        proxy.faults = ["500"]  # a failure that comes back fast is tried again within it
+        assert "Paris" in patient.complete(QUESTION, max_tokens=16, stop=["\n"]).text
 
 
 def test_remote_server_down(mh, home):

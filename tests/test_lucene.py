@@ -190,3 +190,18 @@ def test_build_is_corpus_then_index(mh, home):
     assert report["corpus"]["counts"]["paragraphs"] == report["index"]["paragraphs"] == 11
     hits = mh("search", "iirc", "Trinity College Cambridge Babbage", "--json").json()["hits"]
     assert hits[0]["title"] == "Charles Babbage"
+
+
+def test_a_query_past_lucenes_clause_limit_is_cut_to_its_first_1024_terms(built):
+    from conftest import made_up_words
+    from mhindex.backends import open_retriever
+    from mhindex.backends.lucene import MAX_TERMS
+    from mhindex.home import open_corpus
+
+    retriever = open_retriever(open_corpus(built[0], built[1].name), "lucene")
+    words = made_up_words(1500)
+    assert len(set(words.split())) == 1500 > MAX_TERMS
+    assert [h.id for h in retriever.search(f"Ensign Manufacturing {words}", 3)] == [h.id for h in retriever.search("Ensign Manufacturing", 3)]
+    # Only the first 1,024 distinct terms count: a word past them changes nothing.
+    assert retriever.search(f"{words} Ensign Manufacturing", 3) == []
+    retriever.close()

@@ -107,7 +107,8 @@ def test_a_failing_search_is_a_500_in_each_protocol_s_shape(served):
             ("GET", "/api/search?query=Mach", None, "message"),
         ]:
             reply = httpx.request(method, server.url + path, json=body)
-            assert reply.status_code == 500 and reply.json()[key].startswith("the search failed: JavaException"), (path, reply.text)
+            assert reply.status_code == 500 and reply.json()[key].startswith("the search failed: IndexDamaged: searching the lucene index of 'musique'"), (path, reply.text)
+            assert "JavaException" in reply.json()[key] and "rebuild it: mhindex index musique --backend lucene --force" in reply.json()[key]
             assert "\n" not in reply.json()[key]
 
 

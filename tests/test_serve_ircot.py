@@ -7,14 +7,11 @@ and stripped, the text match only ranks; document_type "title" answers each page
 
 from __future__ import annotations
 
-import random
-import string
-
 import orjson
 import pytest
 import requests
 
-from conftest import serve_index
+from conftest import made_up_words, serve_index
 from peers import ircot_client
 from servers import Uvicorn
 
@@ -75,8 +72,7 @@ def test_edges_answer_as_ircot_s_server_would(ircot):
     assert none.status_code == 200 and none.json()["retrieval"] == []
     assert len(requests.post(url, json={**base, "max_hits_count": 5000}).json()["retrieval"]) == 100  # --max-k, never a refusal
     assert len(requests.post(url, json=base).json()["retrieval"]) == 3  # unified_retriever.py's default
-    words = ["".join(random.Random(i).choice(string.ascii_lowercase) for _ in range(9)) for i in range(1500)]
-    long = requests.post(url, json={**base, "query_text": "Korean War armistice " + " ".join(words), "max_hits_count": 3})
+    long = requests.post(url, json={**base, "query_text": "Korean War armistice " + made_up_words(1500), "max_hits_count": 3})
     assert long.status_code == 200 and long.json()["retrieval"][0]["title"] == "Korean War"  # cut to its first 1,024 distinct terms
     for bad, reason in [({"allowed_titles": [5]}, "allowed_titles"), ({"allowed_titles": "Korean War"}, "allowed_titles"), ({"max_hits_count": "3"}, "max_hits_count"), ({"retrieval_method": "retrieve_from_faiss"}, "not served")]:
         refused = requests.post(url, json={**base, **bad})

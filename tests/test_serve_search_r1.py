@@ -6,14 +6,11 @@ PPO, 2,560 for GRPO) and the text format its models were trained on ('"Title"\\n
 
 from __future__ import annotations
 
-import random
-import string
-
 import orjson
 import pytest
 import requests
 
-from conftest import serve_index
+from conftest import made_up_words, serve_index
 from peers import search_r1_client
 from servers import Uvicorn
 
@@ -65,7 +62,7 @@ def test_topk_edges_and_documents_without_scores(search_r1):
 
 
 def test_one_very_long_query_does_not_fail_its_batch(search_r1):
-    words = " ".join("".join(random.Random(i).choice(string.ascii_lowercase) for _ in range(9)) for i in range(1500))
+    words = made_up_words(1500)
     queries = ["Korean War armistice", f"Korean War armistice {words}", "Mach bands"]
     reply = search_r1_client._batch_search(search_r1["url"] + "/retrieve", 3, queries)
     assert [len(hits) for hits in reply["result"]] == [3, 3, 3]

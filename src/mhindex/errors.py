@@ -1,4 +1,10 @@
-"""Errors a user can act on. The CLI prints them as one line on stderr, never a traceback."""
+"""Errors a user can act on. The CLI prints them as one line on stderr, never a traceback, and
+never with a secret in it (`redact`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
 
 
 class MhindexError(Exception):
@@ -25,3 +31,28 @@ class Interrupted(MhindexError):
 
     exit_code = 130
     label = "interrupted"
+
+
+_CREDENTIALS = (
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 ***"),
+    (re.compile(r"(?i)((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\b)[^\s\"',}]+"), r"\1***"),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@"), r"\1***@"),
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with the given secrets, bearer tokens, key fields and URL credentials blanked."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    for pattern, replacement in _CREDENTIALS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def one_line(error: BaseException, limit: int = 200) -> str:
+    """An exception as one short line: an engine's (Java's, through pyjnius) carries its stack
+    trace after the first line."""
+    text = str(error).strip().removeprefix("JVM exception occurred: ")
+    line = f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -7,12 +7,15 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from mhindex.errors import MhindexError
 
 
 def file_digest(path: Path, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
@@ -23,11 +26,78 @@ def file_digest(path: Path, algorithm: str = "sha256", chunk: int = 1 << 20) -> 
     return digest.hexdigest()
 
 
+class OutsideRoot(MhindexError):
+    """A path that a command would replace or delete leads out of the data root."""
+
+
+def inside(root: Path, path: Path) -> Path:
+    """`path` if, every link followed, it lies inside `root`; else a one-line error. Whatever is
+    replaced or deleted goes through here first: nothing outside the data root is ever touched,
+    whatever links are inside it."""
+    real_root, real = root.resolve(), path.resolve()
+    if real != real_root and real_root not in real.parents:
+        raise OutsideRoot(f"{path} leads out of the data root {root} (to {real}) through a symbolic link; nothing was changed: remove the link")
+    if path.is_symlink():
+        raise OutsideRoot(f"{path} is a symbolic link; mhindex replaces only folders it made: nothing was changed, remove the link")
+    return path
+
+
+# A temporary folder is named after what it will replace and the process that made it
+# (`.NAME.tmp-PID-XXXX`, `.NAME.old-PID`), so that one left by a process that died can be told
+# apart from one in use.
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?:tmp|old)-(?P<pid>\d+)(?:-.*)?$")
+_OLD_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?:tmp|old)-[a-z0-9_]{8}$")  # before the PID was in the name
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale_temporaries(folder: Path, name: str | None = None) -> list[Path]:
+    """Temporary folders and files in `folder` (of `name` only, if given) left by processes that
+    are gone: interrupted builds that could not clean up (killed, power cut)."""
+    if not folder.is_dir():
+        return []
+    stale = []
+    for entry in folder.iterdir():
+        found = _TEMPORARY.match(entry.name) or _OLD_TEMPORARY.match(entry.name)
+        if not found or (name is not None and found["name"] != name):
+            continue
+        pid = int(found["pid"]) if "pid" in found.groupdict() and found["pid"] else None
+        if pid is None or (pid != os.getpid() and not process_alive(pid)):
+            stale.append(entry)
+    return sorted(stale)
+
+
+def remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def size_on_disk(path: Path) -> int:
+    if path.is_file() or path.is_symlink():
+        return path.lstat().st_size
+    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
 @contextmanager
-def atomic_directory(final: Path) -> Iterator[Path]:
-    """Yield an empty temporary folder beside `final`; on success it replaces `final` whole."""
+def atomic_directory(final: Path, root: Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside `final`; on success it replaces `final` whole.
+    `final` must lie inside the data root `root`. Temporary folders of `final` left by dead
+    processes are removed first."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    inside(root, final)
+    for stale in stale_temporaries(final.parent, final.name):
+        remove(stale)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent))
     try:
         yield staging
     except BaseException:
@@ -47,7 +117,7 @@ def atomic_directory(final: Path) -> Iterator[Path]:
 def atomic_file(final: Path, mode: str = "wb") -> Iterator[io.IOBase]:
     """Open a temporary file beside `final` for writing; it becomes `final` only on success."""
     final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.tmp-", dir=final.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent)
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle

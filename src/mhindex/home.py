@@ -30,12 +30,21 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def resolve_home(home: Path | str | None = None) -> Path:
+    """The data root; a file where it should be is a one-line error naming what set it."""
     if home:
-        return Path(home).expanduser()
-    if env := os.environ.get("MHINDEX_HOME"):
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg) / "mhindex"
+        root, source = Path(home).expanduser(), "--home"
+    elif env := os.environ.get("MHINDEX_HOME"):
+        root, source = Path(env).expanduser(), "$MHINDEX_HOME"
+    else:
+        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        root, source = Path(xdg) / "mhindex", "$XDG_DATA_HOME/mhindex"
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"the data root {root} (from {source}) is a file, not a folder: point {source} at a folder")
+    return root
+
+
+class CorpusDamaged(UsageError):
+    """A corpus folder whose manifest cannot be read: rebuilding it is the way out."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,14 @@ class CorpusDir:
         return self.manifest_path.is_file()
 
     def manifest(self) -> dict:
-        return orjson.loads(self.manifest_path.read_bytes())
+        """The corpus's manifest; one that is not a corpus manifest is a one-line error saying what to run."""
+        try:
+            manifest = orjson.loads(self.manifest_path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            raise CorpusDamaged(f"corpus '{self.name}' is damaged: {self.manifest_path} is not valid JSON ({error}); rebuild it with `mhindex corpus DATASET --name {self.name} --force`") from None
+        if not _is_manifest(manifest):
+            raise CorpusDamaged(f"corpus '{self.name}' is damaged: {self.manifest_path} is not a corpus manifest; rebuild it with `mhindex corpus DATASET --name {self.name} --force`")
+        return manifest
 
     def paragraphs(self) -> ParagraphReader:
         return ParagraphReader(self)
@@ -148,13 +164,29 @@ def corpus_dir(home: Path, name: str) -> CorpusDir:
     return CorpusDir(home / check_name(name))
 
 
+def _is_manifest(manifest: object) -> bool:
+    return (
+        isinstance(manifest, dict)
+        and {"dataset", "format", "corpus_sha256"} <= manifest.keys()
+        and isinstance(manifest.get("counts"), dict)
+        and isinstance(manifest["counts"].get("paragraphs"), int)
+    )
+
+
 def is_mhindex_corpus(folder: Path) -> bool:
     """Whether `folder` is a corpus that mhindex built (its manifest says so)."""
     try:
         manifest = orjson.loads((folder / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return False
-    return isinstance(manifest, dict) and {"dataset", "format", "corpus_sha256"} <= manifest.keys()
+    return _is_manifest(manifest)
+
+
+def damaged_corpora(home: Path) -> list[Path]:
+    """Corpus folders whose manifest.json is there but cannot be read as one (`list` shows them)."""
+    if not home.is_dir():
+        return []
+    return sorted(p for p in home.iterdir() if _NAME.fullmatch(p.name) and p.name not in RESERVED and (p / MANIFEST).is_file() and not is_mhindex_corpus(p))
 
 
 def claim_corpus_dir(target: CorpusDir) -> None:
@@ -163,7 +195,9 @@ def claim_corpus_dir(target: CorpusDir) -> None:
     root = target.root
     if root.is_symlink() or (root.exists() and not root.is_dir()):
         raise UsageError(f"{root} exists and is not a corpus folder; choose another --name or move it away")
-    if root.is_dir() and any(root.iterdir()) and not is_mhindex_corpus(root):
+    # A corpus whose manifest was damaged still has mhindex's files: it may be rebuilt in place.
+    ours = is_mhindex_corpus(root) or ((root / MANIFEST).is_file() and (root / "corpus.jsonl").is_file())
+    if root.is_dir() and any(root.iterdir()) and not ours:
         raise UsageError(f"{root} exists and is not a corpus that mhindex built; nothing was changed: choose another --name or move it away")
 
 
@@ -183,6 +217,8 @@ def built_corpora(home: Path) -> list[CorpusDir]:
 def open_corpus(home: Path, name: str) -> CorpusDir:
     """The corpus NAME, or a one-line error that says how to build it."""
     found = corpus_dir(home, name)
+    if found.exists():
+        found.manifest()  # a damaged one says so here, with what to run
     if not found.exists():
         known = ", ".join(c.name for c in built_corpora(home)) or "none"
         raise UsageError(
@@ -203,3 +239,17 @@ def pick_corpus(home: Path, name: str | None, required: bool = True) -> CorpusDi
     if not corpora:
         raise UsageError(f"no corpus is built in {home}; run `mhindex build musique` first")
     raise UsageError(f"several corpora are built ({', '.join(c.name for c in corpora)}); pick one with --corpus")
+
+
+def leftovers(home: Path) -> tuple[list[Path], list[Path]]:
+    """What interrupted builds left in the data root: (temporary files and folders of processes
+    that are gone, which nothing will use; work kept so that an interrupted dense encoding or
+    training resumes, which the next run of the same command uses)."""
+    from mhindex.files import stale_temporaries
+
+    if not home.is_dir():
+        return [], []
+    folders = [home, home / "models", *(p for p in (home / "models").glob("*") if p.is_dir()), *(c.indexes for c in built_corpora(home))]
+    stale = [path for folder in folders for path in stale_temporaries(folder)]
+    resumable = [*(p for c in built_corpora(home) if c.indexes.is_dir() for p in c.indexes.glob(".dense-work-*")), *(home / "models" / "efficientrag").glob("*.partial")]
+    return sorted(stale), sorted(resumable)

@@ -1,23 +1,85 @@
 """One HTTP layer for everything mhindex fetches: dataset downloads, remote language models and
 remote retrievers. httpx with httpx-retries' transport: 429 and 5xx answers, timeouts and dropped
 connections are retried with exponential back-off that honours Retry-After. A server that is not
-there at all (connection refused) is not waited for. What still fails becomes one line that names
-the URL, as the project's own error type, so one failing call never ends a run with a traceback.
+there at all (connection refused) is not waited for. A request may carry a deadline (the
+`deadline` extension, a `time.monotonic()` value) that bounds it as a whole, retries included:
+each attempt gets only the time left, and a body that trickles in is cut off when it passes
+(httpx's own timeouts are per connection, read and write, so a server sending a byte every few
+seconds would never hit them). What still fails becomes one line that names the URL, as the
+project's own error type, with any secret it held blanked, so one failing call never ends a run
+with a traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import httpx
 from httpx_retries import Retry, RetryTransport
 
-from mhindex.errors import MhindexError
+from mhindex.errors import MhindexError, redact
 
 RETRY_STATUS = (429, 500, 502, 503, 504)
 # Retried: a server that answered and then failed. Not retried: nothing listening (ConnectError).
 RETRY_EXCEPTIONS = (httpx.TimeoutException, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+
+
+class DeadlineExceeded(httpx.TransportError):
+    """The request's deadline passed (never retried: it is the limit of all the tries)."""
+
+    def __init__(self, seconds: float, request: httpx.Request | None = None) -> None:
+        super().__init__(f"did not finish within {seconds:g} s", request=request)
+        self.seconds = seconds
+
+
+class _DeadlineTransport(httpx.BaseTransport):
+    """Gives each attempt of a request with a `deadline` only the time left before it, and cuts
+    its body off when the deadline passes."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline, seconds = request.extensions.get("deadline"), request.extensions.get("deadline_seconds", 0.0)
+        if deadline is None:
+            return self.inner.handle_request(request)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded(seconds, request)
+        limits = request.extensions.get("timeout") or {}
+        request.extensions["timeout"] = {k: min(limits.get(k) or left, left) for k in ("connect", "read", "write", "pool")}
+        try:
+            response = self.inner.handle_request(request)
+        except httpx.TimeoutException:
+            if time.monotonic() >= deadline - 0.05:
+                raise DeadlineExceeded(seconds, request) from None
+            raise
+        response.stream = _DeadlineStream(response.stream, deadline, seconds, request)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    def __init__(self, inner, deadline: float, seconds: float, request: httpx.Request) -> None:
+        self.inner, self.deadline, self.seconds, self.request = inner, deadline, seconds, request
+
+    def __iter__(self):
+        for chunk in self.inner:
+            if time.monotonic() > self.deadline:
+                raise DeadlineExceeded(self.seconds, self.request)
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def deadline(seconds: float) -> dict:
+    """The extensions of a request that must be over, retries included, within `seconds`."""
+    return {"deadline": time.monotonic() + seconds, "deadline_seconds": seconds}
 
 
 def client(base_url: str = "", *, timeout: float = 60.0, retries: int = 4, backoff: float = 0.5, headers: dict | None = None) -> httpx.Client:
@@ -30,26 +92,31 @@ def client(base_url: str = "", *, timeout: float = 60.0, retries: int = 4, backo
         retry_on_exceptions=RETRY_EXCEPTIONS,
         max_backoff_wait=60,
     )
-    return httpx.Client(base_url=base_url, timeout=timeout, headers=headers, transport=RetryTransport(retry=retry), follow_redirects=True)
+    transport = RetryTransport(transport=_DeadlineTransport(httpx.HTTPTransport()), retry=retry)
+    return httpx.Client(base_url=base_url, timeout=timeout, headers=headers, transport=transport, follow_redirects=True)
 
 
 @contextmanager
-def one_line_errors(what: str, url: str, error: type[MhindexError] = MhindexError, tries: int | None = None) -> Iterator[None]:
-    """Transport failures and error answers inside the block become `error` with one line."""
+def one_line_errors(what: str, url: str, error: type[MhindexError] = MhindexError, tries: int | None = None, secrets: Iterable[str] = (), hint: str = "") -> Iterator[None]:
+    """Transport failures and error answers inside the block become `error` with one line, with
+    `secrets` (an API key) and credentials blanked wherever they appear in it."""
     after = f" ({tries} tries)" if tries else ""
+    url = redact(url, secrets)
     try:
         yield
     except httpx.ConnectError:
         raise error(f"cannot reach {what} at {url}: connection refused; is it running?") from None
+    except DeadlineExceeded as late:
+        raise error(f"{what} at {url} did not finish within {late.seconds:g} s{hint}") from None
     except httpx.TimeoutException as timeout:
         limit = getattr(getattr(timeout, "request", None), "extensions", {}).get("timeout", {}).get("read")
         raise error(f"{what} at {url} did not answer within {limit}s{after}" if limit else f"{what} at {url} did not answer in time{after}") from None
     except httpx.HTTPStatusError as status:
-        raise error(f"{what} at {url} answered HTTP {status.response.status_code}: {brief(status.response.text)}") from None
+        raise error(f"{what} at {url} answered HTTP {status.response.status_code}: {brief(status.response.text, secrets=secrets)}") from None
     except httpx.TransportError as failure:
-        raise error(f"the connection to {what} at {url} failed{after}: {failure or type(failure).__name__}") from None
+        raise error(f"the connection to {what} at {url} failed{after}: {redact(str(failure) or type(failure).__name__, secrets)}") from None
 
 
-def brief(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
+def brief(text: str, limit: int = 160, secrets: Iterable[str] = ()) -> str:
+    text = redact(" ".join(text.split()), secrets)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -23,9 +23,10 @@ import orjson
 
 from mhindex import __version__
 from mhindex.backends.base import Backend, BackendContext, Hit, Retriever
-from mhindex.errors import UsageError
+from mhindex.errors import MhindexError, UsageError, one_line
 from mhindex.files import atomic_directory
 from mhindex.home import CorpusDir
+from mhindex.locks import changing
 from mhindex.options import check_choices, declared, flag_among, flag_of
 
 __all__ = ["BACKENDS", "Hit", "IndexResult", "Retriever", "build_index", "get_backend", "index_manifest", "open_retriever", "options_types"]
@@ -112,11 +113,63 @@ class IndexResult:
     rebuilt: bool
 
 
-def _read_manifest(path: Path) -> dict | None:
+class IndexDamaged(UsageError):
+    """An index that is there but cannot be read or searched: rebuilding it is the way out."""
+
+
+def _read_manifest(path: Path, strict: bool = False) -> dict | None:
+    """An index's manifest, None when there is none; one that is not an index manifest is None
+    too, or with `strict` an error (a build rebuilds it; a search says to)."""
     try:
-        return orjson.loads((path / "manifest.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        manifest = orjson.loads((path / "manifest.json").read_bytes())
+    except FileNotFoundError:
         return None
+    except (OSError, orjson.JSONDecodeError) as error:
+        manifest, why = None, f"cannot be read ({error})"
+    else:
+        why = "is not an index manifest"
+    if isinstance(manifest, dict) and isinstance(manifest.get("corpus_sha256"), str) and isinstance(manifest.get("options", {}), dict):
+        return manifest
+    if strict:
+        raise IndexDamaged(f"{path / 'manifest.json'} {why}")
+    return None
+
+
+def _rebuild(corpus: CorpusDir, backend: str) -> str:
+    return f"rebuild it: mhindex index {corpus.name} --backend {backend} --force"
+
+
+class _Checked:
+    """A retriever whose engine failures (a truncated Lucene segment, a damaged FAISS file) are one
+    line that names the index and says how to rebuild it, not an engine's stack trace."""
+
+    def __init__(self, inner: Retriever, what: str, fix: str) -> None:
+        self._inner, self._what, self._fix = inner, what, fix
+        if hasattr(inner, "search_titles"):
+            self.search_titles = self._checked(inner.search_titles)
+
+    def _checked(self, call):
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return call(*args, **kwargs)
+            except MhindexError:
+                raise
+            except Exception as error:  # noqa: BLE001 - an engine's failure, whatever its type, is one line
+                raise IndexDamaged(f"{self._what} failed ({one_line(error)}); {self._fix}") from None
+
+        return run
+
+    def search(self, query: str, k: int = 10, titles: Any = None) -> list[Hit]:
+        return self._checked(self._inner.search)(query, k, titles=titles)
+
+    def search_many(self, queries: Any, k: int = 10) -> list[list[Hit]]:
+        return self._checked(self._inner.search_many)(queries, k)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __getattr__(self, name: str) -> Any:  # the engine's own attributes (its FAISS index, its encoder)
+        return getattr(self._inner, name)
 
 
 def build_index(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None, force: bool = False) -> IndexResult:
@@ -126,6 +179,11 @@ def build_index(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | No
     if not getattr(backend, "builds_index", True):
         raise UsageError(f"the {backend.name} backend searches an index that lives elsewhere: there is nothing to build here")
     options = _options(backend_name, given, INDEX_STAGES)
+    with changing(corpus.root.parent, corpus.name, f"building its {backend.name} index"):
+        return _build_index(corpus, backend, options, force)
+
+
+def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool) -> IndexResult:
     corpus_sha = corpus.manifest()["corpus_sha256"]
     target = corpus.index_dir(backend.name)
     old = _read_manifest(target)
@@ -133,8 +191,11 @@ def build_index(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | No
     if not force and old and old.get("corpus_sha256") == corpus_sha and old.get("options") == index_options:
         return IndexResult(target, old, rebuilt=False)
     started = time.perf_counter()
-    with atomic_directory(target) as staging:
+    with atomic_directory(target, corpus.root.parent) as staging:
         facts = backend.build(corpus, staging, options, BackendContext(corpus.root.parent))
+        expected = corpus.manifest()["counts"]["paragraphs"]
+        if facts.get("paragraphs") != expected:  # checked before the new index replaces the old one
+            raise MhindexError(f"the {backend.name} build indexed {facts.get('paragraphs')} of the {expected:,} paragraphs of '{corpus.name}'; nothing was replaced: run it again with --force")
         manifest = {
             "backend": backend.name,
             "corpus": corpus.name,
@@ -202,11 +263,21 @@ def open_retriever(corpus: CorpusDir | None, backend_name: str, given: dict[str,
     if corpus is None:
         raise UsageError(f"the {backend.name} backend searches a built corpus; name one with --corpus")
     target = corpus.index_dir(backend.name)
-    manifest = _read_manifest(target)
+    try:
+        manifest = _read_manifest(target, strict=True)
+    except IndexDamaged as error:
+        raise IndexDamaged(f"the {backend.name} index of '{corpus.name}' is damaged: {error}; {_rebuild(corpus, backend.name)}") from None
     rebuild = f"run `mhindex index {corpus.name} --backend {backend.name}`"
     if manifest is None:
         raise UsageError(f"corpus '{corpus.name}' has no {backend.name} index; {rebuild}")
     if manifest.get("corpus_sha256") != corpus.manifest()["corpus_sha256"]:
         raise UsageError(f"the {backend.name} index of '{corpus.name}' was built from an older corpus; {rebuild}")
     options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {}, corpus=corpus.name)
-    return backend.open(corpus, target, manifest, options, BackendContext(corpus.root.parent))
+    what = f"the {backend.name} index of '{corpus.name}' ({target})"
+    try:
+        opened = backend.open(corpus, target, manifest, options, BackendContext(corpus.root.parent))
+    except MhindexError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a damaged index file, whatever the engine raises
+        raise IndexDamaged(f"{what} cannot be opened ({one_line(error)}); {_rebuild(corpus, backend.name)}") from None
+    return _Checked(opened, f"searching {what}", _rebuild(corpus, backend.name))

@@ -33,6 +33,7 @@ from typing import Any
 
 from mhindex.backends.base import BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
+from mhindex.files import inside
 from mhindex.home import CorpusDir
 from mhindex.options import option
 from mhindex.ui import reporter
@@ -195,7 +196,7 @@ def export_onnx(source: str, max_length: int, models: Path) -> Path:
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
     # The exporter's tracer and the quantiser warn about what does not apply here (constants in the
     # trace, "consider pre-processing"): kept out of the user's terminal.
-    with atomic_directory(target) as staging, warnings.catch_warnings(), _quiet_root_logger():
+    with atomic_directory(target, models.parent) as staging, warnings.catch_warnings(), _quiet_root_logger():
         warnings.simplefilter("ignore")
         fp32 = staging / "fp32.onnx"
         # The TorchScript exporter (dynamo=False): the newer one needs onnxscript and gains nothing here.
@@ -281,10 +282,17 @@ def recorded_runtime(options, manifest: dict[str, Any]):
     return dataclasses.replace(options, encoder_runtime="torch")
 
 
+WORK_PREFIX = ".dense-work-"
+
+
 def _work_dir(corpus: CorpusDir, options: DenseOptions) -> Path:
-    """Where shards wait for an interrupted encoding to resume; keyed by corpus and encoder."""
-    key = hashlib.sha256(f"{corpus.manifest()['corpus_sha256']}:{options.encoder}:{options.max_length}:{options.encoder_runtime}".encode()).hexdigest()[:12]
-    return corpus.indexes / f".dense-work-{key}"
+    """Where shards wait for an interrupted encoding to resume, keyed by everything that decides
+    which vectors a shard holds: the corpus, the encoder and its length and runtime, the shard
+    size (which paragraphs a shard covers) and the batch size (int8 activations are quantised
+    per batch)."""
+    shape = [corpus.manifest()["corpus_sha256"], options.encoder, options.max_length, options.encoder_runtime, options.shard_size, options.batch_size]
+    key = hashlib.sha256(":".join(map(str, shape)).encode()).hexdigest()[:12]
+    return corpus.indexes / f"{WORK_PREFIX}{key}"
 
 
 def _faiss():
@@ -357,7 +365,7 @@ class DenseBackend:
         faiss = _faiss()
         name = options.encoder
         encoder = make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context)
-        work = _work_dir(corpus, options)
+        work = inside(context.home, _work_dir(corpus, options))
         work.mkdir(parents=True, exist_ok=True)
         paragraphs = corpus.paragraphs()
         try:
@@ -366,9 +374,12 @@ class DenseBackend:
         finally:
             paragraphs.close()
         index = build_faiss_index(faiss, shards, encoder.dim, options)
+        if index.ntotal != count:  # never an index that holds less than it claims
+            raise MhindexError(f"the dense index holds {index.ntotal:,} vectors for {count:,} paragraphs; nothing was replaced: run again with --force")
         faiss.write_index(index, str(target / "faiss.index"))
-        shutil.rmtree(work, ignore_errors=True)
-        return {"paragraphs": count, "dim": encoder.dim, "encoder": name, "pooling": encoder.pooling, "normalized": encoder.normalize, "resumed_shards": resumed}
+        for done in corpus.indexes.glob(f"{WORK_PREFIX}*"):  # this one, and any of other settings, now of no use
+            shutil.rmtree(inside(context.home, done), ignore_errors=True)
+        return {"paragraphs": index.ntotal, "dim": encoder.dim, "encoder": name, "pooling": encoder.pooling, "normalized": encoder.normalize, "resumed_shards": resumed}
 
     @staticmethod
     def _encode(paragraphs, encoder: Encoder, work: Path, options: DenseOptions) -> tuple[list[Path], int]:

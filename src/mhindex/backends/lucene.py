@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import re
 import subprocess
 import tempfile
 import threading
@@ -32,6 +33,7 @@ from mhindex.backends.base import BackendContext, Hit, search_within_titles, tit
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
+from mhindex.processes import child_of_this_process
 from mhindex.ui import reporter
 
 
@@ -144,13 +146,15 @@ class LuceneBackend:
             "-threads", str(options.threads), "-storeRaw",
         ]  # fmt: skip
         with log.progress(f"indexing {count:,} paragraphs with Lucene", total=None):
-            result = subprocess.run(command, capture_output=True, text=True)
+            # The JVM dies with this process, even one killed outright (processes.py).
+            result = subprocess.run(command, capture_output=True, text=True, preexec_fn=child_of_this_process())
         (docs / "docs.jsonl").unlink()
         docs.rmdir()
         if result.returncode != 0:
             detail = next((line for line in reversed(result.stderr.splitlines()) if "Exception" in line or "Error" in line), result.stderr[-300:])
             raise MhindexError(f"Anserini indexing failed: {detail.strip()}")
-        return {"paragraphs": count}
+        indexed = re.search(r"Indexing Complete! ([\d,]+) documents indexed", result.stdout + result.stderr)
+        return {"paragraphs": int(indexed.group(1).replace(",", "")) if indexed else count}
 
     def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: LuceneOptions, context: BackendContext) -> LuceneRetriever:
         return LuceneRetriever(index_dir / "lucene", k1=options.k1, b=options.b, threads=options.threads)

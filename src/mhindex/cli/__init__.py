@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from mhindex.cli.app import app
 from mhindex.errors import MhindexError
@@ -37,8 +39,44 @@ def _usage_problem(error: BaseException) -> int | None:
     return None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is: the command unwinds, so that its temporary files are removed
+    and its child processes stopped, and only complete output is left."""
+
+
+# Which signal stopped the command: Typer turns a KeyboardInterrupt into a bare exit code 130, so
+# the one line that says what happened is printed here, from this.
+_stopped_by: list[str] = []
+
+
+def _terminate(signum, frame) -> None:
+    _stopped_by.append("terminated")
+    raise Terminated
+
+
+def _interrupt(signum, frame) -> None:
+    _stopped_by.append("interrupted")
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising, so tests can call it in-process."""
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate), signal.SIGINT: signal.signal(signal.SIGINT, _interrupt)}
+    _stopped_by.clear()
+    try:
+        code = _run(argv)
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    if code == 130 and _stopped_by:
+        print(f"mhindex: {_stopped_by[-1]}", file=sys.stderr)
+        return 143 if _stopped_by[-1] == "terminated" else 130
+    return code
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         code = app(args=argv, prog_name="mhindex", standalone_mode=False)
         if isinstance(code, int):
@@ -46,10 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     except MhindexError as error:
         message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
         print(f"mhindex: {error.label}: {message}", file=sys.stderr)
-        return error.exit_code
-    except KeyboardInterrupt:
-        print("mhindex: interrupted", file=sys.stderr)
+        return 143 if "terminated" in _stopped_by else error.exit_code
+    except KeyboardInterrupt:  # outside a command (Typer takes it inside one, see main)
         return 130
+    except OSError as error:  # a read-only or full disk, a folder where a file should be: one line, not a traceback
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"mhindex: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 1
     except Exception as error:
         if type(error).__name__ == "Exit":  # typer.Exit, from either click
             return int(getattr(error, "exit_code", 0) or 0)
@@ -65,10 +106,10 @@ def entry() -> None:
     inside llama.cpp (a long prompt cannot be cut short): everything is written and flushed by
     then, so the process exits without waiting for it."""
     code = main()
-    if code == 130:
+    if code in (130, 143):
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(130)
+        os._exit(code)
     raise SystemExit(code)
 
 

@@ -9,7 +9,7 @@ import typer
 
 from mhindex import render, ui
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup
-from mhindex.home import built_corpora, downloads_dir, open_corpus
+from mhindex.home import built_corpora, damaged_corpora, downloads_dir, leftovers, open_corpus
 
 DatasetArgument = Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique, iirc, webqsp or cwq.", show_default=False)]
 InputsOption = Annotated[
@@ -118,12 +118,51 @@ def download(
 @app.command(name="list")
 def list_(home: HomeOption = None, quiet: QuietOption = False, json: JsonOption = False) -> None:
     """List the corpora built under the data root, with counts, indexes and sizes."""
+    from mhindex.files import human_size, size_on_disk
+
     root = setup(home, quiet)
     rows = [c.summary() for c in built_corpora(root)]
+    log = ui.reporter()
+    for folder in damaged_corpora(root):
+        log.warning(f"{folder}: damaged (its manifest.json cannot be read); rebuild it: mhindex corpus DATASET --name {folder.name} --force")
+    stale, resumable = leftovers(root)
+    if stale:
+        log.warning(f"{human_size(sum(map(size_on_disk, stale)))} in {len(stale)} temporary folders of builds that were killed; `mhindex gc` removes them")
+    if resumable:
+        log.info(f"{human_size(sum(map(size_on_disk, resumable)))} kept to resume interrupted encodings or training; `mhindex gc --resumable` removes them")
     if json:
         print_json(rows)
     else:
         console().print(render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique")
+
+
+@app.command()
+def gc(
+    resumable: Annotated[bool, typer.Option("--resumable", metavar="", help="Also remove the work kept to resume an interrupted dense encoding or training.")] = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Remove what killed builds left in the data root: temporary folders of processes that are gone."""
+    from mhindex.files import OutsideRoot, human_size, inside, remove, size_on_disk
+
+    root = setup(home, quiet)
+    stale, kept = leftovers(root)
+    doomed = [*stale, *(kept if resumable else [])]
+    freed, removed, log = 0, [], ui.reporter()
+    for path in doomed:
+        try:
+            inside(root, path.parent)  # never through a link out of the data root
+        except OutsideRoot as error:
+            log.warning(f"left alone: {error}")
+            continue
+        freed += size_on_disk(path)
+        remove(path)  # a link itself is unlinked, never followed
+        removed.append(str(path))
+    if json:
+        print_json({"removed": removed, "bytes": freed})
+    else:
+        console().print(f"removed {len(removed)} leftovers, {human_size(freed)}" + (f"; {len(kept)} kept for resuming (--resumable removes them)" if kept and not resumable else ""))
 
 
 @app.command()

@@ -86,9 +86,13 @@ def eval_(
     report = result.report
     if json:
         print_json(report)
-        return
-    _show_metrics(report["methods"], f"{name}: {report['questions']} questions, {report['lm']}, {backend}", None)
-    console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
+    else:
+        _show_metrics(report["methods"], f"{name}: {report['questions']} questions, {report['lm']}, {backend}", None)
+        console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
+    failed = sum(summary["failed"] for summary in report["methods"].values())
+    if failed:  # as `ask -`: the table is written, and the exit code says it is not whole
+        ui.reporter().warning(f"{failed} answers failed and score 0 in the table; the same command asks them again")
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -26,7 +26,8 @@ from mhindex.corpora.parallel import MIN_BYTES, KeptLines, available_cores, can_
 from mhindex.corpora.records import Paragraph, Question, RecordGuard
 from mhindex.errors import BadInput, UsageError
 from mhindex.files import atomic_directory, file_digest
-from mhindex.home import OFFSETS, CorpusDir, claim_corpus_dir, corpus_dir
+from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir
+from mhindex.locks import changing
 from mhindex.ui import reporter
 
 FORMAT = 1  # bump when the corpus layout changes, so that old builds are rebuilt
@@ -45,8 +46,12 @@ class BuildResult:
 def describe_inputs(inputs: list[Path]) -> list[dict]:
     described = []
     for path in inputs:
-        if not path.is_file():
+        if not path.exists():
             raise BadInput(f"{path}: no such file")
+        if path.is_dir():
+            raise BadInput(f"{path} is a folder; give the release files in it, e.g. -i {path}/FILE")
+        if not path.is_file():
+            raise BadInput(f"{path} is not a regular file (a pipe or a device); give a release file")
         described.append({"path": str(path.resolve()), "bytes": path.stat().st_size})
     return described
 
@@ -58,7 +63,7 @@ def is_up_to_date(target: CorpusDir, dataset: str, inputs: list[dict], digests: 
         return False
     try:
         old = target.manifest()
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, CorpusDamaged):
         return False
     return (
         old.get("format") == FORMAT
@@ -187,8 +192,17 @@ def build_corpus(
     per_source = converter_options(sources, options or {})
     recorded_options = {k: v for o in per_source for k, v in o.items()}
     recorded_sources = [{"dataset": s.dataset.name, "inputs": [str(p.resolve()) for p in s.inputs]} for s in sources] if extra_sources else []
-    log = reporter()
     target = corpus_dir(home, dataset.name if name is None else name)
+    with changing(home, target.name, "building the corpus"):
+        return _build(dataset, inputs, home, target, sources, per_source, recorded_options, recorded_sources, seed, force, skip_bad, workers)
+
+
+def _build(
+    dataset, inputs: list[Path], home: Path, target: CorpusDir, sources: list[Source], per_source: list[dict],
+    recorded_options: dict, recorded_sources: list, seed: int, force: bool, skip_bad: bool, workers: int | None,
+) -> BuildResult:  # fmt: skip
+    """The build itself, under the corpus's lock."""
+    log = reporter()
     claim_corpus_dir(target)
     paths = [p for s in sources for p in s.inputs]
     described, digests = describe_inputs(paths), _Digests(paths)
@@ -200,8 +214,8 @@ def build_corpus(
     total_bytes = sum(i["bytes"] for i in described)
     if workers is None:
         workers = available_cores() if total_bytes >= MIN_BYTES else 1
-    parallel = workers > 1 and not extra_sources and not per_source[0] and can_split(dataset, inputs)
-    with atomic_directory(target.root) as staging, digests:
+    parallel = workers > 1 and len(sources) == 1 and not per_source[0] and can_split(dataset, inputs)
+    with atomic_directory(target.root, home) as staging, digests:
         with open(staging / "questions.jsonl", "wb") as questions_out:
             questions = _Questions(questions_out)
             with log.progress(f"converting {dataset.name}", total=total_bytes, unit="bytes") as bar:
@@ -269,8 +283,17 @@ def build_corpus(
         )
     if guard.skipped:
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
-    stale = sorted(p.name for p in target.indexes.iterdir() if p.is_dir() and not p.name.startswith(".")) if target.indexes.is_dir() else []
+    stale = sorted(p.name for p in target.indexes.iterdir() if p.is_dir() and not p.name.startswith(".") and _built_from(p) != corpus_sha) if target.indexes.is_dir() else []
     return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=stale)
+
+
+def _built_from(index: Path) -> str | None:
+    """The corpus hash an index records (a rebuild of identical inputs leaves its indexes current)."""
+    try:
+        manifest = orjson.loads((index / "manifest.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return manifest.get("corpus_sha256") if isinstance(manifest, dict) else None
 
 
 def _stage(items, staged: Path, questions: _Questions) -> tuple[array, int]:

@@ -34,6 +34,7 @@ import orjson
 from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, first_char
 from mhindex.errors import MhindexError
 from mhindex.files import parse_jsonl
+from mhindex.processes import die_with_parent
 
 #: Below this many input bytes one process is faster than forking and merging.
 MIN_BYTES = 32 << 20
@@ -106,11 +107,13 @@ class PartResult:
 _progress = None  # bytes read by all workers (a shared counter; the parent draws the bar)
 
 
-def _worker(progress, connection, *task) -> None:
+def _worker(parent: int, progress, connection, *task) -> None:
     """One forked worker: converts its part and sends back the result, or the error that stopped it."""
     global _progress
     _progress = progress
+    die_with_parent(parent)  # a parent killed outright takes its workers with it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's SIGTERM handler is not for workers
     try:
         result = _convert_part(*task)
     except BaseException as error:  # noqa: BLE001 - any failure goes to the parent, which raises it
@@ -230,7 +233,7 @@ def convert_parts(
     try:
         for number, part in enumerate(parts):
             receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_worker, args=(progress, send, dataset.convert_line, part, str(folder), number, skip_bad), daemon=True)
+            process = context.Process(target=_worker, args=(os.getpid(), progress, send, dataset.convert_line, part, str(folder), number, skip_bad), daemon=True)
             process.start()
             send.close()
             processes.append(process)

@@ -20,10 +20,39 @@ from typing import Any
 
 import orjson
 
-from mhindex.errors import BadInput, Interrupted, UsageError
+from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
+
+
+def question_problem(record: Any) -> str | None:
+    """Why a line of a questions file is not a question record, or None."""
+    if not isinstance(record, dict):
+        return "a question line should be a JSON object"
+    for name, kind in (("id", str), ("question", str)):
+        if not isinstance(record.get(name), kind):
+            return f"field '{name}' is missing or not a string"
+    for name in ("answers", "gold_ids"):
+        value = record.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"field '{name}' should be a list of strings"
+    return None
+
+
+def read_questions_file(path: Path) -> list[dict]:
+    """Every question record of a questions.jsonl, in file order; a bad line is a one-line error
+    that names the file, the line and the field."""
+    from mhindex.files import parse_jsonl
+
+    questions = []
+    with open(path, "rb") as handle:
+        for number, record, problem in parse_jsonl(handle):
+            problem = problem or question_problem(record)
+            if problem:
+                raise BadInput(f"{path} line {number}: {problem}; if the corpus built it, rebuild it with --force")
+            questions.append(record)
+    return questions
 
 
 def sample_questions(corpus: CorpusDir, limit: int | None, seed: int) -> list[dict]:
@@ -32,8 +61,7 @@ def sample_questions(corpus: CorpusDir, limit: int | None, seed: int) -> list[di
     Samples are nested: the first `limit` of one seeded shuffle, so a larger sample contains every
     smaller one and growing an evaluation reuses the predictions already made.
     """
-    questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines() if line.strip()]
-    questions = [q for q in questions if q.get("answers")]
+    questions = [q for q in read_questions_file(corpus.questions) if q.get("answers")]
     if limit is not None and limit < len(questions):
         order = list(range(len(questions)))
         random.Random(seed).shuffle(order)
@@ -41,24 +69,75 @@ def sample_questions(corpus: CorpusDir, limit: int | None, seed: int) -> list[di
     return questions
 
 
+_COSTS = ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")
+
+
+def prediction_problem(record: Any) -> str | None:
+    """Why a line of a predictions file is not a prediction (an `ask --json` record, or the error
+    record of a question that failed), or None."""
+    if not isinstance(record, dict):
+        return "a prediction line should be a JSON object"
+    if not isinstance(record.get("id"), str):
+        return "field 'id' is missing or not a string"
+    if "error" in record:
+        return None if isinstance(record["error"], str) else "field 'error' should be a string"
+    if not isinstance(record.get("answer", ""), str):
+        return "field 'answer' should be a string"
+    retrieved = record.get("retrieved", [])
+    if not isinstance(retrieved, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in retrieved):
+        return "field 'retrieved' should be a list of {\"id\", \"title\"}"
+    for name in _COSTS:
+        if name in record and (not isinstance(record[name], int | float) or isinstance(record[name], bool)):
+            return f"field '{name}' should be a number"
+    return None
+
+
 def read_predictions(path: Path, repair: bool = False) -> list[dict]:
-    """Records of a predictions file; with `repair`, a torn last line (an interrupted write) is cut off."""
+    """Records of a predictions file; a line that is not a prediction is a one-line error naming
+    the file, the line and the field. With `repair` (eval resuming its own file): a torn last
+    line, the mark of a write cut short, is dropped; a bad line anywhere else is set aside in
+    `<name>.rejected.jsonl` with a warning, and the file keeps every good line."""
     if not path.is_file():
         return []
     data = path.read_bytes()
-    records, good_end = [], 0
-    for line in data.splitlines(keepends=True):
+    lines = data.splitlines(keepends=True)
+    records, kept, rejected, torn = [], [], [], False
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
-            records.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            if not repair:
-                raise BadInput(f"{path} line {len(records) + 1}: not valid JSON") from None
-            break
-        good_end += len(line)
-    if repair and good_end < len(data):
+            record = orjson.loads(line)
+            problem = prediction_problem(record)
+        except orjson.JSONDecodeError as error:
+            problem = f"not valid JSON ({error})"
+        if problem is None:
+            records.append(record)
+            kept.append(line)
+        elif not repair:
+            raise BadInput(f"{path} line {number}: {problem}")
+        elif number == len(lines) and not line.endswith(b"\n"):
+            torn = True
+        else:
+            rejected.append((number, line, problem))
+    if rejected:
+        _set_aside(path, kept, rejected)
+    elif torn:
         with open(path, "r+b") as handle:
-            handle.truncate(good_end)
+            handle.truncate(len(data) - len(lines[-1]))
     return records
+
+
+def _set_aside(path: Path, kept: list[bytes], rejected: list[tuple[int, bytes, str]]) -> None:
+    """Rewrite `path` with its good lines only; bad lines go to `<name>.rejected.jsonl`."""
+    from mhindex import ui
+
+    aside = path.with_name(path.stem + ".rejected.jsonl")
+    with open(aside, "ab") as handle:
+        for number, line, problem in rejected:
+            handle.write(orjson.dumps({"file": str(path), "line": number, "problem": problem, "text": line.decode("utf-8", "replace").rstrip("\n")}) + b"\n")
+            ui.reporter().warning(f"{path} line {number}: {problem}; set aside in {aside}, and the question is asked again")
+    with atomic_file(path) as handle:
+        handle.write(b"".join(line if line.endswith(b"\n") else line + b"\n" for line in kept))
 
 
 class PredictionLog:
@@ -199,7 +278,7 @@ class Evaluation:
 
 
 def default_folder(corpus: CorpusDir, lm_spec: str, backend: str, seed: int, limit: int | None) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9.]+", "-", lm_spec).strip("-")
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", redact(lm_spec)).strip("-")
     return corpus.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}"
 
 
@@ -248,7 +327,7 @@ def evaluate(
         configuration = {
             "corpus": corpus.name,
             "corpus_sha256": manifest.get("corpus_sha256"),
-            "lm": lm_spec,
+            "lm": redact(lm_spec),  # never a key written in the URL
             "lm_context": session.lm.context_length,
             "backend": backend,
             "index": index,
@@ -290,7 +369,7 @@ def evaluate(
     report = {**configuration, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed, "budget": budget, "methods": metrics}
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    bar_chart({dataset or corpus.name: metrics}, folder / "chart.png", f"{corpus.name}: {len(questions)} questions, {lm_spec}, {backend}")
+    bar_chart({dataset or corpus.name: metrics}, folder / "chart.png", f"{corpus.name}: {len(questions)} questions, {redact(lm_spec)}, {backend}")
     return Evaluation(folder, report)
 
 
@@ -327,12 +406,4 @@ def score_file(predictions: Path, questions: str, budget: int, home: Path, judge
 
 def read_questions(path: Path) -> dict[str, dict]:
     """A questions.jsonl by id; a line that is not a question record is a one-line error."""
-    gold: dict[str, dict] = {}
-    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
-        if line.strip():
-            try:
-                record = orjson.loads(line)
-                gold[record["id"]] = record
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                raise BadInput(f"{path} line {number}: not a question record with an 'id'") from None
-    return gold
+    return {record["id"]: record for record in read_questions_file(path)}

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mhindex.errors import UsageError
+from mhindex.errors import UsageError, redact
 from mhindex.lm.base import Completion, LanguageModel, LMError
 from mhindex.lm.cache import CachedModel, CallCache
 from mhindex.options import option
@@ -24,13 +24,14 @@ from mhindex.options import option
 __all__ = ["DEFAULT_LM", "Completion", "LMError", "LanguageModel", "ModelOptions", "load_lm", "parse_lm", "resolve_spec"]
 
 DEFAULT_LM = "local:qwen2.5-0.5b"
+DEFAULT_TIMEOUT = 300.0  # seconds a remote call may take in all
 KINDS = ("local", "gguf", "hf", "openai", "openai-chat")
 
 
 def parse_lm(spec: str) -> tuple[str, str]:
     kind, sep, rest = spec.partition(":")
     if not sep or kind not in KINDS or not rest:
-        raise UsageError(f"--lm {spec!r} is not one of: local:NAME, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL")
+        raise UsageError(f"--lm {redact(spec)!r} is not one of: local:NAME, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL")
     return kind, rest
 
 
@@ -42,9 +43,10 @@ class ModelOptions:
     lm_threads: int | None = option(None, "CPU threads of a local model \\[default: half the cores].", min=1)
     lm_context: int | None = option(None, "Context length in tokens \\[default: 8192 local, else what the server reports].", min=256)
     cache: bool = option(True, "Read and write the call cache of greedy LM calls (--no-cache bypasses it).")
+    lm_timeout: float = option(DEFAULT_TIMEOUT, "Remote LMs: seconds one call may take in all (connecting, retries, a body that trickles in).", min=1)
 
     def load(self, home: Path | None = None, spec: str | None = None, slots: int = 1) -> LanguageModel:
-        return load_lm(self.lm or spec, home=home, threads=self.lm_threads, context_length=self.lm_context, cache=self.cache, slots=slots)
+        return load_lm(self.lm or spec, home=home, threads=self.lm_threads, context_length=self.lm_context, cache=self.cache, slots=slots, timeout=self.lm_timeout)
 
 
 def resolve_spec(spec: str | None = None) -> str:
@@ -59,6 +61,7 @@ def load_lm(
     context_length: int | None = None,
     cache: bool = True,
     slots: int = 1,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> LanguageModel:
     """The model `spec` names, wrapped in the persistent call cache unless `cache` is False.
     `slots`: how many calls a local model runs at once (one per question answered in parallel);
@@ -86,10 +89,19 @@ def load_lm(
     else:
         from mhindex.lm.remote import RemoteModel
 
-        name, at, url = rest.rpartition("@")
+        name, at, url = _model_at(rest)
         if not at or not name or not url.startswith(("http://", "https://")):
-            raise UsageError(f"--lm {spec!r}: write {kind}:MODEL@http://host:port/v1")
-        model = RemoteModel(name, url, chat=kind == "openai-chat", context_length=context_length)
+            raise UsageError(f"--lm {redact(spec)!r}: write {kind}:MODEL@http://host:port/v1")
+        model = RemoteModel(name, url, chat=kind == "openai-chat", context_length=context_length, timeout=timeout)
     if cache:
         model = CachedModel(model, CallCache(root / "cache" / "lm.sqlite"))
     return model
+
+
+def _model_at(rest: str) -> tuple[str, str, str]:
+    """MODEL@URL, where the URL may hold credentials of its own (http://user:key@host)."""
+    for scheme in ("@http://", "@https://"):
+        if scheme in rest:
+            name, _, url = rest.partition(scheme)
+            return name, "@", scheme[1:] + url
+    return rest.rpartition("@")

@@ -1,9 +1,12 @@
 """Any OpenAI-compatible server: vLLM, Ollama, llama.cpp's server, OpenAI itself.
 
 `/v1/completions` for `openai:MODEL@URL`, `/v1/chat/completions` for `openai-chat:MODEL@URL`.
-The API key comes from `$MHINDEX_LM_API_KEY` (else `$OPENAI_API_KEY`). Calls time out, retry
-429 and 5xx answers (and dropped connections) with exponential back-off that honours
-`Retry-After`, and at most `concurrency` run at once. Failures are one clear line.
+The API key comes from `$MHINDEX_LM_API_KEY` (else `$OPENAI_API_KEY`). Calls retry 429 and 5xx
+answers (and dropped connections) with exponential back-off that honours `Retry-After`, and at
+most `concurrency` run at once. Each call, retries included, has one deadline (`--lm-timeout`):
+connecting, waiting for the first byte and reading a body that trickles in all count against it,
+and the caller stops waiting when it passes. Failures are one clear line that names the server,
+with the key and any credentials in the URL blanked.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 from mhindex import http
 from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within
@@ -24,7 +30,7 @@ class RemoteModel(LanguageModel):
         base_url: str,
         chat: bool = False,
         api_key: str | None = None,
-        timeout: float = 120.0,
+        timeout: float = 300.0,
         retries: int = 4,
         backoff: float = 1.0,
         concurrency: int = 4,
@@ -33,10 +39,14 @@ class RemoteModel(LanguageModel):
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.chat_only = chat
-        self.name = f"{'openai-chat' if chat else 'openai'}:{model}@{self.base_url}"
+        self.name = http.redact(f"{'openai-chat' if chat else 'openai'}:{model}@{self.base_url}")
         key = api_key or os.environ.get("MHINDEX_LM_API_KEY") or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._secrets = [key] if key else []
+        self.timeout = timeout  # the whole call, retries included
         self._client = http.client(self.base_url, timeout=timeout, retries=retries, backoff=backoff, headers=headers)
+        # Calls run here while the caller waits at most until their deadline.
+        self._calls = ThreadPoolExecutor(max_workers=concurrency + 2, thread_name_prefix="lm-call")
         self._tries = retries + 1
         self._slots = threading.BoundedSemaphore(concurrency)
         self._tokenize_url: str | None | bool = None  # None: not probed yet; False: server has none
@@ -45,15 +55,32 @@ class RemoteModel(LanguageModel):
 
     # -- transport -------------------------------------------------------------------------
 
+    def _errors(self, url: str):
+        return http.one_line_errors("the LM server", url, LMError, self._tries, self._secrets, hint=" (--lm-timeout)")
+
+    def _within_deadline(self, call: Callable[[dict], Any], url: str) -> Any:
+        """`call(extensions)` in a helper thread, waited for until the call's deadline at most."""
+        extensions = http.deadline(self.timeout)
+        future = self._calls.submit(call, extensions)
+        try:
+            return future.result(timeout=self.timeout + 1)
+        except FutureTimeout:
+            future.cancel()
+            raise LMError(f"the LM server at {http.redact(url, self._secrets)} did not finish within {self.timeout:g} s (--lm-timeout)") from None
+
     def _post(self, path: str, body: dict) -> dict:
         url = self.base_url + path
-        with http.one_line_errors("the LM server", url, LMError, self._tries), self._slots:
-            response = self._client.post(path, json=body)
-            response.raise_for_status()
-        try:
-            return response.json()
-        except ValueError:
-            raise LMError(f"the LM server at {url} answered with something that is not JSON: {http.brief(response.text)}") from None
+
+        def call(extensions: dict) -> dict:
+            with self._errors(url), self._slots:
+                response = self._client.post(path, json=body, extensions=extensions)
+                response.raise_for_status()
+            try:
+                return response.json()
+            except ValueError:
+                raise LMError(f"the LM server at {http.redact(url)} answered with something that is not JSON: {http.brief(response.text, secrets=self._secrets)}") from None
+
+        return self._within_deadline(call, url)
 
     def _probe_context_length(self) -> int | None:
         """vLLM reports max_model_len and llama.cpp n_ctx_train (and n_params) on /models; others say nothing."""
@@ -88,26 +115,35 @@ class RemoteModel(LanguageModel):
         pieces: list[str] = []
         content: list[dict] = []
         usage, timings, finish = None, {}, "stop_when"
-        with http.one_line_errors("the LM server", url, LMError, self._tries), self._slots:
-            with connect_sse(self._client, "POST", path, json={**body, "stream": True, "stream_options": {"include_usage": True}}) as events:
-                if events.response.is_error:
-                    events.response.read()  # the error answer's text, for the one-line message
-                    events.response.raise_for_status()
-                for event in events.iter_sse():
-                    if event.data.strip() == "[DONE]":
-                        break
-                    try:
-                        chunk = event.json()
-                    except ValueError:
-                        raise LMError(f"the LM server at {url} streamed something that is not JSON: {http.brief(event.data)}") from None
-                    usage, timings = chunk.get("usage") or usage, chunk.get("timings") or timings
-                    for choice in chunk.get("choices") or ():
-                        piece = (choice.get("delta") or {}).get("content") if path == "/chat/completions" else choice.get("text")
-                        pieces.append(piece or "")
-                        content += [{"token": t, "logprob": lp} for t, lp in _logprobs(choice)]
-                        finish = choice.get("finish_reason") or finish
-                    if stop_when("".join(pieces)):
-                        break
+
+        def call(extensions: dict) -> None:
+            nonlocal usage, timings, finish
+            with self._errors(url), self._slots:
+                with connect_sse(self._client, "POST", path, json={**body, "stream": True, "stream_options": {"include_usage": True}}, extensions=extensions) as events:
+                    if events.response.is_error:
+                        events.response.read()  # the error answer's text, for the one-line message
+                        events.response.raise_for_status()
+                    for event in events.iter_sse():
+                        if event.data.strip() == "[DONE]":
+                            break
+                        try:
+                            chunk = event.json()
+                        except ValueError:
+                            raise LMError(f"the LM server at {http.redact(url)} streamed something that is not JSON: {http.brief(event.data, secrets=self._secrets)}") from None
+                        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices") or [], list):
+                            raise LMError(f"the LM server at {http.redact(url)} streamed a chunk of another shape than OpenAI's: {http.brief(event.data, secrets=self._secrets)}")
+                        usage, timings = chunk.get("usage") or usage, chunk.get("timings") or timings
+                        for choice in chunk.get("choices") or ():
+                            piece = _piece(choice, path)
+                            if piece is None:
+                                raise LMError(f"the LM server at {http.redact(url)} streamed a choice of another shape than OpenAI's: {http.brief(str(choice), secrets=self._secrets)}")
+                            pieces.append(piece)
+                            content.extend({"token": t, "logprob": lp} for t, lp in _logprobs(choice))
+                            finish = choice.get("finish_reason") or finish
+                        if stop_when("".join(pieces)):
+                            break
+
+        self._within_deadline(call, url)
         text = "".join(pieces)
         if usage is None:  # stopped early: no summary came
             prompt = body.get("prompt") or "\n".join(m["content"] for m in body.get("messages", []))
@@ -124,18 +160,22 @@ class RemoteModel(LanguageModel):
             if not isinstance(text, str):
                 raise TypeError("text is not a string")
         except (KeyError, IndexError, TypeError) as error:
-            raise LMError(f"the LM server at {self.base_url + path} answered without a completion ({error}): {http.brief(str(reply))}") from None
+            raise LMError(f"the LM server at {http.redact(self.base_url + path)} answered without a completion ({error}): {http.brief(str(reply), secrets=self._secrets)}") from None
+        where = http.redact(self.base_url + path)
         usage = reply.get("usage") or {}
-        timings = reply.get("timings") or {}
+        if not isinstance(usage, dict):
+            raise LMError(f"the LM server at {where} answered with a usage that is not an object: {http.brief(str(usage))}")
+        timings = reply.get("timings")
+        timings = timings if isinstance(timings, dict) else {}  # llama.cpp's extra; anything else is not timings
         text = cut_at_stop(text, stop)
         return Completion(
             text=text,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=_count(usage, "prompt_tokens", where),
+            completion_tokens=_count(usage, "completion_tokens", where),
             seconds=time.perf_counter() - started,
-            prompt_tokens_evaluated=timings.get("prompt_n"),
-            finish_reason=choice.get("finish_reason"),
-            prompt_seconds=timings["prompt_ms"] / 1000 if "prompt_ms" in timings else None,
+            prompt_tokens_evaluated=timings.get("prompt_n") if isinstance(timings.get("prompt_n"), int) else None,
+            finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+            prompt_seconds=timings["prompt_ms"] / 1000 if isinstance(timings.get("prompt_ms"), int | float) else None,
             token_logprobs=tokens_within(_logprobs(choice), text) if "logprobs" in body else None,
         )
 
@@ -171,21 +211,47 @@ class RemoteModel(LanguageModel):
             except Exception:  # noqa: BLE001 - a probe: any failure means the server has none
                 pass
         if self._tokenize_url:
-            with http.one_line_errors("the LM server", self._tokenize_url, LMError, self._tries):
+            with self._errors(self._tokenize_url):
                 response = self._client.post(self._tokenize_url, json={"content": text, "model": self.model, "prompt": text, "add_special": False})
                 response.raise_for_status()
             return len(response.json()["tokens"])
         return len(text) // 3 + 1  # English BPE averages ~4 characters a token; err on the long side
 
     def close(self) -> None:
+        self._calls.shutdown(wait=False, cancel_futures=True)
         self._client.close()
+
+
+def _piece(choice: Any, path: str) -> str | None:
+    """The text a streamed choice adds ("" for none), or None for a choice of another shape."""
+    if not isinstance(choice, dict):
+        return None
+    if path == "/chat/completions":
+        delta = choice.get("delta") or {}
+        piece = delta.get("content") if isinstance(delta, dict) else 0
+    else:
+        piece = choice.get("text")
+    return piece or "" if piece is None or isinstance(piece, str) else None
+
+
+def _count(usage: dict, key: str, where: str) -> int:
+    value = usage.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LMError(f"the LM server at {where} answered with usage.{key} = {http.brief(repr(value))}, not a number of tokens")
+    return int(value)
 
 
 def _logprobs(choice: dict) -> list[tuple[str, float]]:
     """Token log-probabilities in either layout: chat's (and llama.cpp's) `content` list, or the
     legacy completions' parallel `tokens`/`token_logprobs` lists (OpenAI, vLLM)."""
     found = choice.get("logprobs") or {}
+    if not isinstance(found, dict):
+        return []
     if isinstance(found.get("content"), list):
-        return [(t["token"], float(t["logprob"])) for t in found["content"] if t.get("logprob") is not None]
+        return [(t["token"], float(t["logprob"])) for t in found["content"] if isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), int | float)]
     tokens, values = found.get("tokens") or [], found.get("token_logprobs") or []
-    return [(t, float(v)) for t, v in zip(tokens, values) if v is not None]
+    if not isinstance(tokens, list) or not isinstance(values, list):
+        return []
+    return [(t, float(v)) for t, v in zip(tokens, values) if isinstance(t, str) and isinstance(v, int | float)]

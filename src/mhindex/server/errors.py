@@ -28,11 +28,3 @@ _SHAPES = {
 
 def error_body(protocol: str, message: str) -> dict[str, Any]:
     return _SHAPES.get(protocol, _SHAPES["mhindex"])(message)
-
-
-def one_line(error: BaseException) -> str:
-    """An exception as one line: Java's (through pyjnius) carry a stack trace after the first."""
-    text = str(error).strip()
-    first = text.splitlines()[0].strip() if text else ""
-    first = first.removeprefix("JVM exception occurred: ")
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -20,7 +20,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from mhindex.backends.base import search_titles
-from mhindex.server.errors import Refused, error_body, one_line
+from mhindex.errors import MhindexError, one_line
+from mhindex.server.errors import Refused, error_body
 from mhindex.server.protocols import (
     DEFAULT_K,
     colbert_answer,
@@ -60,7 +61,8 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
                 note(request, "the client disconnected before its request was read")
                 return Response(status_code=499)  # nobody reads it: the status is for the log
             except Exception as error:  # noqa: BLE001 - a failing search is one error answer and one log line
-                message = f"the search failed: {one_line(error)}"
+                reason = f"{type(error).__name__}: {error}" if isinstance(error, MhindexError) else one_line(error)  # ours are one line already
+                message = f"the search failed: {reason}"
                 note(request, message)
                 return reply(error_body(protocol, message), 500)
 
