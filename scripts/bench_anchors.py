@@ -176,9 +176,9 @@ def lucene_section(home: Path, args) -> None:
 
 
 def dense_section(root: Path, args) -> None:
-    from mhindex.backends.dense import packaged_encoder
     from mhindex.corpora import DATASETS
     from mhindex.corpora.build import build_corpus
+    from mhindex.encoders import packaged_encoder
 
     spec = DATASETS["musique"]
     homes = {runtime: root / f"dense-{runtime}" for runtime in ("torch", "onnx-int8")}

@@ -57,7 +57,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    from mhindex.backends.dense import packaged_encoder
+    from mhindex.encoders import packaged_encoder
 
     work = Path(tempfile.mkdtemp(prefix="bench-encode-"))
     try:

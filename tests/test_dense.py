@@ -129,7 +129,7 @@ def test_int8_runtime_stays_close_to_torch(root, tmp_path):
     import numpy as np
 
     from mhindex.backends.base import BackendContext
-    from mhindex.backends.dense import Encoder, OnnxEncoder, packaged_encoder
+    from mhindex.encoders import Encoder, OnnxEncoder, packaged_encoder
 
     paragraphs = read_jsonl(root / "wiki" / "corpus.jsonl")[:48]
     titles, texts = [p["title"] for p in paragraphs], [p["text"] for p in paragraphs]

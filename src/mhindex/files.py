@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mhindex.errors import MhindexError
 
@@ -114,7 +114,7 @@ def atomic_directory(final: Path, root: Path) -> Iterator[Path]:
 
 
 @contextmanager
-def atomic_file(final: Path, mode: str = "wb") -> Iterator[io.IOBase]:
+def atomic_file(final: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary file beside `final` for writing; it becomes `final` only on success."""
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent)

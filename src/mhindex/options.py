@@ -29,6 +29,7 @@ class Opt:
     min: float | None = None
     max: float | None = None
     choices: tuple[str, ...] | None = None
+    metavar: str | None = None  # how the value is shown in --help, e.g. "DATASET[=FILE,...]"
     # Backends: when the option takes effect. "index": fixed when the index is built (recorded in
     # its manifest); "search": each time it is opened; "both": at both; "connection": where the
     # engine is (never recorded: it may hold credentials).
@@ -44,10 +45,14 @@ def flag_of(name: str, opt: Opt) -> str:
     return opt.flag or "--" + name.replace("_", "-")
 
 
-@functools.cache  # read for every option of every command at start-up; the types do not change
-def declared(settings_type: type) -> dict[str, tuple[dataclasses.Field, Opt, type]]:
+def declared(settings_type: Any) -> dict[str, tuple[dataclasses.Field, Opt, type]]:
     """The user-settable fields of a settings dataclass: name -> (field, option, value type).
     Shared between callers: read it, do not change it."""
+    return _declared(settings_type)
+
+
+@functools.cache  # read for every option of every command at start-up; the types do not change
+def _declared(settings_type: Any) -> dict[str, tuple[dataclasses.Field, Opt, type]]:
     hints = typing.get_type_hints(settings_type)
     found = {}
     for f in dataclasses.fields(settings_type):
@@ -117,7 +122,9 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
             names = [flag, opt.short] if opt.short else [flag]
             if kind is bool:
                 names = [f"{flag}/--no-{flag[2:]}"]
-            details = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
+            details: dict[str, Any] = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
+            if opt.metavar:
+                details["metavar"] = opt.metavar
             info = _typer().Option(*names, help=text, show_default=False, rich_help_panel=panel(opt) if callable(panel) else panel, **details)
             generated.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[kind], info]))
 

@@ -115,6 +115,7 @@ class Reporter:
             yield
             return
         with self.progress(description, total=None) as task:
+            assert isinstance(task, _RichTask)  # interactive: a real bar
             token = _activity.set(_Activity(task, description))
             try:
                 yield

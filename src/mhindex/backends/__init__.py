@@ -5,7 +5,9 @@ for torch or an Elasticsearch client.
 Adding a backend: a module with a class that has `name`, `Options` (a dataclass of its options,
 each saying when it takes effect), `build` and `open`, and one line in BACKENDS.
 
-An index lives in `<home>/<corpus>/indexes/<backend>/` with a `manifest.json` that records the
+`--backend` and its options are parsed once, where a command starts, into a `BackendSpec` (the
+backend, the options given, checked to be its own); everything below receives that value. An
+index lives in `<home>/<corpus>/indexes/<backend>/` with a `manifest.json` that records the
 corpus hash it was built from and its index-time options; opening an index built from another
 corpus, or asking for other index-time options than it was built with, is refused.
 """
@@ -13,9 +15,9 @@ corpus, or asking for other index-time options than it was built with, is refuse
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,11 @@ from mhindex.files import atomic_directory
 from mhindex.home import CorpusDir
 from mhindex.locks import changing
 from mhindex.options import check_choices, declared, flag_among, flag_of
+from mhindex.registry import load
 
-__all__ = ["BACKENDS", "Hit", "IndexResult", "Retriever", "build_index", "get_backend", "index_manifest", "open_retriever", "options_types"]
+__all__ = [
+    "BACKENDS", "BackendSpec", "Hit", "IndexResult", "OpenedIndex", "Retriever", "build_index", "open_index", "open_retriever", "options_types",
+]  # fmt: skip
 
 BACKENDS = {
     "lucene": "mhindex.backends.lucene:LuceneBackend",
@@ -44,28 +49,8 @@ INDEX_STAGES = ("index", "both", "connection")
 SEARCH_STAGES = ("search", "both", "connection")
 
 
-def get_backend(name: str) -> Backend:
-    return backend_class(name)()
-
-
-def resolve_backend(name: str, given: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-    """`--backend http://HOST:PORT` names the remote backend at that address."""
-    if name.startswith(("http://", "https://")):
-        return "remote", {**(given or {}), "remote_url": name}
-    return name, dict(given or {})
-
-
-def builds_index(name: str) -> bool:
-    """False for an index served elsewhere: no local corpus index is needed to search it."""
-    return getattr(backend_class(resolve_backend(name)[0]), "builds_index", True)
-
-
-def backend_class(name: str) -> type:
-    name = resolve_backend(name)[0]
-    if name not in BACKENDS:
-        raise UsageError(f"unknown backend '{name}'; choose one of: {', '.join(BACKENDS)}")
-    module, cls = BACKENDS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+def backend_class(name: str) -> type[Backend]:
+    return load(BACKENDS, "backend", name)
 
 
 def options_types() -> dict[str, type]:
@@ -74,30 +59,64 @@ def options_types() -> dict[str, type]:
     return {name: backend_class(name).Options for name in BACKENDS}
 
 
-def _options(backend: str, given: dict[str, Any] | None, stages: tuple[str, ...], recorded: dict[str, Any] | None = None, corpus: str = "CORPUS") -> Any:
-    """The backend's options from what the user gave (and, at search time, what the index recorded).
-    An option of another backend, or of the other stage, is a one-line error that says what to do."""
-    cls = backend_class(backend).Options
-    fields = declared(cls)
-    given = {k: v for k, v in (given or {}).items() if v is not None}
-    for name, value in given.items():
-        if name not in fields:
-            owners = [b for b, t in options_types().items() if name in declared(t)]
-            raise UsageError(f"{flag_among(name, options_types().values())} is an option of the {' and '.join(owners) or 'no'} backend, not of {backend}")
-        stage = fields[name][1].stage
-        flag = flag_of(name, fields[name][1])
-        if stage not in stages and stage == "search":
-            raise UsageError(f"{flag} of {backend} applies when searching, not when indexing: give it to search, ask or eval")
-        if stage not in stages and stage == "index" and recorded is not None and recorded.get(name) != value:
-            built = recorded.get(name)
-            raise UsageError(
-                f"the {backend} index was built with {flag} {built if built is not None else '(default)'}, and {flag} is fixed when the index is built; "
-                f"rebuild it: mhindex index {corpus} --backend {backend} {flag} {value} --force"
-            )
-    known = {k: v for k, v in (recorded or {}).items() if k in fields}
-    options = cls(**{**known, **given})
-    check_choices(options)
-    return options
+@dataclass(frozen=True)
+class BackendSpec:
+    """`--backend` and its options, parsed once: the backend and the options the user gave, each
+    checked to be one of its own (`http://HOST:PORT` is the remote backend at that address). The
+    options become the backend's `Options` for a build (`index_options`) or, with what the index
+    recorded, for a search (`search_options`)."""
+
+    name: str
+    backend: type[Backend]
+    given: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""  # as the user wrote it (an address, for a served index), for run.json and titles
+
+    @classmethod
+    def parse(cls, backend: BackendSpec | str, given: Mapping[str, Any] | None = None) -> BackendSpec:
+        if isinstance(backend, BackendSpec):
+            return backend
+        given = {k: v for k, v in (given or {}).items() if v is not None}
+        label = backend
+        if backend.startswith(("http://", "https://")):
+            backend, given = "remote", {**given, "remote_url": backend}
+        backend_type = backend_class(backend)
+        fields = declared(backend_type.Options)
+        for name in given:
+            if name not in fields:
+                owners = [b for b, t in options_types().items() if name in declared(t)]
+                raise UsageError(f"{flag_among(name, options_types().values())} is an option of the {' and '.join(owners) or 'no'} backend, not of {backend}")
+        return cls(backend, backend_type, given, label)
+
+    @property
+    def builds_index(self) -> bool:
+        """False for an index served elsewhere: no local corpus index is needed to search it."""
+        return getattr(self.backend, "builds_index", True)
+
+    def index_options(self) -> Any:
+        """The options of a build: a search-time option given to `index` is refused."""
+        return self._options(INDEX_STAGES)
+
+    def search_options(self, recorded: Mapping[str, Any] | None = None, corpus: str = "CORPUS") -> Any:
+        """The options of a search, over what the index was built with: an index-time option given
+        with another value than the index recorded is refused, with the command that rebuilds it."""
+        return self._options(SEARCH_STAGES, recorded or {}, corpus)
+
+    def _options(self, stages: tuple[str, ...], recorded: Mapping[str, Any] | None = None, corpus: str = "CORPUS") -> Any:
+        fields = declared(self.backend.Options)
+        for name, value in self.given.items():
+            stage, flag = fields[name][1].stage, flag_of(name, fields[name][1])
+            if stage not in stages and stage == "search":
+                raise UsageError(f"{flag} of {self.name} applies when searching, not when indexing: give it to search, ask or eval")
+            if stage not in stages and stage == "index" and recorded is not None and recorded.get(name) != value:
+                built = recorded.get(name)
+                raise UsageError(
+                    f"the {self.name} index was built with {flag} {built if built is not None else '(default)'}, and {flag} is fixed when the index is built; "
+                    f"rebuild it: mhindex index {corpus} --backend {self.name} {flag} {value} --force"
+                )
+        known = {k: v for k, v in (recorded or {}).items() if k in fields}
+        options = self.backend.Options(**{**known, **self.given})
+        check_choices(options)
+        return options
 
 
 def recorded_options(options: Any) -> dict[str, Any]:
@@ -172,15 +191,15 @@ class _Checked:
         return getattr(self._inner, name)
 
 
-def build_index(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None, force: bool = False) -> IndexResult:
+def build_index(corpus: CorpusDir, backend: BackendSpec | str, given: Mapping[str, Any] | None = None, force: bool = False) -> IndexResult:
     """Index the corpus, unless an index of the same corpus and options exists. The new index is
     built beside the old one and replaces it only when complete."""
-    backend = get_backend(backend_name)
-    if not getattr(backend, "builds_index", True):
-        raise UsageError(f"the {backend.name} backend searches an index that lives elsewhere: there is nothing to build here")
-    options = _options(backend_name, given, INDEX_STAGES)
-    with changing(corpus.root.parent, corpus.name, f"building its {backend.name} index"):
-        return _build_index(corpus, backend, options, force)
+    spec = BackendSpec.parse(backend, given)
+    if not spec.builds_index:
+        raise UsageError(f"the {spec.name} backend searches an index that lives elsewhere: there is nothing to build here")
+    options = spec.index_options()
+    with changing(corpus.root.parent, corpus.name, f"building its {spec.name} index"):
+        return _build_index(corpus, spec.backend(), options, force)
 
 
 def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool) -> IndexResult:
@@ -210,24 +229,6 @@ def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool)
     return IndexResult(target, manifest, rebuilt=True)
 
 
-def index_manifest(corpus: CorpusDir, backend_name: str) -> dict | None:
-    """What the corpus's index of this backend records (options, encoder, corpus hash), if built."""
-    if not builds_index(backend_name):
-        return None
-    return _read_manifest(corpus.index_dir(get_backend(backend_name).name))
-
-
-def retrieval_settings(corpus: CorpusDir, backend_name: str, given: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What decides a ranking, for run.json: the options the index was built with and the
-    search-time ones in effect (never connection settings), and what the index records of its model."""
-    manifest = index_manifest(corpus, backend_name) or {}
-    backend_name, given = resolve_backend(backend_name, given)
-    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {}, corpus=corpus.name)
-    fields = declared(type(options))
-    effective = {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"}
-    return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
-
-
 def search_stream(retriever: Retriever, items, k: int, batch: int, emit) -> int:
     """Answer a stream of (line number, {"id", "query"} or why the line is bad) in input order,
     `batch` queries at a time: {"id", "hits"} or {"line", "error"} to `emit`; returns the bad lines."""
@@ -253,31 +254,57 @@ def search_stream(retriever: Retriever, items, k: int, batch: int, emit) -> int:
     return failed
 
 
-def open_retriever(corpus: CorpusDir | None, backend_name: str, given: dict[str, Any] | None = None) -> Retriever:
-    """A retriever over the corpus's index, or a one-line error saying what to run. An index
+@dataclass
+class OpenedIndex:
+    """An index opened for searching: its retriever, and what decides its rankings (the options it
+    was built with, the search options in effect, what it records of its model), which run.json
+    and the server's /info report; never connection settings, which may hold credentials."""
+
+    retriever: Retriever
+    settings: dict[str, Any]
+
+    def close(self) -> None:
+        self.retriever.close()
+
+
+def open_index(corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None) -> OpenedIndex:
+    """The corpus's index opened for searching, or a one-line error saying what to run. An index
     served elsewhere needs no local corpus (`corpus` may be None)."""
-    backend_name, given = resolve_backend(backend_name, given)
-    backend = get_backend(backend_name)
-    if not getattr(backend, "builds_index", True):
-        return backend.open(corpus, None, {}, _options(backend_name, given, SEARCH_STAGES), BackendContext(corpus.root.parent if corpus else Path(".")))
+    spec = BackendSpec.parse(backend, given)
+    engine = spec.backend()
+    if not spec.builds_index:
+        options = spec.search_options()
+        context = BackendContext(corpus.root.parent if corpus else Path("."))
+        return OpenedIndex(engine.open(corpus, None, {}, options, context), _in_effect(options, {}))
     if corpus is None:
-        raise UsageError(f"the {backend.name} backend searches a built corpus; name one with --corpus")
-    target = corpus.index_dir(backend.name)
+        raise UsageError(f"the {spec.name} backend searches a built corpus; name one with --corpus")
+    target = corpus.index_dir(spec.name)
     try:
         manifest = _read_manifest(target, strict=True)
     except IndexDamaged as error:
-        raise IndexDamaged(f"the {backend.name} index of '{corpus.name}' is damaged: {error}; {_rebuild(corpus, backend.name)}") from None
-    rebuild = f"run `mhindex index {corpus.name} --backend {backend.name}`"
+        raise IndexDamaged(f"the {spec.name} index of '{corpus.name}' is damaged: {error}; {_rebuild(corpus, spec.name)}") from None
+    rebuild = f"run `mhindex index {corpus.name} --backend {spec.name}`"
     if manifest is None:
-        raise UsageError(f"corpus '{corpus.name}' has no {backend.name} index; {rebuild}")
+        raise UsageError(f"corpus '{corpus.name}' has no {spec.name} index; {rebuild}")
     if manifest.get("corpus_sha256") != corpus.manifest()["corpus_sha256"]:
-        raise UsageError(f"the {backend.name} index of '{corpus.name}' was built from an older corpus; {rebuild}")
-    options = _options(backend_name, given, SEARCH_STAGES, recorded=manifest.get("options") or {}, corpus=corpus.name)
-    what = f"the {backend.name} index of '{corpus.name}' ({target})"
+        raise UsageError(f"the {spec.name} index of '{corpus.name}' was built from an older corpus; {rebuild}")
+    options = spec.search_options(manifest.get("options") or {}, corpus.name)
+    what = f"the {spec.name} index of '{corpus.name}' ({target})"
     try:
-        opened = backend.open(corpus, target, manifest, options, BackendContext(corpus.root.parent))
+        opened = engine.open(corpus, target, manifest, options, BackendContext(corpus.root.parent))
     except MhindexError:
         raise
     except Exception as error:  # noqa: BLE001 - a damaged index file, whatever the engine raises
-        raise IndexDamaged(f"{what} cannot be opened ({one_line(error)}); {_rebuild(corpus, backend.name)}") from None
-    return _Checked(opened, f"searching {what}", _rebuild(corpus, backend.name))
+        raise IndexDamaged(f"{what} cannot be opened ({one_line(error)}); {_rebuild(corpus, spec.name)}") from None
+    return OpenedIndex(_Checked(opened, f"searching {what}", _rebuild(corpus, spec.name)), _in_effect(options, manifest))
+
+
+def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    fields = declared(type(options))
+    effective = {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"}
+    return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
+
+
+def open_retriever(corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None) -> Retriever:
+    """`open_index(...).retriever`, for callers that need no more than the retriever."""
+    return open_index(corpus, backend, given).retriever

@@ -134,7 +134,7 @@ def minilm_checkpoint(models: Path) -> Path:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from mhindex.backends.dense import packaged_encoder
+    from mhindex.encoders import packaged_encoder
 
     source = packaged_encoder()
     staging = target.with_name(target.name + f".tmp-{os.getpid()}")

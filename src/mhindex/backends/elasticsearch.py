@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from mhindex.backends.base import BackendContext, Hit
-from mhindex.backends.dense import RUNTIME_HELP, RUNTIMES  # names only: torch loads when encoding
+from mhindex.encoders import RUNTIME_HELP, RUNTIMES  # names only: torch loads when encoding
 from mhindex.errors import MhindexError, UsageError
 from mhindex.home import CorpusDir
 from mhindex.options import option
@@ -279,9 +279,9 @@ def _actions(corpus_file: Path, index: str, bar, encoder=None, batch_size: int =
 
 
 def _encoder(options: ElasticsearchOptions, name: str | None, context: BackendContext):
-    from mhindex.backends.dense import make_encoder
+    from mhindex.encoders import make_encoder
 
-    return make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context)
+    return make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context.models)
 
 
 def _unreachable(error: Exception, options: ElasticsearchOptions) -> ElasticsearchError:

@@ -16,6 +16,7 @@ from typing import Any
 
 from mhindex.backends.base import BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
+from mhindex.home import ParagraphReader
 from mhindex.options import option
 
 PROTOCOLS = ("mhindex", "ircot", "colbert", "search-r1")
@@ -47,7 +48,7 @@ class RemoteBackend:
             raise UsageError("the remote backend needs the server's address: --backend http://HOST:PORT")
         key = options.remote_api_key or os.environ.get("MHINDEX_REMOTE_API_KEY")
         local = corpus if corpus is not None and corpus.exists() else None
-        return RemoteRetriever(options.remote_url, options.remote_protocol, key, options.remote_corpus or getattr(corpus, "name", ""), local)
+        return RemoteRetriever(options.remote_url, options.remote_protocol, key, options.remote_corpus or getattr(corpus, "name", None) or "", local)
 
 
 class RemoteRetriever:
@@ -58,7 +59,7 @@ class RemoteRetriever:
         # ColBERT names a passage by its line (`pid`): the local copy of the corpus, if there is
         # one, gives the paragraph id of a line whose text is the served one.
         self._corpus = corpus
-        self._lines = None
+        self._lines: ParagraphReader | None = None
         self._opening = threading.Lock()
         from mhindex import http  # here, not at the top: the CLI reads this module's options at start-up
 
@@ -127,7 +128,8 @@ class RemoteRetriever:
                 with self._opening:
                     if self._lines is None:
                         self._lines = self._corpus.paragraphs()
-                if 0 <= item["pid"] < len(self._lines) and (record := self._lines[item["pid"]])["text"] == text and record["title"] == title:
+                lines = self._lines
+                if 0 <= item["pid"] < len(lines) and (record := lines[item["pid"]])["text"] == text and record["title"] == title:
                     paragraph_id = record["id"]
         return Hit(paragraph_id, title, text, float(item["score"]))
 

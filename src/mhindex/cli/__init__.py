@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any, cast
 
 from mhindex.cli.app import app
 from mhindex.errors import MhindexError
@@ -25,12 +26,12 @@ def _usage_problem(error: BaseException) -> int | None:
     """
     names = {cls.__name__ for cls in type(error).__mro__}
     if "NoArgsIsHelpError" in names:
-        error.show()
+        cast(Any, error).show()
         return 2
     if "ClickException" in names:
         ctx = getattr(error, "ctx", None)
         hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
-        message = " ".join(str(error.format_message()).split())
+        message = " ".join(str(cast(Any, error).format_message()).split())
         print(f"mhindex: error: {message}{hint}", file=sys.stderr)
         return int(getattr(error, "exit_code", 2))
     if "Abort" in names:

@@ -60,7 +60,7 @@ def ask(
     With "-", reads JSONL from stdin ({"id", "question"}, plus "main_passage" for IIRC) and writes
     one JSON result per line in input order; a bad line gets {"line", "error"} and the exit code is 1.
     """
-    from mhindex.backends import builds_index
+    from mhindex.backends import BackendSpec
     from mhindex.home import pick_corpus
     from mhindex.methods import Query, method_class, settings_for
     from mhindex.methods.session import Session
@@ -69,9 +69,11 @@ def ask(
     if not question.strip():
         raise UsageError('the question is empty; ask something, or pass "-" to read JSONL questions from stdin')
     settings = settings_for([method], method_options or {})[method]
-    found = pick_corpus(root, corpus_name, required=method_class(method).needs_retriever and builds_index(backend))
+    spec = BackendSpec.parse(backend, backend_options)
+    # A method that retrieves from an index built here needs its corpus; a served index does not.
+    found = pick_corpus(root, corpus_name, required=method_class(method).needs_retriever and spec.builds_index)
     with ui.graceful_interrupts():
-        with Session(found, methods=[method], backend=backend, backend_options=backend_options, model=model_from(model_options), home=root, workers=workers) as session:
+        with Session(found, methods=[method], backend=spec, model=model_from(model_options), home=root, workers=workers) as session:
             solver = session.method(method, settings)
             if question == "-":
                 _answer_stream(solver, workers)

@@ -9,58 +9,27 @@ import typer
 
 from mhindex import render, ui
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup
+from mhindex.corpora import DATASETS
 from mhindex.home import built_corpora, damaged_corpora, downloads_dir, leftovers, open_corpus
 
-DatasetArgument = Annotated[str, typer.Argument(help="hotpotqa, 2wikimultihopqa, musique, iirc, webqsp or cwq.", show_default=False)]
-InputsOption = Annotated[
-    Optional[list[Path]],
-    typer.Option("--input", "-i", help="A release file; repeat for several (train, dev, test; ans and full). Default: the downloaded release, else the bundled sample."),
-]
-NameOption = Annotated[Optional[str], typer.Option(help="Corpus name \\[default: the dataset name].", show_default=False)]
-SeedOption = Annotated[int, typer.Option(help="Seed of the deterministic corpus shuffle (IRCoT's).")]
-CvtOption = Annotated[
-    Optional[str],
-    typer.Option(
-        "--cvt",
-        help="webqsp, cwq: CVT nodes are collapsed into their parent's passage (collapse) or kept as DecAF does, in subject-less passages of their own (decaf) \\[default: collapse].",
-        show_default=False,
-    ),
-]
-AddOption = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--add",
-        metavar="DATASET[=FILE,...]",
-        help="Also put this dataset's paragraphs (not its questions) into the corpus, each keeping its `source`; its files, else its release or sample. Repeatable: KD-CoT's Freebase + Wikipedia corpus is `mhindex corpus webqsp --add hotpotqa`.",
-    ),
-]
-SkipBadOption = Annotated[bool, typer.Option("--skip-bad", metavar="", help="Pass over malformed records (and count them) instead of stopping.")]
-ConvertWorkersOption = Annotated[
-    Optional[int],
-    typer.Option(
-        "--workers",
-        min=1,
-        help="Processes converting a JSON-lines release (MuSiQue) \\[default: every core for inputs of 32 MB or more]. The corpus is the same byte for byte whatever the number.",
-        show_default=False,
-    ),
-]
+DatasetArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(DATASETS)}.", show_default=False)]
 
 
-def _added(specs: list[str] | None) -> list[tuple[str, list[Path]]]:
-    added = []
-    for spec in specs or []:
-        dataset, _, files = spec.partition("=")
-        added.append((dataset.strip(), [Path(f).expanduser() for f in files.split(",") if f.strip()]))
-    return added
+def corpus_options(command):
+    """The options of building a corpus (corpora.build.CorpusOptions) and each dataset's converter
+    options (its `Settings`), as options of corpus and build."""
+    from mhindex.corpora import settings_types
+    from mhindex.corpora.build import CorpusOptions
+    from mhindex.options import with_options
+
+    command = with_options("converter_options", settings_types, panel="Dataset options")(command)
+    return with_options("corpus_options", lambda: {"corpus": CorpusOptions}, panel="Corpus options")(command)
 
 
-def _convert(
-    root: Path, dataset: str, inputs: list[Path] | None, name: str | None, seed: int, force: bool, skip_bad: bool, cvt: str | None, add: list[str] | None, workers: int | None
-):
-    from mhindex.corpora.build import build_dataset
+def _convert(root: Path, dataset: str, options: dict | None, converter: dict | None, force: bool):
+    from mhindex.corpora.build import CorpusOptions, build_dataset
 
-    options = {"cvt": cvt} if cvt is not None else {}
-    result = build_dataset(root, dataset, inputs, name=name, added=_added(add), seed=seed, force=force, skip_bad=skip_bad, options=options, workers=workers)
+    result = build_dataset(root, dataset, CorpusOptions(**(options or {})), converter or {}, force=force)
     for warning in result.warnings:
         ui.reporter().warning(warning)
     return result
@@ -74,23 +43,19 @@ def _report_build(result, json: bool) -> None:
 
 
 @app.command()
+@corpus_options
 def corpus(
     dataset: DatasetArgument,
-    inputs: InputsOption = None,
-    name: NameOption = None,
-    seed: SeedOption = 13370,
     force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild even if inputs and seed are unchanged.")] = False,
-    skip_bad: SkipBadOption = False,
-    cvt: CvtOption = None,
-    add: AddOption = None,
-    workers: ConvertWorkersOption = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
+    corpus_options: dict | None = None,
+    converter_options: dict | None = None,
 ) -> None:
     """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
     root = setup(home, quiet)
-    result = _convert(root, dataset, inputs, name, seed, force, skip_bad, cvt, add, workers)
+    result = _convert(root, dataset, corpus_options, converter_options, force)
     if result.rebuilt and result.stale_indexes:
         backends = ", ".join(result.stale_indexes)
         ui.reporter().warning(f"the {backends} index of {result.corpus.name} was built from the previous corpus: run `mhindex index {result.corpus.name}` (or `mhindex build`) to rebuild it")
@@ -183,29 +148,27 @@ def info(
 
 @app.command()
 @backend_options
+@corpus_options
 def build(
     dataset: DatasetArgument,
-    inputs: InputsOption = None,
-    name: NameOption = None,
     backend: BackendOption = "lucene",
-    seed: SeedOption = 13370,
     force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild corpus and index.")] = False,
-    skip_bad: SkipBadOption = False,
-    cvt: CvtOption = None,
-    add: AddOption = None,
-    workers: ConvertWorkersOption = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
+    corpus_options: dict | None = None,
+    converter_options: dict | None = None,
     backend_options: dict | None = None,
 ) -> None:
     """Corpus, then index, in one command: `mhindex build musique`."""
-    from mhindex.backends import build_index
+    from mhindex.backends import BackendSpec, build_index
     from mhindex.cli.indexes import report_index
 
     root = setup(home, quiet)
-    built = _convert(root, dataset, inputs, name, seed, force, skip_bad, cvt, add, workers)
-    indexed = build_index(built.corpus, backend, backend_options, force=force)
+    spec = BackendSpec.parse(backend, backend_options)
+    spec.index_options()  # a wrong option fails before any work
+    built = _convert(root, dataset, corpus_options, converter_options, force)
+    indexed = build_index(built.corpus, spec, force=force)
     if json:
         print_json({"corpus": {"rebuilt": built.rebuilt, **built.manifest}, "index": {"rebuilt": indexed.rebuilt, **indexed.manifest}})
         return

@@ -74,13 +74,15 @@ def eval_(
     Predictions are appended to <out>/<method>.jsonl as each question finishes, so an interrupted run
     resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png.
     """
+    from mhindex.backends import BackendSpec
     from mhindex.eval.run import evaluate
 
     root = setup(home, quiet)
     names = [m.strip() for m in methods.split(",") if m.strip()]
+    spec = BackendSpec.parse(backend, backend_options)
     with ui.graceful_interrupts():
         result = evaluate(
-            open_corpus(root, name), names, model=model_from(model_options), backend=backend, method_options=method_options, backend_options=backend_options,
+            open_corpus(root, name), names, model=model_from(model_options), backend=spec, method_options=method_options,
             limit=limit, seed=seed, out=out, workers=workers, budget=budget, home=root, judge=judge_lm,
         )  # fmt: skip
     report = result.report

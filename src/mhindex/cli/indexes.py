@@ -32,10 +32,11 @@ def index(
     backend_options: dict | None = None,
 ) -> None:
     """Index a built corpus. The new index replaces the old one only when complete."""
-    from mhindex.backends import build_index
+    from mhindex.backends import BackendSpec, build_index
 
     root = setup(home, quiet)
-    report_index(build_index(open_corpus(root, name), backend, backend_options, force=force), json)
+    spec = BackendSpec.parse(backend, backend_options)
+    report_index(build_index(open_corpus(root, name), spec, force=force), json)
 
 
 @app.command()
@@ -53,13 +54,14 @@ def search(
 ) -> None:
     """Search a corpus's index. With "-", one JSONL result per input line, in order:
     {"id", "hits": [{"id", "title", "text", "score"}]}; a bad line gets {"line", "error"}."""
-    from mhindex.backends import builds_index, open_retriever, search_stream
+    from mhindex.backends import BackendSpec, open_retriever, search_stream
     from mhindex.files import read_jsonl_stream
 
     root = setup(home, quiet)
+    spec = BackendSpec.parse(backend, backend_options)
     # A served index needs no corpus built here: NAME is the corpus as the server knows it.
-    corpus = open_corpus(root, name) if builds_index(backend) else corpus_dir(root, name)
-    retriever = open_retriever(corpus, backend, backend_options)
+    corpus = open_corpus(root, name) if spec.builds_index else corpus_dir(root, name)
+    retriever = open_retriever(corpus, spec)
     try:
         if query == "-":
             failed = search_stream(retriever, read_jsonl_stream(sys.stdin, "query"), k, batch, write_line)
@@ -102,7 +104,7 @@ def serve(
 ) -> None:
     """Serve a corpus's index over HTTP: mhindex's JSON API, and the retrieval protocols of IRCoT
     (POST /retrieve/), ColBERT (GET /api/search, also at / for DSPy) and Search-R1 (POST /retrieve)."""
-    from mhindex.backends import open_retriever, retrieval_settings
+    from mhindex.backends import BackendSpec, open_index
     from mhindex.server.app import Limits, make_app
     from mhindex.server.app import serve as run_server
     from mhindex.server.protocols import corpus_lines
@@ -111,11 +113,12 @@ def serve(
     if api_key is not None and not api_key.strip():
         raise UsageError("--api-key (or $MHINDEX_API_KEY) is empty: give a key, or leave it unset to serve without one")
     corpus = open_corpus(root, name)
-    retriever = open_retriever(corpus, backend, backend_options)
+    opened = open_index(corpus, BackendSpec.parse(backend, backend_options))
+    retriever = opened.retriever
     manifest = corpus.manifest()
     info = {
         "corpus": corpus.name, "dataset": manifest.get("dataset"), "paragraphs": manifest.get("counts", {}).get("paragraphs"),
-        "backend": backend, "index": retrieval_settings(corpus, backend, backend_options),
+        "backend": backend, "index": opened.settings,
     }  # fmt: skip
     log = ui.reporter()
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):

@@ -9,25 +9,28 @@ copies lines into the final file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import random
 import threading
 import time
 from array import array
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 from pathlib import Path
 
 import orjson
 
 from mhindex import __version__
+from mhindex.corpora.dataset import Dataset
 from mhindex.corpora.parallel import MIN_BYTES, KeptLines, available_cores, can_split, convert_parts, merge_parts, paragraph_line
 from mhindex.corpora.records import Paragraph, Question, RecordGuard
 from mhindex.errors import BadInput, UsageError
 from mhindex.files import atomic_directory, file_digest
 from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir
 from mhindex.locks import changing
+from mhindex.options import declared, flag_among, option, settings_from
 from mhindex.ui import reporter
 
 FORMAT = 1  # bump when the corpus layout changes, so that old builds are rebuilt
@@ -110,6 +113,7 @@ class _Digests:
 
     def result(self) -> list[str]:
         self.start()
+        assert self._thread is not None
         self._thread.join()
         if self._error is not None:
             raise self._error
@@ -120,28 +124,52 @@ class _Digests:
 class Source:
     """One dataset's files feeding a corpus; an added source gives paragraphs, not questions."""
 
-    dataset: object  # corpora.Dataset
+    dataset: Dataset
     inputs: list[Path]
     questions: bool = True
 
 
-def build_dataset(
-    home: Path,
-    dataset: str,
-    inputs: list[Path] | None,
-    name: str | None = None,
-    added: list[tuple[str, list[Path]]] = (),
-    **options,
-) -> BuildResult:
+@dataclass(frozen=True)
+class CorpusOptions:
+    """How a corpus is built: the options `corpus` and `build` share (each a flag, see options.py)."""
+
+    inputs: list[Path] | None = option(
+        None, "A release file; repeat for several (train, dev, test; ans and full) \\[default: the downloaded release, else the bundled sample].", flag="--input", short="-i", metavar="FILE"
+    )
+    name: str | None = option(None, "Corpus name \\[default: the dataset name].")
+    seed: int = option(13370, "Seed of the deterministic corpus shuffle (IRCoT's).")
+    skip_bad: bool = option(False, "Pass over malformed records (and count them) instead of stopping.")
+    add: list[str] | None = option(
+        None,
+        "Also put this dataset's paragraphs (not its questions) into the corpus, each keeping its `source`; its files, else its release or sample. Repeatable: KD-CoT's Freebase + Wikipedia corpus is `mhindex corpus webqsp --add hotpotqa`.",
+        metavar="DATASET[=FILE,...]",
+    )
+    workers: int | None = option(
+        None, "Processes converting a JSON-lines release (MuSiQue) \\[default: every core for inputs of 32 MB or more]. The corpus is the same byte for byte whatever the number.", min=1
+    )
+
+    def added(self) -> list[tuple[str, list[Path]]]:
+        """--add DATASET[=FILE,...] as (dataset, files)."""
+        added = []
+        for spec in self.add or []:
+            dataset, _, files = spec.partition("=")
+            added.append((dataset.strip(), [Path(f).expanduser() for f in files.split(",") if f.strip()]))
+        return added
+
+
+def build_dataset(home: Path, dataset: str, options: CorpusOptions = CorpusOptions(), converter: dict | None = None, force: bool = False) -> BuildResult:
     """`mhindex corpus DATASET`: the files given, else the downloaded release, else the bundled
-    sample; `added` sources put their paragraphs into the same corpus. The target is checked
+    sample; added sources put their paragraphs into the same corpus. The target is checked
     before anything is read, so a bad name fails at once."""
     from mhindex.corpora import get_dataset
 
     spec = get_dataset(dataset)
-    claim_corpus_dir(corpus_dir(home, spec.name if name is None else name))
-    extra = [Source(get_dataset(other), _inputs_of(home, get_dataset(other), files), questions=False) for other, files in added]
-    return build_corpus(spec, _inputs_of(home, spec, inputs), home, name=name, extra_sources=extra, **options)
+    claim_corpus_dir(corpus_dir(home, spec.name if options.name is None else options.name))
+    extra = [Source(get_dataset(other), _inputs_of(home, get_dataset(other), files), questions=False) for other, files in options.added()]
+    return build_corpus(
+        spec, _inputs_of(home, spec, options.inputs), home, name=options.name, seed=options.seed, force=force, skip_bad=options.skip_bad,
+        extra_sources=extra, options=converter, workers=options.workers,
+    )  # fmt: skip
 
 
 def _inputs_of(home: Path, spec, given: list[Path] | None) -> list[Path]:
@@ -157,16 +185,18 @@ def _inputs_of(home: Path, spec, given: list[Path] | None) -> list[Path]:
 
 
 def converter_options(sources: list[Source], given: dict) -> list[dict]:
-    """Each source's converter options: its defaults, with those given; an option that no source
-    takes is refused, naming the datasets that take it."""
-    from mhindex.corpora import DATASETS
+    """Each source's converter options, as its `Settings` declares them: its defaults, with those
+    given; an option that no source takes is refused, naming the datasets that take it."""
+    from mhindex.corpora import settings_types
 
     for key in given:
-        if not any(key == option for s in sources for option, _ in s.dataset.options):
-            owners = [d.name for d in DATASETS.values() if any(key == option for option, _ in d.options)]
-            flag = "--" + key.replace("_", "-")
-            raise UsageError(f"{flag} is an option of {', '.join(owners) or 'no dataset'}, not of {', '.join(s.dataset.name for s in sources)}")
-    return [{option: given.get(option, default) for option, default in s.dataset.options} for s in sources]
+        if not any(s.dataset.Settings and key in declared(s.dataset.Settings) for s in sources):
+            owners = [name for name, settings in settings_types().items() if key in declared(settings)]
+            raise UsageError(f"{flag_among(key, settings_types().values())} is an option of {', '.join(owners) or 'no dataset'}, not of {', '.join(s.dataset.name for s in sources)}")
+    return [
+        asdict(settings_from(s.dataset.Settings, {k: v for k, v in given.items() if k in declared(s.dataset.Settings)}, f"dataset {s.dataset.name}")) if s.dataset.Settings else {}
+        for s in sources
+    ]
 
 
 def build_corpus(
@@ -177,7 +207,7 @@ def build_corpus(
     seed: int = 13370,
     force: bool = False,
     skip_bad: bool = False,
-    extra_sources: list[Source] = (),
+    extra_sources: Sequence[Source] = (),
     options: dict | None = None,
     workers: int | None = None,
 ) -> BuildResult:
@@ -296,6 +326,11 @@ def _built_from(index: Path) -> str | None:
     return manifest.get("corpus_sha256") if isinstance(manifest, dict) else None
 
 
+def _question_line(record: dict, fixed: list[str] | None) -> bytes:
+    """A question's line; with `fixed`, its gold ids replaced (those that named no paragraph dropped)."""
+    return orjson.dumps(record if fixed is None else {**record, "gold_ids": fixed}) + b"\n"
+
+
 def _stage(items, staged: Path, questions: _Questions) -> tuple[array, int]:
     """The one-process loop: each paragraph id's first line into `staged`, each question to
     `questions` once the paragraphs before it are in; returns the staged offsets and the paragraphs read."""
@@ -317,8 +352,7 @@ def _stage(items, staged: Path, questions: _Questions) -> tuple[array, int]:
                 position += len(line)
                 offsets_append(position)
             elif isinstance(item, Question):
-                record = item.record()
-                questions.add(item.id, item.gold_ids, item.unmapped, lambda fixed, record=record: orjson.dumps(record if fixed is None else {**record, "gold_ids": fixed}) + b"\n", seen)
+                questions.add(item.id, item.gold_ids, item.unmapped, functools.partial(_question_line, item.record()), seen)
     return offsets, paragraphs_read
 
 

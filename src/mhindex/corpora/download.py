@@ -119,12 +119,15 @@ def unpack(archive: Path, folder: Path) -> list[Path]:
                     shutil.copyfileobj(source, sink)
                 extracted.append(target)
     else:
-        with tarfile.open(archive, "r:*") as bundle:
-            for member in bundle:
+        with tarfile.open(archive, "r:*") as tarball:
+            for member in tarball:
                 if not member.isfile() or not wanted(member.name):
                     continue
                 target = folder / os.path.basename(member.name)
-                with bundle.extractfile(member) as source, open(target, "wb") as sink:
+                extracted_file = tarball.extractfile(member)
+                if extracted_file is None:
+                    continue
+                with extracted_file as source, open(target, "wb") as sink:
                     shutil.copyfileobj(source, sink)
                 extracted.append(target)
     return extracted

@@ -38,6 +38,7 @@ question entity (or, with `decaf`, a CVT under it) to an answer entity.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import tempfile
@@ -47,8 +48,11 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from mhindex.corpora.dataset import Dataset
+from mhindex.corpora.download import Download
 from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, need, open_binary, optional, read_json_items, read_records
 from mhindex.errors import BadInput, UsageError
+from mhindex.options import option
 
 CVT_MODES = ("collapse", "decaf")
 CHUNK_WORDS = 100  # DecAF's passage length
@@ -119,7 +123,7 @@ def _triples(rows: Any, at: str) -> list[tuple[str, str, str]]:
 
 def path_triples(text: str) -> list[tuple[str, str, str]]:
     """Triples of the `A -> rel -> B -> rel -> C` lines in a prompt; other lines are ignored."""
-    triples = []
+    triples: list[tuple[str, str, str]] = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(" -> ")]
         if len(parts) < 3 or len(parts) % 2 == 0 or not all(_RELATION.match(r) for r in parts[1::2]):
@@ -313,7 +317,7 @@ def cvt_sentences(edges: list[tuple[str, str]]) -> list[Sentence]:
 def chunk(sentences: list[Sentence]) -> list[tuple[str, set[str]]]:
     """DecAF's 100-word chunks of the joined sentences, each with the tails of the sentences it holds part of."""
     words = " ".join(s.text for s in sentences).split(" ")
-    chunks = [(" ".join(words[i : i + CHUNK_WORDS]), set()) for i in range(0, len(words), CHUNK_WORDS)]
+    chunks: list[tuple[str, set[str]]] = [(" ".join(words[i : i + CHUNK_WORDS]), set()) for i in range(0, len(words), CHUNK_WORDS)]
     start = 0
     for sentence in sentences:
         end = start + len(sentence.text.split(" "))
@@ -324,6 +328,15 @@ def chunk(sentences: list[Sentence]) -> list[tuple[str, set[str]]]:
 
 
 # -- the converter -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FreebaseSettings:
+    cvt: str = option(
+        "collapse",
+        "webqsp, cwq: CVT nodes collapsed into their parent's passage (collapse), or kept as DecAF does, in subject-less passages of their own (decaf).",
+        choices=CVT_MODES,
+    )
 
 
 def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None], *, dataset: str, cvt: str = "collapse") -> Iterator:
@@ -389,3 +402,33 @@ def _question(facts: QuestionFacts, dataset: str) -> Question:
     if facts.answer_ids:
         extra["answer_ids"] = facts.answer_ids
     return Question(facts.id, facts.question, facts.answers or facts.a_entities, facts.extra.get("gold_ids", []), dataset, extra)
+
+
+_WEBQSP = "https://download.microsoft.com/download/F/5/0/F5012144-A4FB-4084-897F-CFDA99C60BDF/WebQSP.zip"
+# RoG's per-question Freebase subgraphs (test split), as parquet shards on the Hugging Face hub.
+_ROG = "https://huggingface.co/datasets/rmanluo/{name}/resolve/main/data/{shard}"
+
+
+def _rog(name: str, shards: int) -> tuple[Download, ...]:
+    files = [f"test-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+    return tuple(Download(_ROG.format(name=name, shard=f), f"{name}-{f}") for f in files)
+
+
+WEBQSP = Dataset(
+    name="webqsp",
+    description="WebQuestionsSP: Freebase passages (one per head entity) from RoG's subgraphs, questions from the official files",
+    convert=functools.partial(convert, dataset="webqsp"),
+    release=(Download(_WEBQSP, "WebQSP.zip", unpack=True), *_rog("RoG-webqsp", 2)),
+    release_inputs=("WebQSP.test.json", "RoG-webqsp-test-*.parquet"),
+    samples=("WebQSP.test.sample.json", "RoG-webqsp_test.gnn-rag_reasoning_paths.sample.jsonl"),
+    Settings=FreebaseSettings,
+)
+CWQ = Dataset(
+    name="cwq",
+    description="ComplexWebQuestions: Freebase passages (one per head entity) from RoG's subgraphs or named triples",
+    convert=functools.partial(convert, dataset="cwq"),
+    release=_rog("RoG-cwq", 3),
+    release_inputs=("ComplexWebQuestions_test.json", "RoG-cwq-test-*.parquet"),
+    samples=("cwq_test.sample.crucial_triples.json",),
+    Settings=FreebaseSettings,
+)

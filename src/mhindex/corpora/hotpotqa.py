@@ -13,6 +13,8 @@ import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from mhindex.corpora.dataset import Dataset
+from mhindex.corpora.download import Download
 from mhindex.corpora.records import (
     FieldError,
     Paragraph,
@@ -108,6 +110,8 @@ def _abstracts_archive(path: Path, guard: RecordGuard, on_bytes: Callable[[int],
                     if not (member.isfile() and member.name.endswith(".bz2")):
                         continue
                     inner = archive.extractfile(member)
+                    if inner is None:
+                        continue
                     with bz2.open(inner, "rb") as stream:
                         yield from _abstract_lines(f"{path}:{member.name}", stream, guard)
         except (tarfile.TarError, OSError, EOFError) as error:
@@ -130,3 +134,22 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
         else:
             for where, record in read_records(path, on_bytes):
                 yield from guard.convert(path, where, record, convert_question)
+
+
+_HOTPOT = "http://curtis.ml.cmu.edu/datasets/hotpot/"
+DATASET = Dataset(
+    name=NAME,
+    description="HotpotQA: train and dev-distractor questions; corpus from the Wikipedia abstracts release",
+    convert=convert,
+    release=(
+        # Sizes and SHA-1 sums as published with GluonNLP's dataset scripts.
+        Download(_HOTPOT + "hotpot_train_v1.1.json", "hotpot_train_v1.1.json", "sha1:08c42431c22984f362e94de0e635c7b858c3cff0", 566426227),
+        Download(_HOTPOT + "hotpot_dev_distractor_v1.json", "hotpot_dev_distractor_v1.json", "sha1:825b6cfc34a61db41e82bbb14d978d5a834925f8", 46320117),
+        Download(
+            "https://nlp.stanford.edu/projects/hotpotqa/enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2",
+            "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2",
+        ),
+    ),
+    release_inputs=("hotpot_train_v1.1.json", "hotpot_dev_distractor_v1.json", "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2"),
+    samples=("hotpot_dev_distractor_v1.sample.json",),
+)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import ijson
 
+from mhindex.corpora.dataset import Dataset
+from mhindex.corpora.download import Download
 from mhindex.corpora.records import (
     FieldError,
     Paragraph,
@@ -104,7 +106,7 @@ def _questions_of_passage(passage: dict) -> list:
     links = []
     for i, link in enumerate(optional(passage, "links", list, [])):
         links.append(need(link, "target", str, f"links[{i}]"))
-    pending = []
+    pending: list[_Pending | None] = []
     for i, raw in enumerate(need(passage, "questions", list)):
         at = f"questions[{i}]"
         question_text = need(raw, "question", str, at)
@@ -192,3 +194,16 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
             if gold not in question.gold_ids:
                 question.gold_ids.append(gold)
         yield question
+
+
+DATASET = Dataset(
+    name=NAME,
+    description="IIRC: train and dev questions with the linked Wikipedia articles as corpus",
+    convert=convert,
+    release=(
+        Download("https://iirc-dataset.s3.us-west-2.amazonaws.com/iirc_train_dev.tgz", "iirc_train_dev.tgz", unpack=True),
+        Download("https://iirc-dataset.s3.us-west-2.amazonaws.com/context_articles.tar.gz", "context_articles.tar.gz", unpack=True),
+    ),
+    release_inputs=("train.json", "dev.json", "context_articles.json"),
+    samples=("dev.handmade.json", "context_articles.handmade.json"),
+)

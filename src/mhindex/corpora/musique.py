@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from mhindex.corpora.dataset import Dataset
+from mhindex.corpora.download import Download
 from mhindex.corpora.records import Paragraph, Question, RecordGuard, need, optional, read_records, strings
 
 NAME = "musique"
@@ -57,3 +59,20 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
     for path in inputs:
         for where, record in read_records(path, on_bytes):
             yield from guard.convert(path, where, record, convert_question)
+
+
+DATASET = Dataset(
+    name=NAME,
+    description="MuSiQue v1.0: the ans and full variants of train, dev and test",
+    convert=convert,
+    release=(
+        Download(
+            "https://drive.usercontent.google.com/download?id=1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h&export=download&confirm=t",
+            "musique_v1.0.zip",
+            unpack=True,
+        ),
+    ),
+    release_inputs=tuple(f"musique_{v}_v1.0_{s}.jsonl" for v in ("ans", "full") for s in ("train", "dev", "test")),
+    samples=("musique_ans_v1.0_dev.sample.jsonl",),
+    convert_line=convert_question,
+)

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -104,7 +105,7 @@ class PartResult:
     notes: Counter = field(default_factory=Counter)
 
 
-_progress = None  # bytes read by all workers (a shared counter; the parent draws the bar)
+_progress: Any = None  # bytes read by all workers (a shared counter; the parent draws the bar)
 
 
 def _worker(parent: int, progress, connection, *task) -> None:
@@ -243,9 +244,9 @@ def convert_parts(
         shown = 0
         while len(results) < len(parts):
             for ready in multiprocessing.connection.wait([c for i, c in enumerate(connections) if i not in results], timeout=0.1):
-                number = connections.index(ready)
+                number = connections.index(ready)  # type: ignore[arg-type]  # wait() gives back what it was given
                 try:
-                    outcome = ready.recv()
+                    outcome = connections[number].recv()
                 except EOFError:
                     processes[number].join()
                     raise MhindexError(f"a conversion worker stopped with exit code {processes[number].exitcode} (out of memory?); try --workers 1") from None
@@ -278,9 +279,9 @@ def merge_parts(results: list[PartResult], folder: Path, add_question: Callable[
     """Keep each paragraph id's first line, in input order, and hand each question to
     `add_question` (build._Questions.add) once the paragraphs before it are kept."""
     kept: set[int] = set()
-    lines = KeptLines([folder / f"part-{number}.paragraphs" for number in range(len(results))], array("q"), array("q"), array("H"))
+    starts, ends, parts = array("q"), array("q"), array("H")
     for number, result in enumerate(results):
-        walk = _KeyWalk(result, number, lines, kept)
+        walk = _KeyWalk(result, number, (starts, ends, parts), kept)
         questions_file = folder / f"part-{number}.questions"
         with open(questions_file, "rb") as questions:
             for qid, gold, unmapped, before, length in result.questions:
@@ -289,19 +290,19 @@ def merge_parts(results: list[PartResult], folder: Path, add_question: Callable[
                 add_question(qid, gold, unmapped, lambda fixed, line=line: line if fixed is None else orjson.dumps({**orjson.loads(line), "gold_ids": fixed}) + b"\n", kept)
         walk.upto(len(result.keys))
         questions_file.unlink()
-    return lines
+    return KeptLines([folder / f"part-{number}.paragraphs" for number in range(len(results))], starts, ends, parts)
 
 
 class _KeyWalk:
     """Walks a part's paragraph lines in order, keeping those whose key is new."""
 
-    def __init__(self, part: PartResult, number: int, lines: KeptLines, kept: set[int]) -> None:
-        self.part, self.number, self.lines, self.kept = part, number, lines, kept
+    def __init__(self, part: PartResult, number: int, lines: tuple[array, array, array], kept: set[int]) -> None:
+        self.part, self.number, self.lines, self.kept = part, number, lines, kept  # lines: their starts, ends and parts
         self.next = 0  # the next line of the part to look at
 
     def upto(self, end: int) -> None:
         kept, ends, keys, number = self.kept, self.part.paragraph_ends, self.part.keys, self.number
-        starts_append, ends_append, part_append = self.lines.starts.append, self.lines.ends.append, self.lines.part.append
+        starts_append, ends_append, part_append = (column.append for column in self.lines)
         for i in range(self.next, end):
             key = keys[i]
             if key in kept:

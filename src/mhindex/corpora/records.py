@@ -148,7 +148,7 @@ class RecordGuard:
         # Things a converter dropped on purpose, by reason, for the build report and manifest.
         self.notes: Counter[str] = Counter()
 
-    def fail(self, path: Path | str, where: str, message: str) -> None:
+    def fail(self, path: Path | str, where: object, message: str) -> None:
         located = f"{path} {where}: {message}"
         if not self.skip_bad:
             raise BadInput(located + " (use --skip-bad to pass over bad records)")
@@ -158,7 +158,7 @@ class RecordGuard:
         if self._on_skip:
             self._on_skip(located)
 
-    def convert(self, path: Path | str, where: str, record: Any, convert: Callable[[Any], list]) -> list:
+    def convert(self, path: Path | str, where: object, record: Any, convert: Callable[[Any], list]) -> list:
         if isinstance(record, FieldError):
             self.fail(path, where, str(record))
             return []

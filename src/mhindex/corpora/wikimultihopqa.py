@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from mhindex.corpora.dataset import Dataset
+from mhindex.corpora.download import Download
 from mhindex.corpora.hotpotqa import context_question
 from mhindex.corpora.records import Question, RecordGuard, need, read_records, strings
 
@@ -49,3 +51,13 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
     for path in (p for p in inputs if not is_alias_file(p)):
         for where, record in read_records(path, on_bytes):
             yield from guard.convert(path, where, record, lambda r: convert_question(r, aliases))
+
+
+DATASET = Dataset(
+    name=NAME,
+    description="2WikiMultihopQA: train, dev and test of the data_ids release",
+    convert=convert,
+    release=(Download("https://www.dropbox.com/s/7ep3h8unu2njfxv/data_ids.zip?dl=1", "data_ids.zip", unpack=True),),
+    release_inputs=("train.json", "dev.json", "test.json", "id_aliases.json"),
+    samples=("dev.sample.json",),
+)

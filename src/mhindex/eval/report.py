@@ -4,6 +4,7 @@ as a PNG and, on a terminal, as text bars (like the paper's Figure 3)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -86,7 +87,7 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
     datasets = list(runs)
     methods = list(dict.fromkeys(m for summaries in runs.values() for m in summaries))
     width = 0.8 / max(1, len(methods))
-    colours = plt.get_cmap("tab10").colors
+    colours = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]  # a ListedColormap
     figure, axes = plt.subplots(1, 2, figsize=(max(6.4, 2.2 + 1.6 * len(datasets) * max(1, len(methods)) / 2), 3.6), sharey=True, constrained_layout=True)
     for axis, (key, label) in zip(axes, (("recall", "Retrieval recall (%)"), ("f1", "Answer F1 (%)")), strict=True):
         for j, method in enumerate(methods):
@@ -113,7 +114,7 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
         axis.grid(axis="y", color="0.9")
         axis.set_axisbelow(True)
         axis.spines[["top", "right"]].set_visible(False)
-    legend: dict[str, object] = {}
+    legend: dict[str, Any] = {}
     for axis in axes:  # NoR has bars only in the F1 panel
         for handle, name in zip(*axis.get_legend_handles_labels(), strict=True):
             legend.setdefault(name, handle)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,6 +24,9 @@ from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
+
+if TYPE_CHECKING:
+    from mhindex.backends import BackendSpec
 
 
 def question_problem(record: Any) -> str | None:
@@ -195,7 +198,7 @@ def claim_folder(folder: Path, run: dict) -> dict:
         was = ", ".join(f"{key}={_shown(before[key])}" for key in differing)
         asked = ", ".join(f"{key}={_shown(now[key])}" for key in differing)
         raise UsageError(f"{folder} holds predictions made with {was}; this run has {asked}: pass --out for a new folder, or remove it to start over")
-    earlier = recorded.get("settings") if path.exists() and _per_method(recorded.get("settings")) else {}
+    earlier: dict = recorded["settings"] if path.exists() and _per_method(recorded.get("settings")) else {}
     merged = {**run, "settings": {**earlier, **run["settings"]}}
     if merged != recorded:
         with atomic_file(path) as handle:
@@ -218,7 +221,7 @@ def _flatten(run: dict, methods: dict) -> dict:
     for key, value in (run.get("index") or {}).items():
         flat[f"index.{key}"] = value
     settings = run.get("settings")
-    if _per_method(settings):
+    if isinstance(settings, dict) and _per_method(settings):
         for method, values in settings.items():
             for key, value in values.items():
                 flat[f"{method}.{key}"] = value
@@ -287,9 +290,8 @@ def evaluate(
     methods: list[str],
     *,
     model: Any = None,
-    backend: str = "lucene",
+    backend: BackendSpec | str = "lucene",
     method_options: dict[str, Any] | None = None,
-    backend_options: dict[str, Any] | None = None,
     limit: int | None = None,
     seed: int = 13370,
     out: Path | None = None,
@@ -301,10 +303,10 @@ def evaluate(
     """Run `methods` on a seeded sample of the corpus's questions, resuming from the predictions
     already in the folder, and write `metrics.json` and `chart.png` there (the papers' table)."""
     from mhindex import __version__, ui
-    from mhindex.backends import retrieval_settings
+    from mhindex.backends import BackendSpec
     from mhindex.eval.report import bar_chart
     from mhindex.lm import ModelOptions, resolve_spec
-    from mhindex.methods import Query, method_class, settings_for
+    from mhindex.methods import Query, settings_for
     from mhindex.methods.run import run_questions
     from mhindex.methods.session import Session
 
@@ -319,9 +321,9 @@ def evaluate(
     questions = sample_questions(corpus, limit, seed)
     if not questions:
         raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
-    folder = out or default_folder(corpus, lm_spec, backend, seed, limit)
-    index = retrieval_settings(corpus, backend, backend_options) if any(method_class(name).needs_retriever for name in names) else None
-    session = Session(corpus, methods=names, backend=backend, backend_options=backend_options, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers)
+    spec = BackendSpec.parse(backend)
+    folder = out or default_folder(corpus, lm_spec, spec.name, seed, limit)
+    session = Session(corpus, methods=names, backend=spec, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers)
     try:
         solvers = {name: session.method(name, settings[name]) for name in names}
         configuration = {
@@ -329,8 +331,8 @@ def evaluate(
             "corpus_sha256": manifest.get("corpus_sha256"),
             "lm": redact(lm_spec),  # never a key written in the URL
             "lm_context": session.lm.context_length,
-            "backend": backend,
-            "index": index,
+            "backend": spec.label,
+            "index": session.index.settings if session.index else None,
             "settings": {name: {**s.recorded(dataset), **solvers[name].recorded_models()} for name, s in settings.items()},
             "tool_version": __version__,
             **({"judge": judge} if judge else {}),
@@ -369,7 +371,7 @@ def evaluate(
     report = {**configuration, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed, "budget": budget, "methods": metrics}
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    bar_chart({dataset or corpus.name: metrics}, folder / "chart.png", f"{corpus.name}: {len(questions)} questions, {redact(lm_spec)}, {backend}")
+    bar_chart({dataset or corpus.name: metrics}, folder / "chart.png", f"{corpus.name}: {len(questions)} questions, {redact(lm_spec)}, {spec.label}")
     return Evaluation(folder, report)
 
 

@@ -82,7 +82,12 @@ class CachedModel(LanguageModel):
         """A generation that ended on its own is stored under the call's key, and also serves a call
         that would have stopped early (it goes on past the stopping point, which such callers
         ignore); one that `stop_when` cut short is stored under a key that names the test."""
-        call = self.inner.chat if kind == "chat" else self.inner.complete
+        def call(prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool, stop_when: StopWhen | None) -> Completion:
+            if kind == "chat":
+                return self.inner.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+            assert isinstance(prompt, str)
+            return self.inner.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+
         if temperature > 0:
             return call(prompt, max_tokens, stop, temperature, logprobs, stop_when)
         whole = CallCache.key(self.identity, kind, prompt, max_tokens, stop, temperature, logprobs)

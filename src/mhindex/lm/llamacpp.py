@@ -164,7 +164,7 @@ class LlamaCppModel(LanguageModel):
         usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
         if usage is None:  # stopped by stop_when: llama.cpp sends no summary, so count here
             usage = {"prompt_tokens": self.count_tokens(self._prompt_of(kind, body)), "completion_tokens": len(logprobs) or _generated(kind, chunks)}
-        timings = next((c["timings"] for c in reversed(chunks) if c.get("timings")), {})
+        timings: dict[str, Any] = next((c["timings"] for c in reversed(chunks) if c.get("timings")), {})
         finish = next((ch.get("finish_reason") for c in reversed(chunks) for ch in c.get("choices") or () if ch.get("finish_reason")), "stop_when")
         return Completion(
             text=text,

@@ -49,7 +49,7 @@ class RemoteModel(LanguageModel):
         self._calls = ThreadPoolExecutor(max_workers=concurrency + 2, thread_name_prefix="lm-call")
         self._tries = retries + 1
         self._slots = threading.BoundedSemaphore(concurrency)
-        self._tokenize_url: str | None | bool = None  # None: not probed yet; False: server has none
+        self._tokenize_url: str | None = None  # None: not probed yet; "": the server has none
         self._parameters: int | None = None
         self.context_length = context_length or self._probe_context_length() or 4096
 
@@ -114,7 +114,9 @@ class RemoteModel(LanguageModel):
         url = self.base_url + path
         pieces: list[str] = []
         content: list[dict] = []
-        usage, timings, finish = None, {}, "stop_when"
+        usage: Any = None
+        timings: Any = {}
+        finish = "stop_when"
 
         def call(extensions: dict) -> None:
             nonlocal usage, timings, finish
@@ -203,7 +205,7 @@ class RemoteModel(LanguageModel):
         """The server's /tokenize where it has one (llama.cpp, vLLM); else a cautious estimate."""
         root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
         if self._tokenize_url is None:
-            self._tokenize_url = False
+            self._tokenize_url = ""
             try:
                 response = self._client.post(root + "/tokenize", json={"content": "probe", "model": self.model, "prompt": "probe"}, timeout=10)
                 if response.status_code == 200 and isinstance(response.json().get("tokens"), list):

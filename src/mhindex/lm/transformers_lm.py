@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within, transcript
 
@@ -75,7 +76,7 @@ class TransformersModel(LanguageModel):
         started = time.perf_counter()
         inputs = self._tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
         prompt_tokens = int(inputs["input_ids"].shape[1])
-        generate = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
+        generate: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
         if temperature > 0:
             generate["temperature"] = temperature
         if self._tokenizer.pad_token_id is None and self._tokenizer.eos_token_id is not None:
@@ -85,7 +86,7 @@ class TransformersModel(LanguageModel):
         if stop_when is not None:
             generate["stopping_criteria"] = self._stopping(stop_when, 0 if self.seq2seq else prompt_tokens)
         with self._torch.inference_mode():
-            output = self._model.generate(**inputs, **generate)
+            output: Any = self._model.generate(**inputs, **generate)
             sequences = output.sequences if logprobs else output
             scores = self._model.compute_transition_scores(sequences, output.scores, normalize_logits=True)[0].tolist() if logprobs else []
         new = sequences[0] if self.seq2seq else sequences[0][prompt_tokens:]

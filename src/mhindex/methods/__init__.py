@@ -7,12 +7,12 @@ and `run.json` pick up its options from the dataclass: nothing else changes.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from mhindex.errors import UsageError
 from mhindex.methods.base import Answer, Method, MethodContext, Query
 from mhindex.options import declared, flag_among, settings_from
+from mhindex.registry import load
 
 __all__ = ["METHODS", "Answer", "Method", "MethodContext", "Query", "make_method", "method_class", "settings_for", "settings_types"]
 
@@ -28,10 +28,7 @@ DEFAULT_METHOD = "ircot"
 
 
 def method_class(name: str) -> type[Method]:
-    if name not in METHODS:
-        raise UsageError(f"unknown method '{name}'; choose one of: {', '.join(METHODS)}")
-    module, cls = METHODS[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return load(METHODS, "method", name)
 
 
 def settings_types() -> dict[str, type]:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mhindex import ui
+from mhindex.backends.base import Retriever
+from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen
 from mhindex.methods.settings import ReaderSettings
 
@@ -143,14 +145,27 @@ class MethodContext:
 
 
 class Method(ABC):
+    """A method keeps what it was made with (`retriever`, `lm`, `settings`, `context`); a subclass's
+    `__init__` calls this one first, then prepares what its questions share (demonstrations,
+    readers, models)."""
+
     name: ClassVar[str]
     #: the method's settings; every field declared with `option(...)` is an option of ask and eval
     Settings: ClassVar[type] = ReaderSettings
     #: False for methods that answer without retrieval (no corpus or index is opened for them)
     needs_retriever: ClassVar[bool] = True
 
-    @abstractmethod
-    def __init__(self, retriever: Any, lm: LanguageModel, settings: Any, context: MethodContext) -> None: ...
+    def __init__(self, retriever: Retriever | None, lm: LanguageModel, settings: Any, context: MethodContext) -> None:
+        self._retriever = retriever
+        self.lm = lm
+        self.settings = settings
+        self.context = context
+
+    @property
+    def retriever(self) -> Retriever:
+        if self._retriever is None:
+            raise UsageError(f"the {self.name} method retrieves, and no index was opened for it")
+        return self._retriever
 
     @abstractmethod
     def answer(self, query: Query) -> Answer: ...

@@ -70,12 +70,12 @@ class EfficientRAG(Method):
     name = "efficientrag"
     Settings = EfficientRAGSettings
 
+    settings: EfficientRAGSettings
+
     def __init__(self, retriever, lm, settings: EfficientRAGSettings, context: MethodContext) -> None:
         from mhindex.methods.efficientrag_models import WordModel, resolve_device
 
-        self.retriever = retriever
-        self.lm = lm
-        self.settings = settings
+        super().__init__(retriever, lm, settings, context)
         labeler_dir, filter_dir = self._folders(settings, context)
         device = resolve_device(settings.device)
         self.labeler = WordModel.load(labeler_dir, "labeler", device)
@@ -135,7 +135,7 @@ class EfficientRAG(Method):
             query_words = words(current)
             chunk_words = [words(h.text) for h in hits]
             labelled = self.labeler.predict([query_words] * len(hits), chunk_words) if hits else []
-            chunks = [Chunk(h.id, h.title, h.text, TAGS[p.tag], join_words([ws[i] for i in p.kept])) for h, ws, p in zip(hits, chunk_words, labelled, strict=True)]
+            chunks = [Chunk(h.id, h.title, h.text, TAGS[p.tag or 0], join_words([ws[i] for i in p.kept])) for h, ws, p in zip(hits, chunk_words, labelled, strict=True)]
             for chunk in chunks:
                 if chunk.tag != TAGS[TERMINATE]:
                     used.setdefault(chunk.id, chunk)

@@ -65,10 +65,10 @@ class IRCoT(Method):
     name = "ircot"
     Settings = IRCoTSettings
 
+    settings: IRCoTSettings
+
     def __init__(self, retriever, lm, settings: IRCoTSettings, context: MethodContext) -> None:
-        self.retriever = retriever
-        self.lm = lm
-        self.settings = settings
+        super().__init__(retriever, lm, settings, context)
         self.k = settings.k
         demos_from = demo_set(settings, context.dataset)
         self.style = resolve_style(settings, lm)
@@ -77,7 +77,7 @@ class IRCoT(Method):
         pool = demonstrations(demos_from, f"gold_with_{settings.distractors}_distractors_context_cot_qa", self.style)
         self.demos = self.packer.choose(pool, budget, settings.max_demos)
         self.reader = Reader(lm, settings, demos_from, with_context=True)
-        self._page_demos = None
+        self._page_demos: list[str] | None = None
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -140,14 +140,15 @@ class IRCoT(Method):
 
     def _choose_pages(self, query: Query, meter: Meter) -> list[str] | None:
         """Ask the model for the pages it needs, map each to the corpus page whose title matches it best."""
-        s = self.settings
+        s, main = self.settings, query.main_passage
+        assert main is not None  # only IIRC's questions, which carry their main passage, choose pages
         if self._page_demos is None:
             pool = demonstrations("iirc", "no_context_open_llm_retrieval", self.style)
             self._page_demos = self.packer.choose(pool, s.demo_budget or self.lm.context_length // 2, s.max_demos)
         ask = f"The question is: '{query.question}'. Generate titles of {s.iirc_pages} Wikipedia pages that have relevant information to answer this question."
         if self.style == "flan_t5":
             ask = f"Answer the following question.\n{ask}"
-        instance = paragraph_block(query.main_passage["title"], query.main_passage["text"], s.max_paragraph_words) + f"\n\nQ: {ask}\nA:"
+        instance = paragraph_block(main["title"], main["text"], s.max_paragraph_words) + f"\n\nQ: {ask}\nA:"
         generation = meter.complete(self.packer.render(self._page_demos, instance, 60), 60, stop=["\n"], label="choosing pages to read").text.strip()
         named = _titles(generation)
         pages: list[str] = []

@@ -134,7 +134,7 @@ class DemoPicker:
 
     @cached_property
     def _encoder(self):
-        from mhindex.backends.dense import Encoder, resolve_encoder
+        from mhindex.encoders import Encoder, resolve_encoder
 
         return Encoder(resolve_encoder(self.encoder_name), max_length=64, threads=1)
 
@@ -260,10 +260,10 @@ class KDCoT(Method):
     name = "kdcot"
     Settings = KDCoTSettings
 
+    settings: KDCoTSettings
+
     def __init__(self, retriever, lm, settings: KDCoTSettings, context: MethodContext) -> None:
-        self.retriever = retriever
-        self.lm = lm
-        self.settings = settings
+        super().__init__(retriever, lm, settings, context)
         self.picker = DemoPicker(read_demos(settings.demos, context.dataset), settings.demo_encoder)
         self.instruction = self._instruction(settings.instruction)
         self.reader_lm = context.load_lm(settings.reader_lm) if settings.reader_lm else lm

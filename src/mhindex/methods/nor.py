@@ -12,7 +12,7 @@ class NoRetrieval(Method):
     needs_retriever = False
 
     def __init__(self, retriever, lm, settings: ReaderSettings, context: MethodContext) -> None:
-        self.lm = lm
+        super().__init__(retriever, lm, settings, context)
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=False)
 
     def answer(self, query: Query) -> Answer:

@@ -22,9 +22,10 @@ class OneRetrieval(Method):
     name = "oner"
     Settings = OneRSettings
 
+    settings: OneRSettings
+
     def __init__(self, retriever, lm, settings: OneRSettings, context: MethodContext) -> None:
-        self.retriever = retriever
-        self.lm = lm
+        super().__init__(retriever, lm, settings, context)
         self.k = settings.k
         self.clean = settings.clean_queries
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)

@@ -288,10 +288,10 @@ class SearChain(Method):
     name = "searchain"
     Settings = SearChainSettings
 
+    settings: SearChainSettings
+
     def __init__(self, retriever, lm, settings: SearChainSettings, context: MethodContext) -> None:
-        self.retriever = retriever
-        self.lm = lm
-        self.settings = settings
+        super().__init__(retriever, lm, settings, context)
         self.reader = make_reader(settings.reader_model, lm)
         self.threshold = settings.verify_threshold if settings.verify_threshold is not None else self.reader.default_threshold
         self.prompt = self._prompt_template(settings.chain_prompt)
@@ -401,6 +401,7 @@ class SearChain(Method):
                 step.prompt_tokens, step.completion_tokens = meter.prompt_tokens - tokens_before[0], meter.completion_tokens - tokens_before[1]
                 asked.steps.append(step)
             if verdict in ("completed", "corrected"):
+                assert check.doc is not None  # a node is completed or corrected from its document
                 template = COMPLETE_FEEDBACK if verdict == "completed" else VERIFY_FEEDBACK
                 return template.format(query=node.query, answer=check.reader_answer, question=asked.question, reference=check.doc["passage"])
         return None
@@ -434,6 +435,6 @@ class SearChain(Method):
         for number in cited(content):
             node = by_number.get(number)
             check = seen.get(normalize_answer(node.query)) if node else None
-            if check is not None and check.doc is not None:
+            if node is not None and check is not None and check.doc is not None:
                 references.append({"n": number, "query": node.query, "id": check.doc["id"], "title": check.doc["title"]})
         return references

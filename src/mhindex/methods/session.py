@@ -8,6 +8,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from mhindex.backends import BackendSpec
 from mhindex.home import CorpusDir
 from mhindex.lm import ModelOptions
 from mhindex.methods import MethodContext, make_method, method_class
@@ -19,23 +20,24 @@ class Session:
         corpus: CorpusDir | None,
         *,
         methods: list[str],
-        backend: str = "lucene",
-        backend_options: dict[str, Any] | None = None,
+        backend: BackendSpec | str = "lucene",
         model: ModelOptions | None = None,
         home: Path | None = None,
         workers: int = 1,
     ) -> None:
-        from mhindex.backends import builds_index, open_retriever
+        from mhindex.backends import open_index
         from mhindex.lm import load_lm
 
         model = model or ModelOptions()
         self.corpus = corpus
         self.dataset = corpus.manifest().get("dataset") if corpus else None
         retrieves = any(method_class(name).needs_retriever for name in methods)
-        self.retriever = open_retriever(corpus, backend, backend_options) if retrieves and (corpus or not builds_index(backend)) else None
+        #: the index, opened once for every method of the session (None when none retrieves)
+        self.index = open_index(corpus, backend) if retrieves else None
+        self.retriever = self.index.retriever if self.index else None
         self.home = home
         # A local model gets one slot per question answered at once, so `workers` questions decode together.
-        self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache, slots=workers)
+        self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache, slots=workers, timeout=model.lm_timeout)
         try:
             self.lm = model.load(home, slots=workers)
         except BaseException:
@@ -49,8 +51,8 @@ class Session:
     def close(self) -> None:
         if getattr(self, "lm", None) is not None:
             self.lm.close()
-        if self.retriever is not None:
-            self.retriever.close()
+        if self.index is not None:
+            self.index.close()
 
     def __enter__(self) -> Session:
         return self

@@ -17,6 +17,7 @@ import binascii
 import secrets
 import sys
 import time
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -85,7 +86,7 @@ class Guard:
         scope = dict(scope)  # the app sees the path without a key prefix
         given = _take_keys(scope)
 
-        async def sending(message: dict) -> None:
+        async def sending(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
             await send(message)

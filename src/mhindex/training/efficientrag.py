@@ -264,7 +264,7 @@ def train(home: Path, corpus: CorpusDir, settings: TrainSettings, backend_option
     import torch
 
     from mhindex.backends import open_retriever
-    from mhindex.backends.dense import resolve_encoder
+    from mhindex.encoders import resolve_encoder
 
     if not 0 <= settings.held_out < 1:
         raise UsageError("--held-out must be at least 0 and below 1")

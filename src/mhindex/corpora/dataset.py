@@ -1,0 +1,31 @@
+"""What a dataset is to mhindex: how its release is read into paragraphs and questions, and where
+its release and bundled sample are. Each dataset's module declares its own `Dataset(...)`, with its
+converter's options (a `Settings` dataclass whose fields are declared with `option(...)`, as a
+method's are: each becomes an option of `corpus` and `build`, is checked, and is recorded in the
+corpus manifest); `corpora.DATASETS` lists them, one line each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from mhindex.corpora.download import Download
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    description: str
+    #: `convert(inputs, guard, on_bytes, **settings)`: the release's paragraphs and questions, in order
+    convert: Callable[..., Iterator]
+    release: tuple[Download, ...] = ()
+    #: files under <home>/downloads/<name>/ that `mhindex corpus NAME` uses when no --input is given
+    #: (glob patterns: parquet shards)
+    release_inputs: tuple[str, ...] = ()
+    #: small real samples shipped in the package (mhindex/corpora/samples/<name>/) for trying things out
+    samples: tuple[str, ...] = ()
+    #: the converter's options, a frozen dataclass of `option(...)` fields; None when it has none
+    Settings: type | None = None
+    #: the conversion of one record of a JSON-lines input, for datasets whose `convert` is no more
+    #: than that over each line: large such inputs are converted on every core (corpora/parallel.py)
+    convert_line: Callable[[dict], list] | None = None
