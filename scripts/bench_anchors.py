@@ -1,6 +1,7 @@
 """mhindex next to the plain tools it wraps, side by side in one run, as ratios.
 
-    .venv/bin/python scripts/bench_anchors.py [--unique 140000] [--repeats 2] [--rounds 2] [--threads 2] [--only corpus|lucene|dense]
+    .venv/bin/python scripts/bench_anchors.py [--unique 140000] [--repeats 2] [--rounds 2] [--threads 2]
+        [--only corpus|lucene|dense]
 
 Each ratio is the anchor's time over mhindex's (above 1: mhindex is faster), for:
 - corpus conversion: `mhindex corpus musique` (and with `--workers 1`) on MuSiQue-format records
@@ -46,7 +47,8 @@ MHINDEX = """
 import resource, sys
 from mhindex.cli import main
 code = main(sys.argv[1:])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(*usage, file=sys.stderr)
 raise SystemExit(code)
 """
 # Runs a command and prints its seconds and peak RSS (kB). Linux gives a child the resident size its
@@ -66,13 +68,26 @@ def each_repeated(path: Path, unique: int, repeats: int, seed: int = 0) -> int:
     one of `unique` paragraphs appearing `repeats` times in a shuffled order; returns the paragraphs written."""
     rng = random.Random(seed)
     words = vocabulary()
-    pool = [(" ".join(rng.choices(words, k=3)), " ".join(rng.choices(words, k=rng.randint(40, 140)))) for _ in range(unique)]
+    pool = [
+        (" ".join(rng.choices(words, k=3)), " ".join(rng.choices(words, k=rng.randint(40, 140)))) for _ in range(unique)
+    ]
     order = list(range(unique)) * repeats
     rng.shuffle(order)
     with open(path, "wb") as out:
         for q, first in enumerate(range(0, len(order), 20)):
-            paragraphs = [{"idx": i, "title": pool[p][0], "paragraph_text": pool[p][1], "is_supporting": i < 2} for i, p in enumerate(order[first : first + 20])]
-            record = {"id": f"2hop__{q}", "paragraphs": paragraphs, "question": f"q{q}?", "question_decomposition": [], "answer": "a", "answer_aliases": [], "answerable": True}
+            paragraphs = [
+                {"idx": i, "title": pool[p][0], "paragraph_text": pool[p][1], "is_supporting": i < 2}
+                for i, p in enumerate(order[first : first + 20])
+            ]
+            record = {
+                "id": f"2hop__{q}",
+                "paragraphs": paragraphs,
+                "question": f"q{q}?",
+                "question_decomposition": [],
+                "answer": "a",
+                "answer_aliases": [],
+                "answerable": True,
+            }
             out.write(orjson.dumps(record) + b"\n")
     return len(order)
 
@@ -92,17 +107,33 @@ def mhindex(home: Path, *args: str) -> list[str]:
 def corpus_section(root: Path, args) -> Path:
     source = root / "musique_synthetic.jsonl"
     paragraphs = each_repeated(source, args.unique, args.repeats)
-    print(f"## corpus conversion: {paragraphs:,} MuSiQue-format paragraphs ({args.unique:,} unique, each {args.repeats} times), {source.stat().st_size / 1e6:.0f} MB")
-    print(f"{'round':<6} {'arm':<38} {'seconds':>8} {'paragraphs/s':>13} {'x anchor':>9} {'peak MB':>8} {'worker MB':>10}")
+    print(
+        f"## corpus conversion: {paragraphs:,} MuSiQue-format paragraphs ({args.unique:,} unique, each "
+        f"{args.repeats} times), {source.stat().st_size / 1e6:.0f} MB"
+    )
+    print(
+        f"{'round':<6} {'arm':<38} {'seconds':>8} {'paragraphs/s':>13} {'x anchor':>9} {'peak MB':>8} {'worker MB':>10}"
+    )
     for round_ in range(1, args.rounds + 1):
         anchor, peak, _ = timed([sys.executable, "-c", CORPUS_ANCHOR, str(source), str(root / "anchor.jsonl")])
         rows = [("plain orjson (anchor)", anchor, peak, 0.0)]
-        for label, extra, name in (("mhindex corpus (all cores)", [], "musique"), ("mhindex corpus --workers 1", ["--workers", "1"], "one")):
-            seconds, _, own = timed(mhindex(root / "home", "corpus", "musique", "--input", str(source), "--name", name, "--force", *extra))
+        for label, extra, name in (
+            ("mhindex corpus (all cores)", [], "musique"),
+            ("mhindex corpus --workers 1", ["--workers", "1"], "one"),
+        ):
+            seconds, _, own = timed(
+                mhindex(root / "home", "corpus", "musique", "--input", str(source), "--name", name, "--force", *extra)
+            )
             rows.append((label, seconds, int(own[-2]) / 1024, int(own[-1]) / 1024))
         for label, seconds, peak, worker in rows:
-            print(f"{round_:<6} {label:<38} {seconds:>8.2f} {paragraphs / seconds:>13,.0f} {anchor / seconds:>9.2f} {peak:>8.0f} {worker:>10.0f}")
-    same = all((root / "home" / "musique" / f).read_bytes() == (root / "home" / "one" / f).read_bytes() for f in ("corpus.jsonl", "corpus.offsets", "questions.jsonl"))
+            print(
+                f"{round_:<6} {label:<38} {seconds:>8.2f} {paragraphs / seconds:>13,.0f} "
+                f"{anchor / seconds:>9.2f} {peak:>8.0f} {worker:>10.0f}"
+            )
+    same = all(
+        (root / "home" / "musique" / f).read_bytes() == (root / "home" / "one" / f).read_bytes()
+        for f in ("corpus.jsonl", "corpus.offsets", "questions.jsonl")
+    )
     print(f"all cores and one process wrote the same corpus bytes: {'yes' if same else 'NO'}")
     return root / "home"
 
@@ -119,14 +150,34 @@ def lucene_section(home: Path, args) -> None:
     with open(corpus.corpus, "rb") as source, open(docs / "docs.jsonl", "wb") as sink:  # what mhindex hands to Anserini
         sink.writelines(map(anserini_document, source))
     raw_index = home.parent / "anserini-index"
-    raw = [str(java_home() / "bin" / "java"), *_JVM_OPTIONS, "-cp", str(anserini_jar()), "io.anserini.index.IndexCollection", "-collection", "JsonCollection",
-           "-generator", "DefaultLuceneDocumentGenerator", "-input", str(docs), "-index", str(raw_index), "-fields", "title", "-threads", str(args.threads), "-storeRaw"]  # fmt: skip
+    raw = [
+        str(java_home() / "bin" / "java"),
+        *_JVM_OPTIONS,
+        "-cp",
+        str(anserini_jar()),
+        "io.anserini.index.IndexCollection",
+        "-collection",
+        "JsonCollection",
+        "-generator",
+        "DefaultLuceneDocumentGenerator",
+        "-input",
+        str(docs),
+        "-index",
+        str(raw_index),
+        "-fields",
+        "title",
+        "-threads",
+        str(args.threads),
+        "-storeRaw",
+    ]
     print(f"\n## Lucene indexing: {count:,} paragraphs, {args.threads} threads")
     print(f"{'round':<6} {'arm':<38} {'seconds':>8} {'paragraphs/s':>13} {'x anchor':>9}")
     for round_ in range(1, args.rounds + 1):
         shutil.rmtree(raw_index, ignore_errors=True)
         anchor, _, _ = timed(raw)
-        ours, _, _ = timed(mhindex(home, "index", "musique", "--backend", "lucene", "--threads", str(args.threads), "--force"))
+        ours, _, _ = timed(
+            mhindex(home, "index", "musique", "--backend", "lucene", "--threads", str(args.threads), "--force")
+        )
         for label, seconds in (("Anserini IndexCollection (anchor)", anchor), ("mhindex index", ours)):
             print(f"{round_:<6} {label:<38} {seconds:>8.1f} {count / seconds:>13,.0f} {anchor / seconds:>9.2f}")
 
@@ -169,10 +220,16 @@ def lucene_section(home: Path, args) -> None:
     (p50, _), (a50, _) = percentiles(ours_s), percentiles(plain_s)
     print(f"\n## Lucene search: {len(queries)} queries of 8 words, same JVM")
     print(f"{'arm':<38} {'p50 ms':>8} {'batch q/s':>10}")
-    plain_qps, ours_qps = len(queries) / statistics.median(batch["plain"]), len(queries) / statistics.median(batch["ours"])
+    plain_qps, ours_qps = (
+        len(queries) / statistics.median(batch["plain"]),
+        len(queries) / statistics.median(batch["ours"]),
+    )
     print(f"{'Anserini SimpleSearcher (anchor)':<38} {a50:>8.2f} {plain_qps:>10,.0f}")
     print(f"{'mhindex retriever':<38} {p50:>8.2f} {ours_qps:>10,.0f}")
-    print(f"x anchor: single query {a50 / p50:.2f}, batched {ours_qps / plain_qps:.2f}; same top-10 ids for {same}/{len(queries)} queries")
+    print(
+        f"x anchor: single query {a50 / p50:.2f}, batched {ours_qps / plain_qps:.2f}; same top-10 ids for "
+        f"{same}/{len(queries)} queries"
+    )
 
 
 def dense_section(root: Path, args) -> None:
@@ -183,22 +240,45 @@ def dense_section(root: Path, args) -> None:
     spec = DATASETS["musique"]
     homes = {runtime: root / f"dense-{runtime}" for runtime in ("torch", "onnx-int8")}
     for home in homes.values():
-        build_corpus(spec, [REPO / "src" / "mhindex" / "corpora" / "samples" / "musique" / f for f in spec.samples], home)
+        build_corpus(
+            spec, [REPO / "src" / "mhindex" / "corpora" / "samples" / "musique" / f for f in spec.samples], home
+        )
     corpus_file = homes["torch"] / "musique" / "corpus.jsonl"
     count = sum(1 for _ in corpus_file.open("rb"))
 
     def index(runtime: str) -> list[str]:
-        return mhindex(homes[runtime], "index", "musique", "--backend", "dense", "--threads", str(args.threads), "--encoder-runtime", runtime, "--force")
+        return mhindex(
+            homes[runtime],
+            "index",
+            "musique",
+            "--backend",
+            "dense",
+            "--threads",
+            str(args.threads),
+            "--encoder-runtime",
+            runtime,
+            "--force",
+        )
 
     export, _, _ = timed(index("onnx-int8"))
     torch_seconds, _, _ = timed(index("torch"))
-    print(f"\n## dense encoding: {count:,} paragraphs of the bundled MuSiQue sample, packaged MiniLM, {args.threads} threads")
-    print(f"first int8 run, including the one-time ONNX export: {export:.1f} s; fp32 torch index: {torch_seconds:.1f} s")
+    print(
+        f"\n## dense encoding: {count:,} paragraphs of the bundled MuSiQue sample, packaged MiniLM, "
+        f"{args.threads} threads"
+    )
+    print(
+        f"first int8 run, including the one-time ONNX export: {export:.1f} s; fp32 torch index: {torch_seconds:.1f} s"
+    )
     print(f"{'round':<6} {'arm':<38} {'seconds':>8} {'paragraphs/s':>13} {'x anchor':>9}")
     for round_ in range(1, args.rounds + 1):
-        anchor, _, _ = timed([sys.executable, "-c", ENCODE_ANCHOR, str(corpus_file), str(packaged_encoder()), str(args.threads)])
+        anchor, _, _ = timed(
+            [sys.executable, "-c", ENCODE_ANCHOR, str(corpus_file), str(packaged_encoder()), str(args.threads)]
+        )
         ours, _, _ = timed(index("onnx-int8"))
-        for label, seconds in (("plain sentence-transformers (anchor)", anchor), ("mhindex index --backend dense", ours)):
+        for label, seconds in (
+            ("plain sentence-transformers (anchor)", anchor),
+            ("mhindex index --backend dense", ours),
+        ):
             print(f"{round_:<6} {label:<38} {seconds:>8.1f} {count / seconds:>13,.1f} {anchor / seconds:>9.2f}")
     int8, fp32 = recall(homes["onnx-int8"], "musique", "onnx-int8"), recall(homes["torch"], "musique", "torch")
     print(f"recall@15 of gold paragraphs: int8 {int8:.3f}, fp32 {fp32:.3f} (difference {int8 - fp32:+.3f})")
@@ -207,7 +287,12 @@ def dense_section(root: Path, args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--unique", type=int, default=140_000)
-    parser.add_argument("--repeats", type=int, default=2, help="times each paragraph appears in the corpus input (the issue's: 2; MuSiQue's release: about 7)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="times each paragraph appears in the corpus input (the issue's: 2; MuSiQue's release: about 7)",
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--queries", type=int, default=1000)

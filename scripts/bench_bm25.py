@@ -32,7 +32,11 @@ from mhindex.corpora.build import build_corpus  # noqa: E402
 
 def vocabulary() -> list[str]:
     words = []
-    for line in (REPO / "src" / "mhindex" / "corpora" / "samples" / "musique" / "musique_ans_v1.0_dev.sample.jsonl").read_bytes().splitlines():
+    for line in (
+        (REPO / "src" / "mhindex" / "corpora" / "samples" / "musique" / "musique_ans_v1.0_dev.sample.jsonl")
+        .read_bytes()
+        .splitlines()
+    ):
         for paragraph in orjson.loads(line)["paragraphs"]:
             words += paragraph["paragraph_text"].split()
     return words
@@ -49,7 +53,12 @@ def synthetic_musique(path: Path, paragraphs: int, seed: int = 0) -> None:
                 "question": "q?",
                 "answer": "a",
                 "paragraphs": [
-                    {"idx": i, "title": " ".join(rng.choices(words, k=3)), "paragraph_text": " ".join(rng.choices(words, k=rng.randint(40, 140))), "is_supporting": False}
+                    {
+                        "idx": i,
+                        "title": " ".join(rng.choices(words, k=3)),
+                        "paragraph_text": " ".join(rng.choices(words, k=rng.randint(40, 140))),
+                        "is_supporting": False,
+                    }
                     for i in range(20)
                 ],
             }
@@ -113,7 +122,9 @@ def main() -> None:
         lucene.search_many(queries, 10)
         lucene_batch_qps = len(queries) / (time.perf_counter() - started)
         env = {**os.environ, "MHINDEX_HOME": str(root / "home")}
-        lucene_first = first_answer_seconds([sys.executable, "-m", "mhindex", "search", "bench", queries[0], "--json"], env)
+        lucene_first = first_answer_seconds(
+            [sys.executable, "-m", "mhindex", "search", "bench", queries[0], "--json"], env
+        )
         l50, l99 = percentiles(single)
 
         # bm25s
@@ -123,7 +134,9 @@ def main() -> None:
         stemmer = Stemmer.Stemmer("english")
         ids = [r["id"] for r in rows]
         started = time.perf_counter()
-        tokens = bm25s.tokenize([f"{r['title']} {r['text']}" for r in rows], stopwords="en", stemmer=stemmer, show_progress=False)
+        tokens = bm25s.tokenize(
+            [f"{r['title']} {r['text']}" for r in rows], stopwords="en", stemmer=stemmer, show_progress=False
+        )
         model = bm25s.BM25(k1=1.2, b=0.75)
         model.index(tokens, show_progress=False)
         bm25s_index_s = time.perf_counter() - started
@@ -140,7 +153,9 @@ def main() -> None:
         q = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
         model.retrieve(q, k=10, show_progress=False, n_threads=args.threads)
         bm25s_batch_qps = len(queries) / (time.perf_counter() - started)
-        bm25s_first = first_answer_seconds([sys.executable, "-c", BM25S_FIRST_ANSWER, str(root / "bm25s"), queries[0]], env)
+        bm25s_first = first_answer_seconds(
+            [sys.executable, "-c", BM25S_FIRST_ANSWER, str(root / "bm25s"), queries[0]], env
+        )
         b50, b99 = percentiles(single)
 
         overlap = statistics.mean(len(set(a) & set(b)) / 10 for a, b in zip(lucene_top, bm25s_top, strict=False))

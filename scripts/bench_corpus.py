@@ -37,7 +37,8 @@ def synthetic(path: Path, questions: int, pool: int, seed: int = 0) -> int:
         for q in range(questions):
             picks = rng.sample(range(pool), 20)
             paragraphs = [
-                {"idx": i, "title": titles[p], "paragraph_text": texts[p], "is_supporting": i < 2} for i, p in enumerate(picks)
+                {"idx": i, "title": titles[p], "paragraph_text": texts[p], "is_supporting": i < 2}
+                for i, p in enumerate(picks)
             ]
             record = {
                 "id": f"2hop__{q}_{q}",
@@ -63,7 +64,8 @@ with open(source, "rb") as lines:
             key = hash((p["title"], p["paragraph_text"]))
             if key not in seen:
                 seen.add(key)
-                kept.append(orjson.dumps({"id": f"{key & 0xFFFFFFFFFFFFFFFF:016x}", "title": p["title"], "text": p["paragraph_text"]}) + b"\\n")
+                record = {"id": f"{key & 0xFFFFFFFFFFFFFFFF:016x}", "title": p["title"], "text": p["paragraph_text"]}
+                kept.append(orjson.dumps(record) + b"\\n")
 random.Random(13370).shuffle(kept)
 with open(target, "wb") as out:
     out.writelines(kept)
@@ -94,18 +96,37 @@ def main() -> None:
         data = Path(tmp) / "musique_synthetic.jsonl"
         started = time.perf_counter()
         paragraphs = synthetic(data, args.questions, args.pool)
-        print(f"synthetic input: {paragraphs:,} paragraphs, {data.stat().st_size / 1e6:.0f} MB, written in {time.perf_counter() - started:.1f}s")
+        print(
+            f"synthetic input: {paragraphs:,} paragraphs, {data.stat().st_size / 1e6:.0f} MB, written in "
+            f"{time.perf_counter() - started:.1f}s"
+        )
         home = Path(tmp) / "home"
         rows: dict[str, list[tuple[float, float]]] = {"anchor": [], "mhindex": []}
         for _ in range(2):
             rows["anchor"].append(timed(ANCHOR, str(data), str(Path(tmp) / "anchor.jsonl")))
-            rows["mhindex"].append(timed(MHINDEX, "--quiet", "--home", str(home), "corpus", "musique", "--input", str(data), "--force", "--json"))
+            rows["mhindex"].append(
+                timed(
+                    MHINDEX,
+                    "--quiet",
+                    "--home",
+                    str(home),
+                    "corpus",
+                    "musique",
+                    "--input",
+                    str(data),
+                    "--force",
+                    "--json",
+                )
+            )
         counts = orjson.loads((home / "musique" / "manifest.json").read_bytes())["counts"]
         print(f"converted: {counts['paragraphs']:,} unique paragraphs, {counts['questions']:,} questions")
         print(f"{'run':<6} {'anchor p/s':>11} {'mhindex p/s':>12} {'ratio':>6} {'anchor MB':>10} {'mhindex MB':>11}")
         for attempt in range(2):
             (a_s, a_mb), (m_s, m_mb) = rows["anchor"][attempt], rows["mhindex"][attempt]
-            print(f"{attempt + 1:<6} {paragraphs / a_s:>11,.0f} {paragraphs / m_s:>12,.0f} {a_s / m_s:>6.2f} {a_mb:>10,.0f} {m_mb:>11,.0f}")
+            print(
+                f"{attempt + 1:<6} {paragraphs / a_s:>11,.0f} {paragraphs / m_s:>12,.0f} {a_s / m_s:>6.2f} "
+                f"{a_mb:>10,.0f} {m_mb:>11,.0f}"
+            )
 
 
 if __name__ == "__main__":

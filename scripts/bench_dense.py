@@ -26,7 +26,11 @@ from mhindex.corpora.build import build_corpus  # noqa: E402
 
 
 def recall(retriever, questions, k):
-    shares = [len({h.id for h in retriever.search(q["question"], k)} & set(q["gold_ids"])) / len(q["gold_ids"]) for q in questions if q["gold_ids"]]
+    shares = [
+        len({h.id for h in retriever.search(q["question"], k)} & set(q["gold_ids"])) / len(q["gold_ids"])
+        for q in questions
+        if q["gold_ids"]
+    ]
     return statistics.mean(shares)
 
 
@@ -45,12 +49,17 @@ def main() -> None:
     parser.add_argument("--datasets", default="musique,hotpotqa,2wikimultihopqa")
     parser.add_argument("--faiss-index", default="flat")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--colbert", action="store_true", help="also ColBERT (slow on CPU: minutes per thousand paragraphs)")
+    parser.add_argument(
+        "--colbert", action="store_true", help="also ColBERT (slow on CPU: minutes per thousand paragraphs)"
+    )
     args = parser.parse_args()
     # ColBERT compiles its C++ extensions once per cache folder; keep them between runs so that the
     # build time of the first dataset is indexing, not compiling.
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(Path.home() / ".cache" / "mhindex" / "torch_extensions"))
-    print(f"{'dataset':16}{'backend':9}{'paras':>7}{'build s':>9}{'paras/s':>9}{'p50 ms':>8}{'p99 ms':>8}{'R@5':>7}{'R@15':>7}")
+    print(
+        f"{'dataset':16}{'backend':9}{'paras':>7}{'build s':>9}{'paras/s':>9}"
+        f"{'p50 ms':>8}{'p99 ms':>8}{'R@5':>7}{'R@15':>7}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.datasets.split(","):
             spec = DATASETS[name]
@@ -67,7 +76,8 @@ def main() -> None:
                 p50, p99 = latency_ms(retriever, questions)
                 paragraphs = result.manifest["paragraphs"]
                 print(
-                    f"{name:16}{backend:9}{paragraphs:>7}{seconds:>9.1f}{paragraphs / seconds:>9.0f}{p50:>8.1f}{p99:>8.1f}"
+                    f"{name:16}{backend:9}{paragraphs:>7}{seconds:>9.1f}{paragraphs / seconds:>9.0f}"
+                    f"{p50:>8.1f}{p99:>8.1f}"
                     f"{recall(retriever, questions, 5):>7.3f}{recall(retriever, questions, 15):>7.3f}"
                 )
                 retriever.close()

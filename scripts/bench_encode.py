@@ -43,9 +43,15 @@ def recall(home: Path, corpus: str, runtime: str) -> float:
     from mhindex.backends import open_retriever
     from mhindex.home import corpus_dir
 
-    questions = [orjson.loads(line) for line in (home / corpus / "questions.jsonl").read_bytes().splitlines() if line.strip()]
+    questions = [
+        orjson.loads(line) for line in (home / corpus / "questions.jsonl").read_bytes().splitlines() if line.strip()
+    ]
     retriever = open_retriever(corpus_dir(home, corpus), "dense", {"encoder_runtime": runtime})
-    shares = [len({h.id for h in retriever.search(q["question"], 15)} & set(q["gold_ids"])) / len(q["gold_ids"]) for q in questions if q["gold_ids"]]
+    shares = [
+        len({h.id for h in retriever.search(q["question"], 15)} & set(q["gold_ids"])) / len(q["gold_ids"])
+        for q in questions
+        if q["gold_ids"]
+    ]
     retriever.close()
     return sum(shares) / len(shares)
 
@@ -62,25 +68,50 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-encode-"))
     try:
         for runtime in ("torch", "onnx-int8"):  # one home per arm: each keeps its index for the recall
-            shutil.copytree(args.home / args.corpus, work / runtime / args.corpus, ignore=shutil.ignore_patterns("indexes"))
+            shutil.copytree(
+                args.home / args.corpus, work / runtime / args.corpus, ignore=shutil.ignore_patterns("indexes")
+            )
         corpus_file = work / "torch" / args.corpus / "corpus.jsonl"
         count = sum(1 for _ in corpus_file.open("rb"))
 
         def index(runtime: str) -> list[str]:
-            return [sys.executable, "-m", "mhindex", "--quiet", "--home", str(work / runtime), "index", args.corpus, "--backend", "dense",
-                    "--threads", str(args.threads), "--encoder-runtime", runtime, "--force"]
+            return [
+                sys.executable,
+                "-m",
+                "mhindex",
+                "--quiet",
+                "--home",
+                str(work / runtime),
+                "index",
+                args.corpus,
+                "--backend",
+                "dense",
+                "--threads",
+                str(args.threads),
+                "--encoder-runtime",
+                runtime,
+                "--force",
+            ]
 
         export = timed(index("onnx-int8"))  # the first run exports the encoder to ONNX, once
-        print(f"{count:,} paragraphs of {args.corpus}, {args.threads} threads, each arm a fresh process (start to exit)")
+        print(
+            f"{count:,} paragraphs of {args.corpus}, {args.threads} threads, each arm a fresh process (start to exit)"
+        )
         print(f"first int8 run, including the one-time ONNX export: {export:.1f} s")
         print(f"{'round':<6} {'arm':<44} {'seconds':>8} {'paragraphs/s':>13} {'x anchor':>9}")
         for round_ in range(1, args.rounds + 1):
             anchor = timed([sys.executable, "-c", ANCHOR, str(corpus_file), str(packaged_encoder()), str(args.threads)])
-            arms = [("plain sentence-transformers (anchor)", anchor), ("mhindex index, --encoder-runtime torch", timed(index("torch"))),
-                    ("mhindex index, int8 ONNX (default)", timed(index("onnx-int8")))]
+            arms = [
+                ("plain sentence-transformers (anchor)", anchor),
+                ("mhindex index, --encoder-runtime torch", timed(index("torch"))),
+                ("mhindex index, int8 ONNX (default)", timed(index("onnx-int8"))),
+            ]
             for label, seconds in arms:
                 print(f"{round_:<6} {label:<44} {seconds:>8.1f} {count / seconds:>13.1f} {anchor / seconds:>9.2f}")
-        print(f"recall@15 of gold paragraphs: torch {recall(work / 'torch', args.corpus, 'torch'):.3f}, int8 ONNX {recall(work / 'onnx-int8', args.corpus, 'onnx-int8'):.3f}")
+        print(
+            f"recall@15 of gold paragraphs: torch {recall(work / 'torch', args.corpus, 'torch'):.3f}, int8 "
+            f"ONNX {recall(work / 'onnx-int8', args.corpus, 'onnx-int8'):.3f}"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

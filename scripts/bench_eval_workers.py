@@ -1,6 +1,7 @@
 """`mhindex eval --workers 1` against `--workers 2` on the same questions, side by side in one run.
 
-    .venv/bin/python scripts/bench_eval_workers.py [--corpus musique] [--limit 20] [--method ircot] [--lm local:qwen2.5-0.5b]
+    .venv/bin/python scripts/bench_eval_workers.py [--corpus musique] [--limit 20] [--method ircot]
+        [--lm local:qwen2.5-0.5b]
 
 Each way is one `mhindex eval` process with the call cache off, so neither finds the other's
 answers; with two workers the process holds one model object whose llama.cpp server has two
@@ -28,12 +29,32 @@ SHOWN = (("em", "EM"), ("f1", "F1"), ("recall", "Recall"))
 
 def run_eval(args, workers: int, out: Path) -> tuple[float, dict, dict[str, str]]:
     command = [
-        sys.executable, "-m", "mhindex", "eval", args.corpus, "--method", args.method, "--limit", str(args.limit), "--no-cache",
-        "--workers", str(workers), "--lm", args.lm, "--out", str(out), "--json", "--quiet",
+        sys.executable,
+        "-m",
+        "mhindex",
+        "eval",
+        args.corpus,
+        "--method",
+        args.method,
+        "--limit",
+        str(args.limit),
+        "--no-cache",
+        "--workers",
+        str(workers),
+        "--lm",
+        args.lm,
+        "--out",
+        str(out),
+        "--json",
+        "--quiet",
         *(["--lm-threads", str(args.lm_threads)] if args.lm_threads else []),
-    ]  # fmt: skip
+    ]
     started = time.perf_counter()
-    report = orjson.loads(subprocess.run(command, capture_output=True, check=True, env={**os.environ, "MHINDEX_HOME": str(args.home)}).stdout)
+    report = orjson.loads(
+        subprocess.run(
+            command, capture_output=True, check=True, env={**os.environ, "MHINDEX_HOME": str(args.home)}
+        ).stdout
+    )
     wall = time.perf_counter() - started
     answers = {}
     for line in (out / f"{args.method}.jsonl").read_bytes().splitlines():
@@ -56,7 +77,10 @@ def main() -> None:
         for workers in (1, 2):
             runs[workers] = run_eval(args, workers, Path(scratch) / f"w{workers}")
     threads = args.lm_threads or "default"
-    print(f"mhindex eval {args.corpus} -m {args.method} --limit {args.limit}, {args.lm}, --lm-threads {threads}, call cache off, one process each way")
+    print(
+        f"mhindex eval {args.corpus} -m {args.method} --limit {args.limit}, {args.lm}, --lm-threads {threads}, "
+        "call cache off, one process each way"
+    )
     print(f"{'workers':<8} {'wall s/question':>16} " + " ".join(f"{label:>7}" for _, label in SHOWN))
     for workers, (wall, metrics, _) in runs.items():
         print(f"{workers:<8} {wall / args.limit:>16.1f} " + " ".join(f"{100 * metrics[key]:>7.1f}" for key, _ in SHOWN))

@@ -1,6 +1,7 @@
 """Dense retrieval past memory: the IVF-PQ path of the dense backend on synthetic vectors.
 
-    .venv/bin/python scripts/bench_faiss_scale.py [--paragraphs 500000] [--dim 384] [--pq-m 16] [--work /tmp/faiss-scale]
+    .venv/bin/python scripts/bench_faiss_scale.py [--paragraphs 500000] [--dim 384] [--pq-m 16]
+        [--work /tmp/faiss-scale]
 
 Writes --paragraphs synthetic unit vectors (near a low-dimensional subspace, as text embeddings are) as the
 dense backend's encoding shards, then in separate processes, each reporting its own peak memory:
@@ -38,7 +39,10 @@ def rss_mb() -> float:
 def embedded(rng, count: int, dim: int, basis) -> np.ndarray:
     """Unit vectors near a 48-dimensional subspace: text embeddings have a low intrinsic dimension,
     which is what makes quantised search work on them (on isotropic noise nothing finds neighbours)."""
-    vectors = rng.standard_normal((count, len(basis)), dtype=np.float32) @ basis + rng.standard_normal((count, dim), dtype=np.float32) * 0.02
+    vectors = (
+        rng.standard_normal((count, len(basis)), dtype=np.float32) @ basis
+        + rng.standard_normal((count, dim), dtype=np.float32) * 0.02
+    )
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
@@ -84,7 +88,10 @@ def search(work: Path, memory_map: bool) -> None:
         latencies.append(time.perf_counter() - began)
         found.append(ids[0])
     np.save(work / f"found-{int(memory_map)}.npy", np.array(found))
-    print(f"search {opened:.2f} {after_open:.0f} {rss_mb() - before:.0f} {np.median(latencies) * 1000:.2f} {np.percentile(latencies, 99) * 1000:.2f}")
+    print(
+        f"search {opened:.2f} {after_open:.0f} {rss_mb() - before:.0f} {np.median(latencies) * 1000:.2f} "
+        f"{np.percentile(latencies, 99) * 1000:.2f}"
+    )
 
 
 def exact_top10(work: Path) -> np.ndarray:
@@ -95,7 +102,9 @@ def exact_top10(work: Path) -> np.ndarray:
     for shard in sorted(work.glob("shard-*.npy")):
         block = np.load(shard) @ queries.T  # (shard, queries)
         both = np.concatenate([scores, block.T], axis=1)
-        both_ids = np.concatenate([ids, np.arange(start, start + block.shape[0])[None, :].repeat(len(queries), 0)], axis=1)
+        both_ids = np.concatenate(
+            [ids, np.arange(start, start + block.shape[0])[None, :].repeat(len(queries), 0)], axis=1
+        )
         top = np.argsort(-both, axis=1)[:, :10]
         scores, ids = np.take_along_axis(both, top, 1), np.take_along_axis(both_ids, top, 1)
         start += block.shape[0]
@@ -130,31 +139,51 @@ def main() -> None:
     truth = exact_top10(args.work)
     disk = (args.work / "faiss.index").stat().st_size / 2**20
     vectors_mb = n * dim * 4 / 2**20
-    print(f"IVF-PQ on {n:,} synthetic unit vectors of {dim} dimensions ({vectors_mb:,.0f} MB as float32): {lists} lists, {args.pq_m} bytes a code")
-    print(f"build (train on a sample, add shard by shard): {float(seconds):.0f} s, peak memory {float(build_peak):,.0f} MB")
+    print(
+        f"IVF-PQ on {n:,} synthetic unit vectors of {dim} dimensions ({vectors_mb:,.0f} MB as float32): "
+        f"{lists} lists, {args.pq_m} bytes a code"
+    )
+    print(
+        f"build (train on a sample, add shard by shard): {float(seconds):.0f} s, peak memory "
+        f"{float(build_peak):,.0f} MB"
+    )
     print(f"index on disk: {disk:,.1f} MB ({disk * 2**20 / n:.1f} bytes a paragraph)")
-    print(f"{'search (1 thread)':<22} {'open s':>7} {'MB open':>8} {'MB after':>9} {'p50 ms':>7} {'p99 ms':>7} {'recall@10':>10}  (synthetic vectors: compare the rows, not the recall)")
+    print(
+        f"{'search (1 thread)':<22} {'open s':>7} {'MB open':>8} {'MB after':>9} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'recall@10':>10}  (synthetic vectors: compare the rows, not the recall)"
+    )
     for mode, (opened, after_open, after_search, p50, p99) in rows.items():
         found = np.load(args.work / f"found-{int(mode == 'mmap')}.npy")
         recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
         label = "memory-mapped" if mode == "mmap" else "read into memory"
-        print(f"{label:<22} {float(opened):>7.2f} {float(after_open):>8.0f} {float(after_search):>9.0f} {float(p50):>7.2f} {float(p99):>7.2f} {recall:>10.3f}")
+        print(
+            f"{label:<22} {float(opened):>7.2f} {float(after_open):>8.0f} {float(after_search):>9.0f} "
+            f"{float(p50):>7.2f} {float(p99):>7.2f} {recall:>10.3f}"
+        )
     overhead = float(build_peak) - build_estimate(n, dim, args.pq_m, int(lists))
-    print(f"\nfor HotpotQA's 5,233,329 abstracts, by the same sizes (codes and 8-byte ids, centroids, a 64-per-list training sample,"
-          f" one shard, plus the {overhead:,.0f} MB this run needed beyond them):")
+    print(
+        "\nfor HotpotQA's 5,233,329 abstracts, by the same sizes (codes and 8-byte ids, centroids, a "
+        "64-per-list training sample,"
+        f" one shard, plus the {overhead:,.0f} MB this run needed beyond them):"
+    )
     for label, d, m in (("MiniLM, 384 dims, --pq-m 16", 384, 16), ("DPR, 768 dims, --pq-m 64", 768, 64)):
         total = 5_233_329
         nlist = round(4 * math.sqrt(total))
         index_mb = (total * (m + 8) + nlist * d * 4) / 2**20
         shards = total * d * 4 / 2**30
-        print(f"  {label}: index {index_mb:,.0f} MB on disk and in memory (or memory-mapped with --mmap); build peak about"
-              f" {build_estimate(total, d, m, nlist) + overhead:,.0f} MB; encoding shards {shards:,.1f} GB on disk while building"
-              f" (a flat index would hold all {shards:,.1f} GB in memory)")
+        print(
+            f"  {label}: index {index_mb:,.0f} MB on disk and in memory (or memory-mapped with --mmap); build "
+            "peak about"
+            f" {build_estimate(total, d, m, nlist) + overhead:,.0f} MB; encoding shards {shards:,.1f} GB on "
+            "disk while building"
+            f" (a flat index would hold all {shards:,.1f} GB in memory)"
+        )
 
 
 def build_estimate(count: int, dim: int, pq_m: int, lists: int) -> float:
     """MB the IVF-PQ build holds: training sample, codes and ids, centroids, one shard."""
     return (min(count, 64 * lists) * dim * 4 + count * (pq_m + 8) + lists * dim * 4 + SHARD * dim * 4) / 2**20
+
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,8 @@
 Each way runs in its own process over the same questions, with the call cache off, so that
 neither finds the other's prompts in llama.cpp's prompt cache (answering each question twice in
 one process made the second run look four times faster). In each, the first question's time
-includes reading the demonstrations into the prompt cache, the same for both. Prints seconds, generated tokens and LM calls per question for each,
+includes reading the demonstrations into the prompt cache, the same for both. Prints seconds, generated
+tokens and LM calls per question for each,
 and how many answers, steps and paragraphs are the same. Needs the corpus and its Lucene index
 under --home (scripts/paper_table.sh builds them).
 """
@@ -53,7 +54,20 @@ def main() -> None:
         return run_arm(args, args.arm == "early")
     runs = {}
     for arm in ("whole", "early"):
-        command = [sys.executable, __file__, "--arm", arm, "--corpus", args.corpus, "--limit", str(args.limit), "--lm", args.lm, "--home", str(args.home)]
+        command = [
+            sys.executable,
+            __file__,
+            "--arm",
+            arm,
+            "--corpus",
+            args.corpus,
+            "--limit",
+            str(args.limit),
+            "--lm",
+            args.lm,
+            "--home",
+            str(args.home),
+        ]
         output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
         runs[arm] = [orjson.loads(line) for line in output.splitlines() if line.startswith("{")]
     n = len(runs["whole"])
@@ -61,7 +75,10 @@ def main() -> None:
     print(f"{'steps':<12} {'s/question':>10} {'generated tokens/q':>19} {'LM calls/q':>11}")
     for arm, label in (("whole", "whole line"), ("early", "early stop")):
         rows = runs[arm]
-        print(f"{label:<12} {sum(r['wall'] for r in rows) / n:>10.1f} {sum(r['completion_tokens'] for r in rows) / n:>19.1f} {sum(r['lm_calls'] for r in rows) / n:>11.1f}")
+        print(
+            f"{label:<12} {sum(r['wall'] for r in rows) / n:>10.1f} "
+            f"{sum(r['completion_tokens'] for r in rows) / n:>19.1f} {sum(r['lm_calls'] for r in rows) / n:>11.1f}"
+        )
     keep = ("answer", "steps", "retrieved", "reasoning")
     same = sum(all(a[k] == b[k] for k in keep) for a, b in zip(runs["whole"], runs["early"]))
     saved = (sum(r["wall"] for r in runs["whole"]) - sum(r["wall"] for r in runs["early"])) / n

@@ -51,7 +51,9 @@ def speed(model: LlamaCppModel) -> tuple[float, float]:
     prompt = "Wikipedia Title: Paris\nParis is the capital and most populous city of France. " * 40
     evaluated = model.complete(prompt + "\nQ: What is Paris?\nA:", max_tokens=1)
     generated = model.complete("Write a long story about a cat.\n", max_tokens=128)
-    prompt_tps = (evaluated.prompt_tokens_evaluated or evaluated.prompt_tokens) / (evaluated.prompt_seconds or evaluated.seconds)
+    prompt_tps = (evaluated.prompt_tokens_evaluated or evaluated.prompt_tokens) / (
+        evaluated.prompt_seconds or evaluated.seconds
+    )
     generation_tps = generated.completion_tokens / (generated.seconds - (generated.prompt_seconds or 0))
     return prompt_tps, generation_tps
 
@@ -73,8 +75,12 @@ def main() -> None:
         import orjson
 
         questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines()[: args.questions]]
-        print(f"{args.questions} MuSiQue questions, IRCoT K=4, {args.max_demos} demonstrations, {args.threads} thread(s)")
-        print(f"{'model':22}{'prompt tok/s':>13}{'gen tok/s':>11}{'reuse':>7}{'sent':>9}{'evaluated':>11}{'seconds':>9}")
+        print(
+            f"{args.questions} MuSiQue questions, IRCoT K=4, {args.max_demos} demonstrations, {args.threads} thread(s)"
+        )
+        print(
+            f"{'model':22}{'prompt tok/s':>13}{'gen tok/s':>11}{'reuse':>7}{'sent':>9}{'evaluated':>11}{'seconds':>9}"
+        )
         for spec in specs:
             kind, name = spec.split(":", 1)
             path = packaged_model_path(name, home / "models") if kind == "local" else Path(name)
@@ -82,13 +88,22 @@ def main() -> None:
                 model = LlamaCppModel(path, name=spec, threads=args.threads, reuse_prefix=reuse)
                 prompt_tps, generation_tps = speed(model) if reuse else (float("nan"), float("nan"))
                 counting = Counting(model)
-                method = make_method("ircot", retriever, counting, IRCoTSettings(max_demos=args.max_demos), MethodContext(dataset="musique"))
+                method = make_method(
+                    "ircot",
+                    retriever,
+                    counting,
+                    IRCoTSettings(max_demos=args.max_demos),
+                    MethodContext(dataset="musique"),
+                )
                 started = time.perf_counter()
                 for q in questions:
                     method.answer(Query(q["id"], q["question"]))
                 seconds = time.perf_counter() - started
                 rates = f"{prompt_tps:>13.0f}{generation_tps:>11.1f}" if reuse else f"{'':>13}{'':>11}"
-                print(f"{spec:22}{rates}{'on' if reuse else 'off':>7}{counting.sent:>9,}{counting.evaluated:>11,}{seconds:>9.1f}")
+                print(
+                    f"{spec:22}{rates}{'on' if reuse else 'off':>7}"
+                    f"{counting.sent:>9,}{counting.evaluated:>11,}{seconds:>9.1f}"
+                )
                 model.close()
         retriever.close()
 

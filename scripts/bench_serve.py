@@ -1,6 +1,7 @@
 """`mhindex serve` under load on 127.0.0.1, in each protocol, next to the same searches in process.
 
-    .venv/bin/python scripts/bench_serve.py [--corpus musique] [--backend lucene] [--requests 2000] [--home .mhindex-eval]
+    .venv/bin/python scripts/bench_serve.py [--corpus musique] [--backend lucene] [--requests 2000]
+        [--home .mhindex-eval]
 
 Starts `mhindex serve` with its default limits in a child process, then:
 - single queries in mhindex's own API (POST /search, k=10), IRCoT's (POST /retrieve/, the
@@ -58,16 +59,36 @@ class Connections:
         return response.status, response.read()
 
 
-def protocols(k: int) -> dict[str, tuple[Callable[[str], tuple[str, str, dict | None]], Callable[[bytes], list[str]], int]]:
+def protocols(
+    k: int,
+) -> dict[str, tuple[Callable[[str], tuple[str, str, dict | None]], Callable[[bytes], list[str]], int]]:
     """Per protocol: the request for a query, the ids in its answer, and the k it asks for."""
     return {
-        "mhindex": (lambda q: ("POST", "/search", {"query": q, "k": k}), lambda data: [h["id"] for h in orjson.loads(data)["hits"]], k),
+        "mhindex": (
+            lambda q: ("POST", "/search", {"query": q, "k": k}),
+            lambda data: [h["id"] for h in orjson.loads(data)["hits"]],
+            k,
+        ),
         "ircot": (
-            lambda q: ("POST", "/retrieve/", {"retrieval_method": "retrieve_from_elasticsearch", "query_text": q, "max_hits_count": 6, "corpus_name": "musique", "document_type": "title_paragraph_text"}),
+            lambda q: (
+                "POST",
+                "/retrieve/",
+                {
+                    "retrieval_method": "retrieve_from_elasticsearch",
+                    "query_text": q,
+                    "max_hits_count": 6,
+                    "corpus_name": "musique",
+                    "document_type": "title_paragraph_text",
+                },
+            ),
             lambda data: [h["id"] for h in orjson.loads(data)["retrieval"]],
             6,
         ),
-        "colbert": (lambda q: ("GET", "/api/search?" + urlencode({"query": q, "k": k}), None), lambda data: [h["id"] for h in orjson.loads(data)["topk"]], k),
+        "colbert": (
+            lambda q: ("GET", "/api/search?" + urlencode({"query": q, "k": k}), None),
+            lambda data: [h["id"] for h in orjson.loads(data)["topk"]],
+            k,
+        ),
     }
 
 
@@ -102,14 +123,35 @@ def main() -> None:
         batches[size] = (batch, size / best)
     retriever.close()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"{args.backend} on {args.corpus} ({len(queries)} distinct questions as queries), {len(work)} requests per row, server at its default limits; load average before: {load}")
+    print(
+        f"{args.backend} on {args.corpus} ({len(queries)} distinct questions as queries), {len(work)} requests "
+        f"per row, server at its default limits; load average before: {load}"
+    )
     print(f"{'protocol':<10} {'where':<22} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'wrong':>6}")
-    print(f"{'-':<10} {'in process, 1 thread':<22} {len(work) / seconds:>10,.0f} {statistics.median(latencies) * 1000:>8.2f} {percentile(latencies, 0.99) * 1000:>8.2f} {'-':>6}")
+    print(
+        f"{'-':<10} {'in process, 1 thread':<22} {len(work) / seconds:>10,.0f} "
+        f"{statistics.median(latencies) * 1000:>8.2f} {percentile(latencies, 0.99) * 1000:>8.2f} {'-':>6}"
+    )
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "mhindex", "--quiet", "--home", str(args.home), "serve", args.corpus, "--backend", args.backend, "--port", str(port)])
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mhindex",
+            "--quiet",
+            "--home",
+            str(args.home),
+            "serve",
+            args.corpus,
+            "--backend",
+            args.backend,
+            "--port",
+            str(port),
+        ]
+    )
     failures = 0
     try:
         deadline = time.time() + 120
@@ -137,18 +179,31 @@ def main() -> None:
                 wrong = sum(not ok for _, ok in results)
                 failures += wrong
                 label = f"served, {clients} client{'s' if clients > 1 else ''}"
-                print(f"{name:<10} {label:<22} {len(work) / seconds:>10,.0f} {statistics.median(latencies) * 1000:>8.2f} {percentile(latencies, 0.99) * 1000:>8.2f} {wrong:>6}")
+                print(
+                    f"{name:<10} {label:<22} {len(work) / seconds:>10,.0f} "
+                    f"{statistics.median(latencies) * 1000:>8.2f} "
+                    f"{percentile(latencies, 0.99) * 1000:>8.2f} {wrong:>6}"
+                )
         print(f"\n{'Search-R1 batch':<16} {'in process q/s':>14} {'served q/s':>11} {'x in process':>12} {'wrong':>6}")
         connections = Connections(port)
         for size, (batch, in_process) in batches.items():
             connections.request("POST", "/retrieve", {"queries": batch[:64], "topk": 3})  # warm
             began = time.perf_counter()
-            status, data = connections.request("POST", "/retrieve", {"queries": batch, "topk": 3, "return_scores": True})
+            status, data = connections.request(
+                "POST", "/retrieve", {"queries": batch, "topk": 3, "return_scores": True}
+            )
             served = size / (time.perf_counter() - began)
             result = orjson.loads(data)["result"] if status == 200 else []
-            wrong = size - sum(1 for q, hits in zip(batch, result, strict=False) if [h["document"]["id"] for h in hits] == expected[3][q])
+            wrong = size - sum(
+                1
+                for q, hits in zip(batch, result, strict=False)
+                if [h["document"]["id"] for h in hits] == expected[3][q]
+            )
             failures += wrong
-            print(f"{f'{size:,} queries':<16} {in_process:>14,.0f} {served:>11,.0f} {served / in_process:>12.2f} {wrong:>6}")
+            print(
+                f"{f'{size:,} queries':<16} {in_process:>14,.0f} {served:>11,.0f} {served / in_process:>12.2f} "
+                f"{wrong:>6}"
+            )
     finally:
         server.terminate()
         server.wait(timeout=30)

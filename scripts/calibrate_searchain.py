@@ -26,14 +26,26 @@ from mhindex.methods.base import Meter
 from mhindex.methods.prompts import paragraph_block
 from mhindex.methods.searchain import LMReader
 
-SAMPLE = Path(__file__).resolve().parents[1] / "src" / "mhindex" / "corpora" / "samples" / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+SAMPLE = (
+    Path(__file__).resolve().parents[1]
+    / "src"
+    / "mhindex"
+    / "corpora"
+    / "samples"
+    / "musique"
+    / "musique_ans_v1.0_dev.sample.jsonl"
+)
 
 
 def sub_questions(record: dict) -> list[tuple[str, str]]:
     """(question, answer) per hop; MuSiQue writes some hops as "entity >> relation"."""
     answers, hops = [], []
     for hop in record["question_decomposition"]:
-        text = re.sub(r"#(\d+)", lambda m: answers[int(m.group(1)) - 1] if int(m.group(1)) <= len(answers) else m.group(0), hop["question"])
+        text = re.sub(
+            r"#(\d+)",
+            lambda m: answers[int(m.group(1)) - 1] if int(m.group(1)) <= len(answers) else m.group(0),
+            hop["question"],
+        )
         if ">>" in text:
             entity, _, relation = text.partition(">>")
             text = f"What is the {relation.strip()} of {entity.strip()}?"

@@ -25,12 +25,25 @@ def main() -> int:
         questions = sample(dataset, args.limit, args.seed)
         # Measured runs first; the re-read fills in the questions they have not reached.
         read_directly = {m: direct(args.model, dataset, m) for m in ("nor", "oner", "ircot")}
-        print(f"| {dataset} | CoT | {_cell(questions, stored['nor'])} | {_cell(questions, stored['oner'])} | {_cell(questions, stored['ircot'])} |")
-        print(f"| {dataset} | CoT, else the chain's answer | | | {_cell(questions, {i: chain_fallback(r) for i, r in stored['ircot'].items()})} |")
-        print(f"| {dataset} | Direct | {_cell(questions, read_directly['nor'])} | {_cell(questions, read_directly['oner'])} | {_cell(questions, read_directly['ircot'])} |")
+        print(
+            f"| {dataset} | CoT | {_cell(questions, stored['nor'])} | {_cell(questions, stored['oner'])} | "
+            f"{_cell(questions, stored['ircot'])} |"
+        )
+        print(
+            f"| {dataset} | CoT, else the chain's answer | | | "
+            f"{_cell(questions, {i: chain_fallback(r) for i, r in stored['ircot'].items()})} |"
+        )
+        print(
+            f"| {dataset} | Direct | {_cell(questions, read_directly['nor'])} | "
+            f"{_cell(questions, read_directly['oner'])} | {_cell(questions, read_directly['ircot'])} |"
+        )
         both = [i for i in questions if i in read_directly["ircot"] and i in stored["ircot"]]
         if both:
-            agree = sum(best(f1, read_directly["ircot"][i]["answer"], questions[i]["answers"]) >= best(f1, chain_fallback(stored["ircot"][i])["answer"], questions[i]["answers"]) for i in both)
+            agree = sum(
+                best(f1, read_directly["ircot"][i]["answer"], questions[i]["answers"])
+                >= best(f1, chain_fallback(stored["ircot"][i])["answer"], questions[i]["answers"])
+                for i in both
+            )
             print(f"|  | (Direct ≥ CoT-with-chain on {agree} of {len(both)} IRCoT questions) | | | |")
     return 0
 

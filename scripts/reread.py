@@ -39,7 +39,9 @@ def main() -> int:
     parser.add_argument("--lm", default=DEFAULT_LM)
     parser.add_argument("--lm-threads", type=int, default=None)
     parser.add_argument("--home", type=Path, default=None)
-    parser.add_argument("--limit", type=int, default=None, help="only the questions of `mhindex eval --limit N` (nested samples)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="only the questions of `mhindex eval --limit N` (nested samples)"
+    )
     parser.add_argument("--seed", type=int, default=13370)
     args = parser.parse_args()
 

@@ -22,7 +22,8 @@ from tables import DATASETS, RESULTS, arguments, chain_fallback, direct, load, s
 def main() -> int:
     args = arguments(__doc__.splitlines()[0])
     print(
-        "| dataset | method (reader) | EM | F1 | Cover-EM | Cover-EM (substr.) | Cover-EM (all LM text) | Recall (≤15) | LM calls/q | rounds/q | s/q |"
+        "| dataset | method (reader) | EM | F1 | Cover-EM | Cover-EM (substr.) | Cover-EM (all LM text) | "
+        "Recall (≤15) | LM calls/q | rounds/q | s/q |"
         f"  ({args.limit} questions, {args.model})"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -38,7 +39,11 @@ def main() -> int:
             ("IRCoT (Direct, re-read)", direct(args.model, dataset, "ircot"), False),
             ("IRCoT (Direct, cleaned queries)", clean["ircot"], True),
             ("SearChain (LM reader)", load(RESULTS / f"{args.model}-searchain" / dataset / "searchain.jsonl"), True),
-            ("SearChain (LM reader, Tracing)", load(RESULTS / f"{args.model}-searchain-tracing" / dataset / "searchain.jsonl"), True),
+            (
+                "SearChain (LM reader, Tracing)",
+                load(RESULTS / f"{args.model}-searchain-tracing" / dataset / "searchain.jsonl"),
+                True,
+            ),
         ]
         for label, records, timed in rows:
             if not all(i in records for i in questions):
@@ -49,8 +54,10 @@ def main() -> int:
             text = f"{s['cover_em_generated'] * 100:.1f}" if "cover_em_generated" in s else ""
             seconds = f"{s['seconds_per_question']:.1f}" if timed else ""
             print(
-                f"| {dataset} | {label} | {s['em'] * 100:.1f} | {s['f1'] * 100:.1f} ±{s['f1_ci95'] * 100:.1f} | {s['cover_em'] * 100:.1f} | "
-                f"{s['cover_em_substring'] * 100:.1f} | {text} | {recall} | {s['lm_calls_per_question']:.1f} | {rounds} | {seconds} |"
+                f"| {dataset} | {label} | {s['em'] * 100:.1f} | {s['f1'] * 100:.1f} ±{s['f1_ci95'] * 100:.1f} "
+                f"| {s['cover_em'] * 100:.1f} | "
+                f"{s['cover_em_substring'] * 100:.1f} | {text} | {recall} | {s['lm_calls_per_question']:.1f} | "
+                f"{rounds} | {seconds} |"
             )
     return 0
 

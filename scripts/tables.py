@@ -26,12 +26,19 @@ def load(path: Path) -> dict[str, dict]:
     """A stored predictions file by question id (failed questions left out)."""
     if not path.is_file():
         return {}
-    return {r["id"]: r for r in (orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()) if "error" not in r}
+    return {
+        r["id"]: r
+        for r in (orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip())
+        if "error" not in r
+    }
 
 
 def direct(model: str, dataset: str, method: str) -> dict[str, dict]:
     """The Direct reader's predictions: measured runs, else the stored paragraphs read again (reread.py)."""
-    return {**load(RESULTS / f"{model}-reread-direct" / dataset / f"{method}.jsonl"), **load(RESULTS / f"{model}-reader-direct" / dataset / f"{method}.jsonl")}
+    return {
+        **load(RESULTS / f"{model}-reread-direct" / dataset / f"{method}.jsonl"),
+        **load(RESULTS / f"{model}-reader-direct" / dataset / f"{method}.jsonl"),
+    }
 
 
 def chain_fallback(record: dict) -> dict:

@@ -66,7 +66,10 @@ def small_wiki_corpus(home: Path) -> Path:
 
     small = home / "dev.small.json"
     small.write_text(json.dumps(json.loads((SAMPLES / "2wikimultihopqa" / "dev.sample.json").read_text())[:25]))
-    assert main(["--quiet", "--home", str(home), "corpus", "2wikimultihopqa", "--input", str(small), "--name", "wiki"]) == 0
+    assert (
+        main(["--quiet", "--home", str(home), "corpus", "2wikimultihopqa", "--input", str(small), "--name", "wiki"])
+        == 0
+    )
     return home
 
 
@@ -90,7 +93,12 @@ def serve_index(corpus, retriever, api_key=None, **limits):
     from mhindex.server.app import Limits, make_app
     from mhindex.server.protocols import corpus_lines
 
-    info = {"corpus": corpus.name, "dataset": corpus.manifest()["dataset"], "backend": "lucene", "paragraphs": corpus.manifest()["counts"]["paragraphs"]}
+    info = {
+        "corpus": corpus.name,
+        "dataset": corpus.manifest()["dataset"],
+        "backend": "lucene",
+        "paragraphs": corpus.manifest()["counts"]["paragraphs"],
+    }
     return make_app(retriever, info, Limits(**limits), api_key, corpus_lines(corpus), access_log=False)
 
 

@@ -75,7 +75,9 @@ class FakeElasticsearch:
         lines = [orjson.loads(line) for line in raw.splitlines() if line.strip()]
         body = lines[0] if len(lines) == 1 else lines
         with self._lock:
-            self.requests.append({"method": method, "path": path, "query": query, "body": body, "thread": threading.get_ident()})
+            self.requests.append(
+                {"method": method, "path": path, "query": query, "body": body, "thread": threading.get_ident()}
+            )
         parts = [p for p in path.split("/") if p]
         if not parts:
             return 200, {"version": {"number": "8.15.0"}, "tagline": "You Know, for Search"}
@@ -87,7 +89,7 @@ class FakeElasticsearch:
         if parts[0] == "_aliases":
             with self._lock:
                 for action in body["actions"]:
-                    (verb, target), = action.items()
+                    ((verb, target),) = action.items()
                     if verb == "add":
                         self.aliases[target["alias"]] = target["index"]
                     elif self.aliases.get(target["alias"]) == target["index"]:
@@ -95,7 +97,11 @@ class FakeElasticsearch:
             return 200, {"acknowledged": True}
         if parts[0] == "_alias":
             index = self.aliases.get(parts[1])
-            return (200, {index: {"aliases": {parts[1]: {}}}}) if index else (404, {"error": "alias missing", "status": 404})
+            return (
+                (200, {index: {"aliases": {parts[1]: {}}}})
+                if index
+                else (404, {"error": "alias missing", "status": 404})
+            )
         if parts[0] == "_cluster":
             return 200, {"status": "green", "number_of_nodes": 1}
         name = parts[0]
@@ -123,10 +129,21 @@ class FakeElasticsearch:
                 self.reject_next -= reject
             if reject:
                 self.rejected.append(action["_id"])
-                items.append({"index": {"_index": action["_index"], "_id": action["_id"], "status": 429, "error": {"type": "es_rejected_execution_exception"}}})
+                items.append(
+                    {
+                        "index": {
+                            "_index": action["_index"],
+                            "_id": action["_id"],
+                            "status": 429,
+                            "error": {"type": "es_rejected_execution_exception"},
+                        }
+                    }
+                )
                 continue
             self.indices[action["_index"]]["docs"][action["_id"]] = source
-            items.append({"index": {"_index": action["_index"], "_id": action["_id"], "status": 201, "result": "created"}})
+            items.append(
+                {"index": {"_index": action["_index"], "_id": action["_id"], "status": 201, "result": "created"}}
+            )
         return {"took": 1, "errors": any(i["index"]["status"] >= 300 for i in items), "items": items}
 
     def _search(self, name: str, body: dict) -> dict:
@@ -149,7 +166,10 @@ class FakeElasticsearch:
                 if shared >= required and (allowed is None or doc["title"].lower() in allowed):
                     ranked.append((float(shared), doc_id))
             ranked.sort(key=lambda pair: -pair[0])
-        hits = [{"_id": i, "_score": s, "_source": {f: docs[i][f] for f in body["_source"]}} for s, i in ranked[: body["size"]]]
+        hits = [
+            {"_id": i, "_score": s, "_source": {f: docs[i][f] for f in body["_source"]}}
+            for s, i in ranked[: body["size"]]
+        ]
         return {"took": 1, "hits": {"total": {"value": len(hits), "relation": "eq"}, "hits": hits}}
 
 

@@ -86,7 +86,9 @@ class FaultProxy:
 
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 proxy.requests.append(f"{method} {self.path}")
-                fault = proxy.faults.pop(0) if proxy.faults and method == "POST" and "completions" in self.path else None
+                fault = (
+                    proxy.faults.pop(0) if proxy.faults and method == "POST" and "completions" in self.path else None
+                )
                 if fault in ("500", "429"):
                     payload = b'{"error": {"message": "scripted failure"}}'
                     self.send_response(int(fault))
@@ -112,7 +114,9 @@ class FaultProxy:
                     return
                 if fault and fault.startswith("sleep"):
                     time.sleep(float(fault[5:]))
-                response = client.request(method, proxy.upstream + self.path, content=body, headers={"Content-Type": "application/json"})
+                response = client.request(
+                    method, proxy.upstream + self.path, content=body, headers={"Content-Type": "application/json"}
+                )
                 self.send_response(response.status_code)
                 self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
                 self.send_header("Content-Length", str(len(response.content)))
@@ -227,7 +231,10 @@ class MisbehavingLM:
                     elif mode == "silent":
                         server.stop.wait(120)
                     elif mode == "echo-key":
-                        self._send(401, {"error": f"bad credentials in header: Authorization: {self.headers.get('Authorization')}"})
+                        self._send(
+                            401,
+                            {"error": f"bad credentials in header: Authorization: {self.headers.get('Authorization')}"},
+                        )
                     elif mode == "chunks" and request.get("stream"):
                         self.send_response(200)
                         self.send_header("Content-Type", "text/event-stream")
@@ -236,7 +243,13 @@ class MisbehavingLM:
                         self.wfile.flush()
                     else:
                         choice = {"text": "Paris", "message": {"content": "Paris"}, "finish_reason": "stop"}
-                        usage = {"usage": "bad"} if mode == "usage" else {"usage": {"prompt_tokens": "abc", "completion_tokens": 1}} if mode == "tokens" else {"usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+                        usage = (
+                            {"usage": "bad"}
+                            if mode == "usage"
+                            else {"usage": {"prompt_tokens": "abc", "completion_tokens": 1}}
+                            if mode == "tokens"
+                            else {"usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+                        )
                         timings = {"timings": "fast"} if mode == "timings" else {}
                         self._send(200, {"choices": [choice], **usage, **timings})
                 except (BrokenPipeError, ConnectionResetError):

@@ -52,17 +52,35 @@ def test_ircot_trace_has_the_papers_shape(mh, home):
     assert result.code == 0, result.err
     record = result.json()
     steps = record["steps"]
-    assert steps[0] == {"text": "", "query": remove_wh_words(question["question"]), "retrieved_ids": steps[0]["retrieved_ids"]}
+    assert steps[0] == {
+        "text": "",
+        "query": remove_wh_words(question["question"]),
+        "retrieved_ids": steps[0]["retrieved_ids"],
+    }
     assert len(steps[0]["retrieved_ids"]) == 2  # K paragraphs from the question
-    for number, step in enumerate(steps[1:-1], start=1):  # each sentence (cleaned as IRCoT's release cleans it) is the next query
-        assert step["text"] and step["query"] == retrieval_query(question["question"], [s["text"] for s in steps[1 : number + 1]])
+    for number, step in enumerate(
+        steps[1:-1], start=1
+    ):  # each sentence (cleaned as IRCoT's release cleans it) is the next query
+        assert step["text"] and step["query"] == retrieval_query(
+            question["question"], [s["text"] for s in steps[1 : number + 1]]
+        )
     assert "answer is" in steps[-1]["text"].lower() and steps[-1]["query"] == ""  # stopped on the answer
     assert len(steps) - 1 <= 4
     ids = [r["id"] for r in record["retrieved"]]
     assert ids == [i for s in steps for i in s["retrieved_ids"]] and len(set(ids)) == len(ids) <= 15
     assert record["lm_calls"] == len(steps) - 1 + 1  # one call per sentence, one for the reader
     assert record["answer"] and record["prompt_tokens"] > 0 and record["completion_tokens"] > 0
-    assert set(record) >= {"id", "question", "answer", "retrieved", "steps", "lm_calls", "prompt_tokens", "completion_tokens", "seconds"}
+    assert set(record) >= {
+        "id",
+        "question",
+        "answer",
+        "retrieved",
+        "steps",
+        "lm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
+    }
 
 
 def test_paragraph_budget_caps_retrieval(mh, home):
@@ -73,12 +91,17 @@ def test_paragraph_budget_caps_retrieval(mh, home):
     for step in record["steps"]:
         if after_budget:
             assert step["query"] == "" and step["retrieved_ids"] == []  # no retrieval past the budget
-        after_budget = after_budget or sum(len(s["retrieved_ids"]) for s in record["steps"][: record["steps"].index(step) + 1]) >= 3
+        after_budget = (
+            after_budget
+            or sum(len(s["retrieved_ids"]) for s in record["steps"][: record["steps"].index(step) + 1]) >= 3
+        )
 
 
 def test_oner_and_nor(mh, home):
     question = questions(home, 1)[0]["question"]
-    oner = mh("ask", question, "--method", "oner", "-k", "3", "--json", "--max-demos", "2", "--max-paragraph-words", "80")
+    oner = mh(
+        "ask", question, "--method", "oner", "-k", "3", "--json", "--max-demos", "2", "--max-paragraph-words", "80"
+    )
     assert oner.code == 0, oner.err
     record = oner.json()
     assert len(record["steps"]) == 1 and record["steps"][0]["query"] == remove_wh_words(question)
@@ -89,7 +112,9 @@ def test_oner_and_nor(mh, home):
 
 def test_token_limits_bound_the_generations(mh, home):
     question = questions(home, 1)[0]["question"]
-    short = mh("ask", question, "--method", "nor", "--json", "--max-demos", "1", "--answer-tokens", "3", "--no-cache").json()
+    short = mh(
+        "ask", question, "--method", "nor", "--json", "--max-demos", "1", "--answer-tokens", "3", "--no-cache"
+    ).json()
     assert 1 <= short["completion_tokens"] <= 3
     steps = mh("ask", question, "--json", *FAST, "--step-tokens", "4", "--answer-tokens", "2", "--no-cache").json()
     assert steps["lm_calls"] >= 2 and steps["completion_tokens"] <= (steps["lm_calls"] - 1) * 4 + 2
@@ -103,7 +128,21 @@ def test_stdin_stream_keeps_ids_and_order_and_reports_bad_lines(mh, home):
     lines.insert(1, "not json at all")
     lines.insert(3, json.dumps({"id": "q-empty", "question": ""}))
     stdin = "\n".join(lines) + "\n"
-    result = mh("ask", "-", "--workers", "2", "--method", "oner", "-k", "2", "--max-demos", "1", "--max-paragraph-words", "60", stdin=stdin)
+    result = mh(
+        "ask",
+        "-",
+        "--workers",
+        "2",
+        "--method",
+        "oner",
+        "-k",
+        "2",
+        "--max-demos",
+        "1",
+        "--max-paragraph-words",
+        "60",
+        stdin=stdin,
+    )
     assert result.code == 1
     records = [json.loads(line) for line in result.out.splitlines()]
     assert len(records) == 5
@@ -136,7 +175,10 @@ def test_corpus_choice_errors(mh, home, tmp_path):
     assert "no corpus is built" in mh("--home", tmp_path / "empty", "ask", "anything").err
     assert main(["--quiet", "corpus", "2wikimultihopqa"]) == 0
     several = mh("ask", "anything")
-    assert several.code == 2 and "several corpora are built (2wikimultihopqa, musique); pick one with --corpus" in several.err
+    assert (
+        several.code == 2
+        and "several corpora are built (2wikimultihopqa, musique); pick one with --corpus" in several.err
+    )
     assert "unknown method 'magic'" in mh("ask", "x", "--method", "magic", "--corpus", "musique").err
 
 
@@ -163,7 +205,12 @@ def test_early_stopped_steps_give_the_same_answers_faster(mh, home):
     early = mh("ask", "-", "--corpus", "musique", "--no-cache", *FAST, stdin=stream)
     whole = mh("ask", "-", "--corpus", "musique", "--no-cache", "--no-early-stop", *FAST, stdin=stream)
     assert early.code == whole.code == 0, early.err + whole.err
-    fast, slow = [json.loads(line) for line in early.out.splitlines()], [json.loads(line) for line in whole.out.splitlines()]
+    fast, slow = (
+        [json.loads(line) for line in early.out.splitlines()],
+        [json.loads(line) for line in whole.out.splitlines()],
+    )
     keep = ("answer", "steps", "retrieved", "reasoning", "lm_calls")
     assert [{k: r[k] for k in keep} for r in fast] == [{k: r[k] for k in keep} for r in slow]
-    assert sum(r["completion_tokens"] for r in fast) < sum(r["completion_tokens"] for r in slow)  # the rest of each line is never generated
+    assert sum(r["completion_tokens"] for r in fast) < sum(
+        r["completion_tokens"] for r in slow
+    )  # the rest of each line is never generated

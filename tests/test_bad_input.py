@@ -39,14 +39,20 @@ def test_missing_field(mh, home, tmp_path):
     record = json.loads(MUSIQUE.read_text().splitlines()[4])
     del record["question"]
     path = musique_with(tmp_path, 5, json.dumps(record))
-    assert_one_line_error(mh("corpus", "musique", "--input", path), "broken.jsonl line 5", "field 'question' is missing")
+    assert_one_line_error(
+        mh("corpus", "musique", "--input", path), "broken.jsonl line 5", "field 'question' is missing"
+    )
 
 
 def test_nested_field_of_wrong_type(mh, home, tmp_path):
     record = json.loads(MUSIQUE.read_text().splitlines()[1])
     record["paragraphs"][2]["title"] = 17
     path = musique_with(tmp_path, 2, json.dumps(record))
-    assert_one_line_error(mh("corpus", "musique", "--input", path), "line 2", "field 'paragraphs[2].title' should be a string, got an integer")
+    assert_one_line_error(
+        mh("corpus", "musique", "--input", path),
+        "line 2",
+        "field 'paragraphs[2].title' should be a string, got an integer",
+    )
 
 
 def test_record_of_a_json_array(mh, home, tmp_path):
@@ -96,7 +102,11 @@ def test_skip_bad_continues_and_counts(mh, home, tmp_path):
     assert manifest["counts"]["questions"] == 8
     # A skipped record contributes nothing: none of its paragraphs is in the corpus.
     corpus = (home / "musique" / "corpus.jsonl").read_text()
-    only_in_bad = [p["paragraph_text"] for p in bad["paragraphs"][1:] if all(p["paragraph_text"] not in line for i, line in enumerate(lines) if i != 6)]
+    only_in_bad = [
+        p["paragraph_text"]
+        for p in bad["paragraphs"][1:]
+        if all(p["paragraph_text"] not in line for i, line in enumerate(lines) if i != 6)
+    ]
     assert only_in_bad and not any(text in corpus for text in only_in_bad)
     assert "skipped 2 bad records" in result.err and "line 3" in result.err
 

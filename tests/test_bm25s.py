@@ -16,7 +16,11 @@ pytest.importorskip("bm25s", reason="the bm25s backend needs bm25s (installed by
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    built = build_corpus(DATASETS["musique"], [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"], tmp_path_factory.mktemp("bm25s")).corpus
+    built = build_corpus(
+        DATASETS["musique"],
+        [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"],
+        tmp_path_factory.mktemp("bm25s"),
+    ).corpus
     assert build_index(built, "bm25s").manifest["paragraphs"] == len(read_jsonl(built.corpus))
     build_index(built, "lucene")
     return built
@@ -34,7 +38,9 @@ def test_finds_what_lucene_finds(corpus):
     assert sum(overlap) / len(overlap) > 0.6
     paragraph = read_jsonl(corpus.corpus)[7]
     assert bm25s.search(f"{paragraph['title']} {paragraph['text'][:150]}", 1)[0].id == paragraph["id"]
-    assert [[h.id for h in hits] for hits in bm25s.search_many(questions[:5], 4)] == [[h.id for h in bm25s.search(q, 4)] for q in questions[:5]]
+    assert [[h.id for h in hits] for hits in bm25s.search_many(questions[:5], 4)] == [
+        [h.id for h in bm25s.search(q, 4)] for q in questions[:5]
+    ]
     bm25s.close()
     lucene.close()
 

@@ -22,7 +22,9 @@ MHINDEX = Path(sys.executable).with_name("mhindex")
 
 def mhindex(*args, home: Path, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "MHINDEX_HOME": str(home)}
-    return subprocess.run([str(MHINDEX), *map(str, args)], input=stdin, capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [str(MHINDEX), *map(str, args)], input=stdin, capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def one_line_error(result: subprocess.CompletedProcess, code: int = 2) -> str:
@@ -49,10 +51,27 @@ def root(tmp_path_factory) -> Path:
 def everything_is_still_there(home: Path) -> None:
     assert (home / "notes.txt").read_text() == "the user's own file"
     assert (home.parent / "victim" / "thesis.tex").read_text() == "years of work"
-    assert (home / "musique" / "corpus.jsonl").is_file() and (home / "musique" / "indexes" / "lucene" / "manifest.json").is_file()
+    assert (home / "musique" / "corpus.jsonl").is_file() and (
+        home / "musique" / "indexes" / "lucene" / "manifest.json"
+    ).is_file()
 
 
-@pytest.mark.parametrize("name", [".", "..", "../victim", "/tmp/mhindex-absolute-victim", "a/b", "downloads", "models", "cache", ".hidden", "-rf", ""])
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".",
+        "..",
+        "../victim",
+        "/tmp/mhindex-absolute-victim",
+        "a/b",
+        "downloads",
+        "models",
+        "cache",
+        ".hidden",
+        "-rf",
+        "",
+    ],
+)
 def test_a_corpus_name_never_escapes_the_data_root(root, name):
     absolute = Path("/tmp/mhindex-absolute-victim")
     absolute.mkdir(exist_ok=True)
@@ -63,7 +82,16 @@ def test_a_corpus_name_never_escapes_the_data_root(root, name):
     assert (absolute / "keep.txt").read_text() == "keep"
 
 
-@pytest.mark.parametrize("command", [["search", "../home/musique", "x"], ["info", ".."], ["index", "../victim"], ["eval", "/tmp", "--limit", "1"], ["ask", "x", "--corpus", ".."]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["search", "../home/musique", "x"],
+        ["info", ".."],
+        ["index", "../victim"],
+        ["eval", "/tmp", "--limit", "1"],
+        ["ask", "x", "--corpus", ".."],
+    ],
+)
 def test_every_command_that_takes_a_name_checks_it_the_same_way(root, command):
     error = one_line_error(mhindex(*command, home=root))
     assert "is not allowed" in error
@@ -76,7 +104,9 @@ def test_a_build_replaces_only_a_corpus_mhindex_built(root):
     (foreign / "data.csv").write_text("a,b\n1,2\n")
     error = one_line_error(mhindex("corpus", "iirc", "--name", "mine", "--force", home=root))
     assert "is not a corpus that mhindex built" in error and str(foreign) in error
-    assert (foreign / "data.csv").read_text() == "a,b\n1,2\n" and sorted(p.name for p in foreign.iterdir()) == ["data.csv"]
+    assert (foreign / "data.csv").read_text() == "a,b\n1,2\n" and sorted(p.name for p in foreign.iterdir()) == [
+        "data.csv"
+    ]
     # A folder with a manifest.json that mhindex did not write is just as foreign.
     (foreign / "manifest.json").write_text('{"name": "something else"}')
     one_line_error(mhindex("build", "iirc", "--name", "mine", home=root))
@@ -128,8 +158,12 @@ def test_score_refuses_a_missing_or_empty_predictions_file(root, tmp_path):
     error = one_line_error(mhindex("score", tmp_path / "nope.jsonl", "--questions", "musique", home=root))
     assert "nope.jsonl: no such file" in error
     (tmp_path / "empty.jsonl").write_text("")
-    assert "holds no predictions" in one_line_error(mhindex("score", tmp_path / "empty.jsonl", "--questions", "musique", home=root))
-    assert "no such file" in one_line_error(mhindex("score", tmp_path / "empty.jsonl", "--questions", tmp_path / "q.jsonl", home=root))
+    assert "holds no predictions" in one_line_error(
+        mhindex("score", tmp_path / "empty.jsonl", "--questions", "musique", home=root)
+    )
+    assert "no such file" in one_line_error(
+        mhindex("score", tmp_path / "empty.jsonl", "--questions", tmp_path / "q.jsonl", home=root)
+    )
 
 
 def test_ctrl_c_acts_at_once_and_a_second_one_quits(root):
@@ -139,9 +173,23 @@ def test_ctrl_c_acts_at_once_and_a_second_one_quits(root):
     question = "Who is the spouse of the Green performer?"
     for presses in (1, 2):
         process = subprocess.Popen(
-            [str(MHINDEX), "ask", question, "--corpus", "musique", "--no-cache", "--lm-threads", "1", "--step-tokens", "300"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
+            [
+                str(MHINDEX),
+                "ask",
+                question,
+                "--corpus",
+                "musique",
+                "--no-cache",
+                "--lm-threads",
+                "1",
+                "--step-tokens",
+                "300",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         time.sleep(8)  # the model is loaded and reading its first ~4,000-token prompt
         assert process.poll() is None
         pressed = time.perf_counter()

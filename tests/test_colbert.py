@@ -46,16 +46,41 @@ def test_title_scope_and_ask_oner(root, capsys):
     assert {h.title for h in retriever.search("when was he born", 5, titles=["Lord Byron"])} == {"Lord Byron"}
     retriever.close()
     question = read_jsonl(root / "iirc" / "questions.jsonl")[0]["question"]
-    code = main(["--home", str(root), "ask", question, "--corpus", "iirc", "--backend", "colbert", "--method", "oner", "-k", "2", "--max-demos", "1", "--max-paragraph-words", "60", "--json"])
+    code = main(
+        [
+            "--home",
+            str(root),
+            "ask",
+            question,
+            "--corpus",
+            "iirc",
+            "--backend",
+            "colbert",
+            "--method",
+            "oner",
+            "-k",
+            "2",
+            "--max-demos",
+            "1",
+            "--max-paragraph-words",
+            "60",
+            "--json",
+        ]
+    )
     assert code == 0
     record = json.loads(capsys.readouterr().out)
     assert len(record["retrieved"]) == 2 and record["lm_calls"] == 1
 
 
 def test_checkpoint_errors(root, capsys, tmp_path):
-    assert main(["--home", str(root), "search", "iirc", "x", "--backend", "colbert", "--checkpoint", str(tmp_path)]) == 2
+    assert (
+        main(["--home", str(root), "search", "iirc", "x", "--backend", "colbert", "--checkpoint", str(tmp_path)]) == 2
+    )
     assert "was built with --checkpoint colbert-minilm" in capsys.readouterr().err
-    assert main(["--home", str(root), "index", "iirc", "--backend", "colbert", "--checkpoint", str(tmp_path), "--force"]) == 2
+    assert (
+        main(["--home", str(root), "index", "iirc", "--backend", "colbert", "--checkpoint", str(tmp_path), "--force"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "is not a ColBERT checkpoint folder" in err and len(err.strip().splitlines()) == 1
 
@@ -77,7 +102,12 @@ def test_colbert_chatter_stays_off_stdout(tmp_path, capfd):
     captured = capfd.readouterr()
     assert captured.out == "ours\n" and "clustering" not in captured.err
     # Each writer has its own buffer, so only the lines, not their order, are certain.
-    assert sorted(log.read_text().splitlines()) == ["WARNING clustering 40 points to 256 centroids", "from C, buffered", "from python", "from the descriptor"]
+    assert sorted(log.read_text().splitlines()) == [
+        "WARNING clustering 40 points to 256 centroids",
+        "from C, buffered",
+        "from python",
+        "from the descriptor",
+    ]
 
 
 def test_a_lock_left_by_an_interrupted_compile_is_removed(tmp_path):

@@ -51,10 +51,15 @@ def test_musique_counts_and_gold(mh, home):
         assert set(record["answer_aliases"]) <= set(question["answers"])
         assert question["hops"] == int(record["id"][0])
         # Each hop keeps its fields and gains the id of the paragraph that supports it.
-        assert [{k: v for k, v in hop.items() if k != "paragraph_id"} for hop in question["decomposition"]] == record["question_decomposition"]
+        assert [{k: v for k, v in hop.items() if k != "paragraph_id"} for hop in question["decomposition"]] == record[
+            "question_decomposition"
+        ]
         for hop in question["decomposition"]:
             supporting = record["paragraphs"][hop["paragraph_support_idx"]]
-            assert (by_id[hop["paragraph_id"]]["title"], by_id[hop["paragraph_id"]]["text"]) == (supporting["title"], supporting["paragraph_text"])
+            assert (by_id[hop["paragraph_id"]]["title"], by_id[hop["paragraph_id"]]["text"]) == (
+                supporting["title"],
+                supporting["paragraph_text"],
+            )
         assert question["dataset"] == "musique"
 
 
@@ -166,7 +171,13 @@ def test_hotpotqa_abstracts_archive(mh, home, tmp_path):
     archive = tmp_path / "enwiki-abstracts.tar.bz2"
     with tarfile.open(archive, "w:bz2") as tar:
         for part, chunk in enumerate((titles[: len(titles) // 2], titles[len(titles) // 2 :])):
-            lines = b"".join(orjson.dumps({"id": str(i), "url": f"https://en.wikipedia.org/wiki?curid={i}", "title": t, "text": pages[t]}) + b"\n" for i, t in enumerate(chunk))
+            lines = b"".join(
+                orjson.dumps(
+                    {"id": str(i), "url": f"https://en.wikipedia.org/wiki?curid={i}", "title": t, "text": pages[t]}
+                )
+                + b"\n"
+                for i, t in enumerate(chunk)
+            )
             lines += orjson.dumps({"id": "x", "url": "", "title": "Empty page", "text": []}) + b"\n"
             data = bz2.compress(lines)
             info = tarfile.TarInfo(f"enwiki-abstracts/A{part}/wiki_00.bz2")
@@ -248,7 +259,10 @@ def test_2wikimultihopqa_aliases_join_the_gold_answers(mh, home, tmp_path):
     first = records[0]
     aliases = tmp_path / "id_aliases.json"
     aliases.write_text(
-        json.dumps({"Q_id": first["answer_id"], "aliases": ["An Alias", first["answer"]], "demonyms": ["Demonym"]}) + "\n" + json.dumps({"Q_id": "Q0", "aliases": ["unused"], "demonyms": []}) + "\n"
+        json.dumps({"Q_id": first["answer_id"], "aliases": ["An Alias", first["answer"]], "demonyms": ["Demonym"]})
+        + "\n"
+        + json.dumps({"Q_id": "Q0", "aliases": ["unused"], "demonyms": []})
+        + "\n"
     )
     dev = tmp_path / "dev.json"
     dev.write_text(json.dumps(records))
@@ -333,7 +347,11 @@ def test_workers_split_at_line_ends_into_parts_of_about_equal_size(tmp_path):
 
 
 def test_workers_report_a_bad_record_as_one_process_does(mh, home, tmp_path):
-    inputs = [a for path in _musique_parts_input(tmp_path, bad_line='{"id": "2hop__x", "paragraphs": 3}') for a in ("--input", path)]
+    inputs = [
+        a
+        for path in _musique_parts_input(tmp_path, bad_line='{"id": "2hop__x", "paragraphs": 3}')
+        for a in ("--input", path)
+    ]
     one = mh("corpus", "musique", *inputs, "--workers", "1", "--name", "one")
     many = mh("corpus", "musique", *inputs, "--workers", "3", "--name", "many")
     assert one.code == many.code == 2

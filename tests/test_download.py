@@ -55,7 +55,9 @@ def test_resume_after_a_cut_connection(tmp_path, mirror):
     payload = MUSIQUE.read_bytes()
     (mirror.folder / "big.jsonl").write_bytes(payload)
     mirror.faults = ["cut"]
-    item = Download("https://example.invalid/big.jsonl", "big.jsonl", "sha256:" + hashlib.sha256(payload).hexdigest(), len(payload))
+    item = Download(
+        "https://example.invalid/big.jsonl", "big.jsonl", "sha256:" + hashlib.sha256(payload).hexdigest(), len(payload)
+    )
     path = fetch(item, tmp_path / "out", retries=2, backoff=0.01)
     assert path.read_bytes() == payload
     assert mirror.requests[0]["range"] is None
@@ -65,13 +67,18 @@ def test_resume_after_a_cut_connection(tmp_path, mirror):
 def test_retries_after_server_errors(tmp_path, mirror):
     (mirror.folder / "f.json").write_bytes(b"[]")
     mirror.faults = ["500", "500"]
-    assert fetch(Download("https://example.invalid/f.json", "f.json"), tmp_path, retries=3, backoff=0.01).read_bytes() == b"[]"
+    assert (
+        fetch(Download("https://example.invalid/f.json", "f.json"), tmp_path, retries=3, backoff=0.01).read_bytes()
+        == b"[]"
+    )
     assert len(mirror.requests) == 3
 
 
 def test_checksum_mismatch_leaves_nothing(mh, home, mirror):
     # The sample is not the published 46 MB dev file, so its SHA-1 cannot match.
-    (mirror.folder / "hotpot_dev_distractor_v1.json").write_bytes((SAMPLES / "hotpotqa" / "hotpot_dev_distractor_v1.sample.json").read_bytes())
+    (mirror.folder / "hotpot_dev_distractor_v1.json").write_bytes(
+        (SAMPLES / "hotpotqa" / "hotpot_dev_distractor_v1.sample.json").read_bytes()
+    )
     spec = DATASETS["hotpotqa"]
     item = next(d for d in spec.release if d.filename == "hotpot_dev_distractor_v1.json")
     with pytest.raises(DownloadError, match="got .* bytes, expected 46320117"):

@@ -33,7 +33,11 @@ def run(home: Path, *args: str, capsys=None) -> tuple[int, str]:
 def test_hops_resolve_references_and_relations():
     hops = resolve_hops(
         [
-            {"question": "Van Hook Township >> located in the administrative territorial entity", "answer": "Mountrail County", "paragraph_id": "a"},
+            {
+                "question": "Van Hook Township >> located in the administrative territorial entity",
+                "answer": "Mountrail County",
+                "paragraph_id": "a",
+            },
             {"question": "#1 >> capital", "answer": "Stanley", "paragraph_id": "b"},
             {"question": "Who founded #2 before #1 existed?", "answer": "X", "paragraph_id": "c"},
         ]
@@ -65,7 +69,9 @@ def test_training_data_from_the_musique_sample(tmp_path):
     assert len(data.filter) == sum(len(r["question_decomposition"]) - 1 for r in RECORDS)
     positives = [e for e in data.labeler if e["tag"] == 0]
     negatives = [e for e in data.labeler if e["tag"] == 1]
-    assert len(positives) == hops and len(negatives) == hops - data.stats["no_negative"] and data.stats["no_negative"] == 0
+    assert (
+        len(positives) == hops and len(negatives) == hops - data.stats["no_negative"] and data.stats["no_negative"] == 0
+    )
 
     texts = {p["id"]: p for p in read_jsonl(corpus.corpus)}
     by_id = {r["id"]: r for r in RECORDS}
@@ -80,7 +86,9 @@ def test_training_data_from_the_musique_sample(tmp_path):
         if example["useful"] is None:  # the heuristic's miss: the answer is not in the paragraph word for word
             assert f" {answer} " not in " " + re.sub(r"\W+", " ", " ".join(example["chunk"])).lower() + " "
         else:
-            useful = re.sub(r"\W+", " ", " ".join(w for w, u in zip(example["chunk"], example["useful"], strict=True) if u)).lower()
+            useful = re.sub(
+                r"\W+", " ", " ".join(w for w, u in zip(example["chunk"], example["useful"], strict=True) if u)
+            ).lower()
             assert answer in useful
     missed = sum(e["useful"] is None for e in positives)
     assert missed == data.stats["answer_not_in_paragraph"] and missed < hops / 5
@@ -106,7 +114,20 @@ def trained(tmp_path_factory):
     return home
 
 
-TRAIN = ("train", "efficientrag", "--from", "mini", "--epochs", "3", "--batch-size", "8", "--lr", "3e-4", "--checkpoint-every", "4")
+TRAIN = (
+    "train",
+    "efficientrag",
+    "--from",
+    "mini",
+    "--epochs",
+    "3",
+    "--batch-size",
+    "8",
+    "--lr",
+    "3e-4",
+    "--checkpoint-every",
+    "4",
+)
 
 
 def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
@@ -127,7 +148,12 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4
     report = orjson.loads((folder / "trained.json").read_bytes())
     assert report["corpus"] == "mini" and report["questions"] == 24
-    assert set(report["held_out"]) >= {"labeler_token_f1", "labeler_tag_accuracy", "filter_token_f1", "filter_exact_query"}
+    assert set(report["held_out"]) >= {
+        "labeler_token_f1",
+        "labeler_tag_accuracy",
+        "filter_token_f1",
+        "filter_exact_query",
+    }
     assert not list(folder.parent.glob("*.partial"))
 
     code, out = run(trained, *TRAIN, "--json", capsys=capsys)  # nothing new to learn
@@ -142,9 +168,14 @@ def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
     assert code == 0
     answer = orjson.loads(out)
     assert answer["method"] == "efficientrag" and answer["lm_calls"] == 1 and isinstance(answer["answer"], str)
-    # One answer with the released QA prompt (src/efficientrag_qa.py of microsoft/EfficientRAG@6b2489f), read as its JSON.
+    # One answer with the released QA prompt (src/efficientrag_qa.py of microsoft/EfficientRAG@6b2489f),
+    # read as its JSON.
     generation = answer["efficientrag"]["generation"]
-    assert generation["prompt"] == "answer_musique" and generation["chunks"] == len(answer["retrieved"]) and generation["left_out"] == 0
+    assert (
+        generation["prompt"] == "answer_musique"
+        and generation["chunks"] == len(answer["retrieved"])
+        and generation["left_out"] == 0
+    )
     parsed = parse_json_object(answer["reasoning"])
     assert generation["json"] == (parsed is not None and "answer" in parsed)
     if generation["json"]:
@@ -166,10 +197,36 @@ def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
             assert set(words(entry["next_query"])) <= set(words(rounds[number + 1]["filter_input"]))
     assert [r["id"] for r in answer["retrieved"]] == kept_ids
 
-    code, out = run(trained, "ask", question, "--method", "efficientrag", "--generator", "ircot", "--max-demos", "1", "--json", capsys=capsys)
-    assert code == 0 and orjson.loads(out)["lm_calls"] == 1 and "generation" not in orjson.loads(out)["efficientrag"]  # IRCoT's reader instead
+    code, out = run(
+        trained,
+        "ask",
+        question,
+        "--method",
+        "efficientrag",
+        "--generator",
+        "ircot",
+        "--max-demos",
+        "1",
+        "--json",
+        capsys=capsys,
+    )
+    assert (
+        code == 0 and orjson.loads(out)["lm_calls"] == 1 and "generation" not in orjson.loads(out)["efficientrag"]
+    )  # IRCoT's reader instead
 
-    code = main(["--quiet", "--home", str(trained), "ask", question, "--method", "efficientrag", "--labeler", str(trained / "nowhere")])
+    code = main(
+        [
+            "--quiet",
+            "--home",
+            str(trained),
+            "ask",
+            question,
+            "--method",
+            "efficientrag",
+            "--labeler",
+            str(trained / "nowhere"),
+        ]
+    )
     assert code == 2 and "not an EfficientRAG model folder" in capsys.readouterr().err
 
 
@@ -181,6 +238,8 @@ def test_ask_without_trained_models_says_how_to_train(mh, home):
 
 def test_the_released_json_reader():
     # utils/model.py of microsoft/EfficientRAG@6b2489f: the first {...} of the reply, read as JSON.
-    assert parse_json_object('<Answer>:\n```json\n{"answer": "Toronto Coach Terminal"}\n```') == {"answer": "Toronto Coach Terminal"}
+    assert parse_json_object('<Answer>:\n```json\n{"answer": "Toronto Coach Terminal"}\n```') == {
+        "answer": "Toronto Coach Terminal"
+    }
     assert parse_json_object('{"response": "yes"} and {"response": "no"}') == {"response": "yes"}
     assert parse_json_object("The answer is Toronto.") is None and parse_json_object("[1, 2]") is None

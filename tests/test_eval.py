@@ -17,7 +17,20 @@ from mhindex.eval.run import read_predictions
 from mhindex.lm.cache import CallCache
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
-ARGS = ["--method", "nor,oner", "--limit", "3", "--seed", "7", "-k", "3", "--max-demos", "1", "--max-paragraph-words", "60"]
+ARGS = [
+    "--method",
+    "nor,oner",
+    "--limit",
+    "3",
+    "--seed",
+    "7",
+    "-k",
+    "3",
+    "--max-demos",
+    "1",
+    "--max-paragraph-words",
+    "60",
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +43,11 @@ def root(tmp_path_factory):
 def run(root, *args, **kwargs):
     return subprocess.Popen(
         [sys.executable, "-m", "mhindex", "--home", str(root), "eval", "musique", *map(str, args)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
@@ -72,7 +88,22 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
 def test_ctrl_c_keeps_the_answers_and_says_how_to_resume(root, tmp_path):
     # OneR runs Lucene's JVM in the process, which must leave Ctrl-C to Python.
     folder = tmp_path / "stopped"
-    victim = run(root, "--method", "oner", "--limit", "40", "-k", "3", "--max-demos", "1", "--max-paragraph-words", "60", "--no-cache", "--out", folder)
+    victim = run(
+        root,
+        "--method",
+        "oner",
+        "--limit",
+        "40",
+        "-k",
+        "3",
+        "--max-demos",
+        "1",
+        "--max-paragraph-words",
+        "60",
+        "--no-cache",
+        "--out",
+        folder,
+    )
     path, deadline = folder / "oner.jsonl", time.time() + 300
     while time.time() < deadline and not (path.is_file() and path.read_bytes().count(b"\n")):
         time.sleep(0.1)
@@ -87,7 +118,19 @@ def test_ctrl_c_keeps_the_answers_and_says_how_to_resume(root, tmp_path):
 def test_table_and_score_command(root, tmp_path, capsys):
     assert main(["--home", str(root), "eval", "musique", *ARGS, "--out", str(tmp_path / "e")]) == 0
     printed = capsys.readouterr().out
-    for column in ("Method", "EM", "F1", "Cover-EM", "First-ans. EM", "Recall (≤15)", "#Paras", "LM calls/q", "s/q", "nor", "oner"):
+    for column in (
+        "Method",
+        "EM",
+        "F1",
+        "Cover-EM",
+        "First-ans. EM",
+        "Recall (≤15)",
+        "#Paras",
+        "LM calls/q",
+        "s/q",
+        "nor",
+        "oner",
+    ):
         assert column in printed
     metrics = json.loads((tmp_path / "e" / "metrics.json").read_text())["methods"]
     questions = root / "musique" / "questions.jsonl"
@@ -97,15 +140,38 @@ def test_table_and_score_command(root, tmp_path, capsys):
     assert main(["score", str(tmp_path / "e" / "oner.jsonl"), "--questions", str(tmp_path / "none.jsonl")]) == 2
     # A judge scores the same predictions again (EfficientRAG's Accuracy); it is recorded, and asks nothing anew.
     before = (tmp_path / "e" / "oner.jsonl").read_bytes()
-    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--out", str(tmp_path / "e"), "--judge-lm", "local:smollm2-135m", "--json"]) == 0
+    assert (
+        main(
+            [
+                "--quiet",
+                "--home",
+                str(root),
+                "eval",
+                "musique",
+                *ARGS,
+                "--out",
+                str(tmp_path / "e"),
+                "--judge-lm",
+                "local:smollm2-135m",
+                "--json",
+            ]
+        )
+        == 0
+    )
     judged = json.loads(capsys.readouterr().out)
-    assert judged["judge"] == "local:smollm2-135m" and all(0 <= m["accuracy_llm"] <= 1 for m in judged["methods"].values())
-    assert (tmp_path / "e" / "oner.jsonl").read_bytes() == before and json.loads((tmp_path / "e" / "run.json").read_text())["judge"] == "local:smollm2-135m"
+    assert judged["judge"] == "local:smollm2-135m" and all(
+        0 <= m["accuracy_llm"] <= 1 for m in judged["methods"].values()
+    )
+    assert (tmp_path / "e" / "oner.jsonl").read_bytes() == before and json.loads(
+        (tmp_path / "e" / "run.json").read_text()
+    )["judge"] == "local:smollm2-135m"
 
 
 def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
     folder = tmp_path / "e"
-    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder)]) == 0
+    assert (
+        main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder)]) == 0
+    )
     recorded = json.loads((folder / "run.json").read_text())
     assert recorded["settings"]["oner"]["k"] == 3 and recorded["settings"]["oner"]["demos_from"] == "musique"
     assert recorded["corpus_sha256"] and recorded["lm_context"] == 8192 and recorded["index"]["k1"] == 1.2
@@ -115,10 +181,36 @@ def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
     changed = [*ARGS, "--method", "oner", "--out", str(folder), "-k", "4", "--reader", "direct"]
     assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and str(folder) in error and "oner.reader=auto, oner.k=3" in error and "oner.reader=direct, oner.k=4" in error
+    assert (
+        error.count("\n") == 0
+        and str(folder) in error
+        and "oner.reader=auto, oner.k=3" in error
+        and "oner.reader=direct, oner.k=4" in error
+    )
     assert (folder / "oner.jsonl").read_bytes() == before
     # Another method joins the folder, and its settings are recorded beside the first's.
-    assert main(["--quiet", "--home", str(root), "eval", "musique", "--method", "nor", "--limit", "3", "--seed", "7", "--max-demos", "1", "--out", str(folder)]) == 0
+    assert (
+        main(
+            [
+                "--quiet",
+                "--home",
+                str(root),
+                "eval",
+                "musique",
+                "--method",
+                "nor",
+                "--limit",
+                "3",
+                "--seed",
+                "7",
+                "--max-demos",
+                "1",
+                "--out",
+                str(folder),
+            ]
+        )
+        == 0
+    )
     assert set(json.loads((folder / "run.json").read_text())["settings"]) == {"oner", "nor"}
     # A folder written before run.json existed is checked against its metrics.json instead.
     (folder / "run.json").unlink()
@@ -127,9 +219,28 @@ def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
     # A run made before queries were cleaned (its run.json has no clean_queries) is not resumed with cleaned ones.
     del recorded["settings"]["oner"]["clean_queries"]
     (folder / "run.json").write_text(json.dumps(recorded))
-    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder)]) == 2
+    assert (
+        main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder)]) == 2
+    )
     assert "oner.clean_queries=False" in capsys.readouterr().err
-    assert main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder), "--no-clean-queries"]) == 0
+    assert (
+        main(
+            [
+                "--quiet",
+                "--home",
+                str(root),
+                "eval",
+                "musique",
+                *ARGS,
+                "--method",
+                "oner",
+                "--out",
+                str(folder),
+                "--no-clean-queries",
+            ]
+        )
+        == 0
+    )
 
 
 def test_torn_last_line_is_repaired(tmp_path):
@@ -154,14 +265,24 @@ def test_samples_are_reproducible_and_nested(root):
 def test_claim_folder_refuses_a_changed_index_and_adds_new_methods(tmp_path):
     from mhindex.eval.run import claim_folder
 
-    run = {"corpus": "c", "corpus_sha256": "aa", "lm": "m", "backend": "dense", "index": {"encoder": "minilm", "nprobe": 16}, "settings": {"oner": {"k": 15}}, "tool_version": "0.1.0"}
+    run = {
+        "corpus": "c",
+        "corpus_sha256": "aa",
+        "lm": "m",
+        "backend": "dense",
+        "index": {"encoder": "minilm", "nprobe": 16},
+        "settings": {"oner": {"k": 15}},
+        "tool_version": "0.1.0",
+    }
     claim_folder(tmp_path, run)
     other_encoder = {**run, "index": {"encoder": "dpr", "nprobe": 16}}
     with pytest.raises(Exception, match="index.encoder=minilm; this run has index.encoder=dpr"):
         claim_folder(tmp_path, other_encoder)
     with pytest.raises(Exception, match="corpus_sha256=aa"):
         claim_folder(tmp_path, {**run, "corpus_sha256": "bb"})
-    merged = claim_folder(tmp_path, {**run, "settings": {"nor": {"reader": "direct"}}, "tool_version": "0.2.0"})  # a newer mhindex may resume
+    merged = claim_folder(
+        tmp_path, {**run, "settings": {"nor": {"reader": "direct"}}, "tool_version": "0.2.0"}
+    )  # a newer mhindex may resume
     assert set(merged["settings"]) == {"oner", "nor"}
     assert set(json.loads((tmp_path / "run.json").read_text())["settings"]) == {"oner", "nor"}
 
@@ -171,12 +292,20 @@ def test_an_llm_judges_the_answers_with_efficientrag_s_prompt(mh, home, tmp_path
     assert mh("--quiet", "build", "musique").code == 0
     gold = read_jsonl(home / "musique" / "questions.jsonl")[:3]
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps({"id": q["id"], "answer": a, "retrieved": []}) + "\n" for q, a in zip(gold, [q["answers"][0] for q in gold[:2]] + ["no idea"], strict=True)))
+    answers.write_text(
+        "".join(
+            json.dumps({"id": q["id"], "answer": a, "retrieved": []}) + "\n"
+            for q, a in zip(gold, [q["answers"][0] for q in gold[:2]] + ["no idea"], strict=True)
+        )
+    )
     first = mh("score", str(answers), "--questions", "musique", "--judge-lm", "local:smollm2-135m", "--json")
     assert first.code == 0, first.err
     summary = first.json()["answers"]
     assert 0.0 <= summary["accuracy_llm"] <= 1.0 and summary["accuracy_llm"] * 3 == round(summary["accuracy_llm"] * 3)
     calls = len(CallCache(home / "cache" / "lm.sqlite"))
-    assert mh("score", str(answers), "--questions", "musique", "--judge-lm", "local:smollm2-135m", "--json").json() == first.json()
+    assert (
+        mh("score", str(answers), "--questions", "musique", "--judge-lm", "local:smollm2-135m", "--json").json()
+        == first.json()
+    )
     assert len(CallCache(home / "cache" / "lm.sqlite")) == calls >= 3  # judged once, then read from the cache
     assert "accuracy_llm" not in mh("score", str(answers), "--questions", "musique", "--json").json()["answers"]

@@ -29,8 +29,12 @@ def mhindex(home: Path, *args, wait: bool = True, input: str | None = None, **kw
     """`mhindex` as a user runs it: its own process, its exit code, its one-line errors."""
     process = subprocess.Popen(
         [sys.executable, "-m", "mhindex", "--home", str(home), *map(str, args)],
-        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs,
-    )  # fmt: skip
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
     if not wait:
         return process
     out, err = process.communicate(input, timeout=600)
@@ -74,7 +78,11 @@ def children(pid: int) -> list[int]:
 def gone(pids: list[int], seconds: float = 10) -> bool:
     deadline = time.time() + seconds
     while time.time() < deadline:
-        alive = [p for p in pids if Path(f"/proc/{p}").exists() and (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z")]
+        alive = [
+            p
+            for p in pids
+            if Path(f"/proc/{p}").exists() and (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z")
+        ]
         if not alive:
             return True
         time.sleep(0.1)
@@ -113,7 +121,12 @@ def resumed_dense(tmp_path_factory):
     wait_for(lambda: len(list(indexes.glob(".dense-work-*/shard-*[0-9].npy"))) >= 2, 300)
     first.send_signal(signal.SIGTERM)  # as a scheduler stops a job
     _, stopped = first.communicate(timeout=60)
-    state = {"code": first.returncode, "err": stopped, "leftovers": leftovers(home), "work": list(indexes.glob(".dense-work-*"))}
+    state = {
+        "code": first.returncode,
+        "err": stopped,
+        "leftovers": leftovers(home),
+        "work": list(indexes.glob(".dense-work-*")),
+    }
     code, out, err = mhindex(home, "index", "musique", "--backend", "dense", "--shard-size", "1000", "--json")
     assert code == 0, err
     return home, state, json.loads(out)
@@ -140,7 +153,9 @@ def test_nothing_outside_the_data_root_is_replaced_through_a_link(built, tmp_pat
     (home / "musique" / "indexes").symlink_to(outside)
     code, _, err = mhindex(home, "index", "musique", "--force")
     assert code == 1 and "leads out of the data root" in one_line_error(err) and "nothing was changed" in err
-    assert (outside / "lucene" / "thesis.tex").read_text() == "years of work" and [p.name for p in outside.iterdir()] == ["lucene"]
+    assert (outside / "lucene" / "thesis.tex").read_text() == "years of work" and [
+        p.name for p in outside.iterdir()
+    ] == ["lucene"]
     (outside / ".lucene.tmp-999999-x").mkdir()  # what looks like a dead build's leftover, beyond the link
     assert mhindex(home, "gc")[0] == 0 and (outside / ".lucene.tmp-999999-x").is_dir()
 
@@ -154,14 +169,27 @@ def big_release(tmp_path_factory):
     with open(path, "wb") as out:
         for copy in range(250):
             for r in records:
-                out.write(orjson.dumps({**r, "id": f"{r['id']}-{copy}", "paragraphs": [{**p, "paragraph_text": f"{p['paragraph_text']} ({copy})"} for p in r["paragraphs"]]}) + b"\n")
+                out.write(
+                    orjson.dumps(
+                        {
+                            **r,
+                            "id": f"{r['id']}-{copy}",
+                            "paragraphs": [
+                                {**p, "paragraph_text": f"{p['paragraph_text']} ({copy})"} for p in r["paragraphs"]
+                            ],
+                        }
+                    )
+                    + b"\n"
+                )
     return path
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_a_killed_conversion_takes_its_workers_with_it(tmp_path, big_release, how):
     home = tmp_path / "home"
-    build = mhindex(home, "--quiet", "corpus", "musique", "--input", big_release, "--name", "big", "--workers", "2", wait=False)
+    build = mhindex(
+        home, "--quiet", "corpus", "musique", "--input", big_release, "--name", "big", "--workers", "2", wait=False
+    )
     wait_for(lambda: list(home.glob(".big.tmp-*/part-1.paragraphs")), 120, 0.01)
     workers = children(build.pid)
     assert len(workers) == 2
@@ -187,7 +215,11 @@ def test_a_killed_lucene_build_takes_its_jvm_with_it_and_the_next_build_cleans_u
     assert mhindex(home, "--quiet", "build", "musique", "--input", MUSIQUE)[0] == 0
     before = snapshot(home / "musique" / "indexes" / "lucene")
     build = mhindex(home, "--quiet", "index", "musique", "--force", wait=False)
-    jvm = wait_for(lambda: [p for p in processes("IndexCollection") if str(home) in Path(f"/proc/{p}/cmdline").read_text()], 120, 0.01)
+    jvm = wait_for(
+        lambda: [p for p in processes("IndexCollection") if str(home) in Path(f"/proc/{p}/cmdline").read_text()],
+        120,
+        0.01,
+    )
     build.send_signal(signal.SIGKILL)
     build.wait()
     assert gone(jvm), "Anserini's JVM outlived mhindex"
@@ -223,14 +255,26 @@ def test_a_second_build_waits_for_the_first_and_says_who_holds_it(tmp_path):
         assert second.poll() is None  # still waiting
     _, err = second.communicate(timeout=120)
     assert second.returncode == 0
-    assert f"'musique' is being changed by process {os.getpid()} (building the corpus" in err and "waiting for it to finish" in err
+    assert (
+        f"'musique' is being changed by process {os.getpid()} (building the corpus" in err
+        and "waiting for it to finish" in err
+    )
 
 
 @pytest.mark.parametrize("mode", ["trickle", "silent"])
 def test_a_remote_lm_gets_one_deadline_per_call(tmp_path, mode):
     with MisbehavingLM(mode) as server:
         started = time.time()
-        code, _, err = mhindex(tmp_path / "home", "lm", "Q: capital of France?\\nA:", "--lm", f"openai:m@{server.url}", "--lm-timeout", "3", "--no-cache")
+        code, _, err = mhindex(
+            tmp_path / "home",
+            "lm",
+            "Q: capital of France?\\nA:",
+            "--lm",
+            f"openai:m@{server.url}",
+            "--lm-timeout",
+            "3",
+            "--no-cache",
+        )
         took = time.time() - started
     assert code == 1 and "did not finish within 3 s (--lm-timeout)" in one_line_error(err)
     assert took < 3 + 8  # the deadline, and the process's own start (the default waits 300 s)
@@ -238,14 +282,31 @@ def test_a_remote_lm_gets_one_deadline_per_call(tmp_path, mode):
 
 @pytest.mark.parametrize(
     ("mode", "says"),
-    [("usage", "usage that is not an object"), ("tokens", "usage.prompt_tokens = 'abc', not a number"), ("chunks", "streamed a chunk of another shape")],
+    [
+        ("usage", "usage that is not an object"),
+        ("tokens", "usage.prompt_tokens = 'abc', not a number"),
+        ("chunks", "streamed a chunk of another shape"),
+    ],
 )
 def test_answers_of_the_wrong_shape_are_one_error_record_naming_the_server(tmp_path, mode, says):
     home = tmp_path / "home"
     assert mhindex(home, "--quiet", "build", "musique", "--input", MUSIQUE)[0] == 0
     with MisbehavingLM(mode) as server:
-        method = ["--method", "ircot", "--max-steps", "1"] if mode == "chunks" else ["--method", "nor"]  # IRCoT's steps stream
-        code, out, err = mhindex(home, "ask", "-", *method, "--max-demos", "1", "--lm", f"openai:m@{server.url}", "--no-cache", input='{"id": "a", "question": "Who?"}\n')
+        method = (
+            ["--method", "ircot", "--max-steps", "1"] if mode == "chunks" else ["--method", "nor"]
+        )  # IRCoT's steps stream
+        code, out, err = mhindex(
+            home,
+            "ask",
+            "-",
+            *method,
+            "--max-demos",
+            "1",
+            "--lm",
+            f"openai:m@{server.url}",
+            "--no-cache",
+            input='{"id": "a", "question": "Who?"}\n',
+        )
     (record,) = [json.loads(line) for line in out.splitlines()]
     assert code == 1 and record["id"] == "a" and says in record["error"] and server.url in record["error"], record
     assert "Traceback" not in err
@@ -257,7 +318,15 @@ def test_odd_timings_are_ignored_and_keys_never_reach_an_error_line(tmp_path):
     assert code == 0 and out.strip() == "Paris", err
     key = "sk-very-secret-123"
     with MisbehavingLM("echo-key") as server:
-        code, _, err = mhindex(tmp_path / "home", "lm", "Q:", "--lm", f"openai:m@{server.url}", "--no-cache", env={**os.environ, "MHINDEX_LM_API_KEY": key})
+        code, _, err = mhindex(
+            tmp_path / "home",
+            "lm",
+            "Q:",
+            "--lm",
+            f"openai:m@{server.url}",
+            "--no-cache",
+            env={**os.environ, "MHINDEX_LM_API_KEY": key},
+        )
     assert code == 1 and "answered HTTP 401" in one_line_error(err) and key not in err and "Bearer ***" in err
     code, _, err = mhindex(tmp_path / "home", "lm", "Q:", "--lm", "openai:m@ftp://user:hunter2@example.org/v1")
     assert code == 2 and "hunter2" not in err and "***@example.org" in one_line_error(err)
@@ -298,7 +367,10 @@ def test_a_damaged_lucene_index_is_one_line_saying_to_rebuild_it(damaged, damage
     code, _, err = mhindex(damaged, "search", "musique", "Korean War")
     line = one_line_error(err)
     assert code == 2 and says in line and "rebuild it: mhindex index musique --backend lucene --force" in line
-    assert mhindex(damaged, "index", "musique", "--force")[0] == 0 and mhindex(damaged, "search", "musique", "Korean War")[0] == 0
+    assert (
+        mhindex(damaged, "index", "musique", "--force")[0] == 0
+        and mhindex(damaged, "search", "musique", "Korean War")[0] == 0
+    )
 
 
 def test_a_damaged_faiss_index_and_corpus_manifest(resumed_dense, tmp_path):
@@ -310,7 +382,12 @@ def test_a_damaged_faiss_index_and_corpus_manifest(resumed_dense, tmp_path):
     faiss_file = damaged / "musique" / "indexes" / "dense" / "faiss.index"
     faiss_file.write_bytes(faiss_file.read_bytes()[: faiss_file.stat().st_size // 2])
     code, _, err = mhindex(damaged, "search", "musique", "Korean War", "--backend", "dense")
-    assert code == 2 and "dense index of 'musique'" in one_line_error(err) and "cannot be opened" in err and "--backend dense --force" in err
+    assert (
+        code == 2
+        and "dense index of 'musique'" in one_line_error(err)
+        and "cannot be opened" in err
+        and "--backend dense --force" in err
+    )
     (damaged / "musique" / "manifest.json").write_text("{not json")
     code, _, err = mhindex(damaged, "search", "musique", "Korean War")
     assert code == 2 and "corpus 'musique' is damaged" in one_line_error(err) and "--name musique --force" in err
@@ -323,7 +400,12 @@ def test_a_damaged_faiss_index_and_corpus_manifest(resumed_dense, tmp_path):
 def test_bad_data_roots(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
-    result = subprocess.run([sys.executable, "-m", "mhindex", "list"], capture_output=True, text=True, env={**os.environ, "MHINDEX_HOME": str(a_file)})
+    result = subprocess.run(
+        [sys.executable, "-m", "mhindex", "list"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MHINDEX_HOME": str(a_file)},
+    )
     assert result.returncode == 2 and "(from $MHINDEX_HOME) is a file, not a folder" in one_line_error(result.stderr)
     # A data root that cannot be written (here under /proc, which refuses even root; a read-only disk says the same).
     code, _, err = mhindex(Path("/proc/1/mhindex-home"), "corpus", "musique", "--input", MUSIQUE)
@@ -332,8 +414,14 @@ def test_bad_data_roots(tmp_path):
 
 @pytest.mark.parametrize(
     ("record", "field"),
-    [("5", "a prediction line should be a JSON object"), ("null", "a prediction line should be a JSON object"), ('{"id": "x", "answer": 5}', "field 'answer'"),
-     ('{"id": "x", "retrieved": "abc"}', "field 'retrieved'"), ('{"id": [1]}', "field 'id'"), ('{"id": "x", "seconds": "fast"}', "field 'seconds'")],
+    [
+        ("5", "a prediction line should be a JSON object"),
+        ("null", "a prediction line should be a JSON object"),
+        ('{"id": "x", "answer": 5}', "field 'answer'"),
+        ('{"id": "x", "retrieved": "abc"}', "field 'retrieved'"),
+        ('{"id": [1]}', "field 'id'"),
+        ('{"id": "x", "seconds": "fast"}', "field 'seconds'"),
+    ],
 )
 def test_score_names_the_bad_line_and_field(built, tmp_path, record, field):
     predictions = tmp_path / "answers.jsonl"
@@ -345,7 +433,9 @@ def test_score_names_the_bad_line_and_field(built, tmp_path, record, field):
 
 def test_bad_question_files_are_one_line(built, tmp_path):
     questions = tmp_path / "questions.jsonl"
-    questions.write_text('{"id": "q1", "question": "x", "answers": ["a"]}\n{"id": "q2", "question": "y", "answers": 5}\n')
+    questions.write_text(
+        '{"id": "q1", "question": "x", "answers": ["a"]}\n{"id": "q2", "question": "y", "answers": 5}\n'
+    )
     predictions = tmp_path / "answers.jsonl"
     predictions.write_text('{"id": "q1", "answer": "a"}\n')
     code, _, err = mhindex(built, "score", predictions, "--questions", questions)
@@ -363,7 +453,9 @@ def test_eval_keeps_every_good_prediction_around_a_bad_line(built, tmp_path):
     code, _, err = mhindex(built, *args)
     assert code == 0 and f"{path} line 3: not valid JSON" in err and "set aside in" in err
     kept = read_jsonl(path)
-    assert len(kept) == 4 and [r["id"] for r in kept[:4]] == [json.loads(line)["id"] for line in lines]  # nothing lost, nothing asked again
+    assert len(kept) == 4 and [r["id"] for r in kept[:4]] == [
+        json.loads(line)["id"] for line in lines
+    ]  # nothing lost, nothing asked again
     assert [r["line"] for r in read_jsonl(out / "nor.rejected.jsonl")] == [3]
 
 
@@ -371,11 +463,27 @@ def test_very_long_queries_are_answered_everywhere(built):
     words = made_up_words(1500)
     code, out, err = mhindex(built, "search", "musique", f"Korean War {words}", "-k", "2", "--json")
     assert code == 0 and json.loads(out)["hits"][0]["title"].endswith("Korean War"), err
-    stream = "".join(json.dumps({"id": str(i), "query": q}) + "\n" for i, q in enumerate(["Korean War", f"Korean War {words}", "Mach"]))
+    stream = "".join(
+        json.dumps({"id": str(i), "query": q}) + "\n"
+        for i, q in enumerate(["Korean War", f"Korean War {words}", "Mach"])
+    )
     code, out, err = mhindex(built, "search", "musique", "-", "-k", "1", "--threads", "2", input=stream)
     assert code == 0 and [len(json.loads(line)["hits"]) for line in out.splitlines()] == [1, 1, 1], err
     short = made_up_words(1200, length=3)  # still past the limit, in fewer tokens for the reader
-    code, out, err = mhindex(built, "ask", f"Who fought in the Korean War? {short}", "--method", "oner", "-k", "2", "--max-demos", "1", "--answer-tokens", "4", "--json")
+    code, out, err = mhindex(
+        built,
+        "ask",
+        f"Who fought in the Korean War? {short}",
+        "--method",
+        "oner",
+        "-k",
+        "2",
+        "--max-demos",
+        "1",
+        "--answer-tokens",
+        "4",
+        "--json",
+    )
     assert code == 0 and len(json.loads(out)["retrieved"]) == 2, err
 
 
@@ -385,7 +493,9 @@ def test_smaller_things_a_user_meets(built, tmp_path):
         assert code == 2 and says in one_line_error(err)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    assert "is not a regular file" in one_line_error(mhindex(tmp_path / "home", "corpus", "musique", "--input", fifo)[2])
+    assert "is not a regular file" in one_line_error(
+        mhindex(tmp_path / "home", "corpus", "musique", "--input", fifo)[2]
+    )
     # Rebuilding a corpus from the same inputs leaves its indexes current: no warning that they are stale.
     code, _, err = mhindex(built, "corpus", "musique", "--input", MUSIQUE, "--force")
     assert code == 0 and "stale" not in err and "previous corpus" not in err
@@ -396,11 +506,30 @@ def test_smaller_things_a_user_meets(built, tmp_path):
     build.send_signal(signal.SIGINT)
     _, err = build.communicate(timeout=60)
     assert build.returncode == 130 and one_line_error(err) == "mhindex: interrupted"
-    assert snapshot(built / "musique" / "indexes" / "lucene") == before and not leftovers(built) and not processes("IndexCollection")
+    assert (
+        snapshot(built / "musique" / "indexes" / "lucene") == before
+        and not leftovers(built)
+        and not processes("IndexCollection")
+    )
 
 
 def test_eval_exits_1_when_questions_failed(built, tmp_path):
     with MisbehavingLM("usage") as server:
-        code, out, err = mhindex(built, "eval", "musique", "--method", "nor", "--limit", "2", "--max-demos", "1", "--lm", f"openai:m@{server.url}", "--out", tmp_path / "e", "--json")
+        code, out, err = mhindex(
+            built,
+            "eval",
+            "musique",
+            "--method",
+            "nor",
+            "--limit",
+            "2",
+            "--max-demos",
+            "1",
+            "--lm",
+            f"openai:m@{server.url}",
+            "--out",
+            tmp_path / "e",
+            "--json",
+        )
     assert code == 1 and json.loads(out)["methods"]["nor"]["failed"] == 2
     assert "2 answers failed and score 0 in the table; the same command asks them again" in err

@@ -34,7 +34,9 @@ def mentions(answer: str, text: str) -> bool:
     """The answer is in the text, or cut by a chunk boundary: a chunk begins with its end or ends with its start."""
     answer, text = answer.lower(), text.lower()
     parts = answer.split(" ")
-    return answer in text or any(text.startswith(" ".join(parts[i:])) or text.endswith(" ".join(parts[:i])) for i in range(1, len(parts)))
+    return answer in text or any(
+        text.startswith(" ".join(parts[i:])) or text.endswith(" ".join(parts[:i])) for i in range(1, len(parts))
+    )
 
 
 def corpus_of(mh, home, dataset, *args):
@@ -73,7 +75,12 @@ def test_collapse_mode_keeps_one_passage_per_named_head_and_names_what_is_behind
     for h, r, t in triples:
         if UNNAMED.match(h):
             cvt_facts.setdefault(h, []).append((r, t))
-    named_heads = {h for h, _, t in triples if not UNNAMED.match(h) and (not UNNAMED.match(t) or any(ft != h and not UNNAMED.match(ft) for _, ft in cvt_facts.get(t, [])))}
+    named_heads = {
+        h
+        for h, _, t in triples
+        if not UNNAMED.match(h)
+        and (not UNNAMED.match(t) or any(ft != h and not UNNAMED.match(ft) for _, ft in cvt_facts.get(t, [])))
+    }
     orphans = {h for h in cvt_facts if not any(t == h and not UNNAMED.match(x) for x, _, t in triples)}
     _, corpus, _ = corpus_of(mh, home, "cwq")
     titles = {p["title"] for p in corpus}
@@ -91,7 +98,9 @@ def test_collapse_mode_keeps_one_passage_per_named_head_and_names_what_is_behind
             others = [(fr, ft) for fr, ft in cvt_facts.get(t, []) if ft != h and not UNNAMED.match(ft)]
             if others:
                 said = f"{h} {words(r)} " + " , ".join(f"{words(fr)} {ft}" for fr, ft in others) + " ."
-                assert any(said in p["text"] or said.startswith(p["text"].split(" . ")[-1]) for p in corpus if p["title"] == h), said
+                assert any(
+                    said in p["text"] or said.startswith(p["text"].split(" . ")[-1]) for p in corpus if p["title"] == h
+                ), said
     assert not any(UNNAMED.match(p["title"]) for p in corpus if p["title"] not in orphans)
 
 
@@ -103,18 +112,33 @@ def test_collapsing_a_cvt_on_a_handmade_graph(mh, home, tmp_path):
         ["Barack Obama", "people.person.place_of_birth", "Honolulu"],
         ["Barack Obama", "type.object.name", "Barack Obama"],
     ]
-    row = {"id": "q1", "question": "who is barack obama's sister?", "answer": ["Maya Soetoro-Ng"], "q_entity": ["Barack Obama"], "a_entity": ["Maya Soetoro-Ng"], "graph": graph}
+    row = {
+        "id": "q1",
+        "question": "who is barack obama's sister?",
+        "answer": ["Maya Soetoro-Ng"],
+        "q_entity": ["Barack Obama"],
+        "a_entity": ["Maya Soetoro-Ng"],
+        "graph": graph,
+    }
     source = tmp_path / "rog.jsonl"
     source.write_text(json.dumps(row) + "\n")
     _, collapsed, questions = corpus_of(mh, home, "webqsp", "--input", source, "--name", "collapsed")
     assert [(p["title"], p["text"]) for p in collapsed] == [
-        ("Barack Obama", "Barack Obama people person sibling s people sibling relationship sibling Maya Soetoro-Ng . Barack Obama people person place of birth Honolulu .")
+        (
+            "Barack Obama",
+            "Barack Obama people person sibling s people sibling relationship sibling Maya Soetoro-Ng . Barack "
+            "Obama people person place of birth Honolulu .",
+        )
     ]
     assert questions[0]["gold_ids"] == [collapsed[0]["id"]] and questions[0]["answers"] == ["Maya Soetoro-Ng"]
     _, decaf, questions = corpus_of(mh, home, "webqsp", "--input", source, "--name", "decaf", "--cvt", "decaf")
     assert sorted((p["title"], p["text"]) for p in decaf) == [
         ("Barack Obama", "Barack Obama people person place of birth Honolulu ."),
-        ("m.0gx", " people sibling relationship sibling Maya Soetoro-Ng .  people sibling relationship sibling Barack Obama ."),
+        (
+            "m.0gx",
+            " people sibling relationship sibling Maya Soetoro-Ng . "
+            " people sibling relationship sibling Barack Obama .",
+        ),
     ]
     # DecAF's way, the sister is only in the CVT's passage: gold, as a CVT under the question entity.
     assert questions[0]["gold_ids"] == [p["id"] for p in decaf if p["title"] == "m.0gx"]
@@ -136,7 +160,9 @@ def test_webqsp_questions_answers_and_gold_passages(mh, home):
         assert passage["title"] in question["q_entities"]
         assert any(mentions(a, passage["text"]) for a in question["answers"]), (question["answers"], passage["text"])
     mary = by_id["WebQTest-646"]
-    assert [passages[g]["title"] for g in mary["gold_ids"]] == ["Mary Bell"] and "Newcastle upon Tyne" in passages[mary["gold_ids"][0]]["text"]
+    assert [passages[g]["title"] for g in mary["gold_ids"]] == ["Mary Bell"] and "Newcastle upon Tyne" in passages[
+        mary["gold_ids"][0]
+    ]["text"]
     # One passage per head entity: chunks of one head are consecutive 100-word pieces.
     for title in {p["title"] for p in corpus}:
         chunks = [p["text"] for p in corpus if p["title"] == title]
@@ -155,9 +181,19 @@ def test_official_question_file_shapes(mh, home, tmp_path):
     cwq.write_text(
         json.dumps(
             [
-                {"ID": "a", "question": "Q1?", "answers": [{"answer": "Belmont University", "answer_id": "m.01qdhx", "aliases": ["Belmont"]}]},
+                {
+                    "ID": "a",
+                    "question": "Q1?",
+                    "answers": [{"answer": "Belmont University", "answer_id": "m.01qdhx", "aliases": ["Belmont"]}],
+                },
                 {"ID": "b", "question": "Q2?", "answer": ["m.0abc"]},
-                {"ID": "c", "question": "Q3?", "answer": "Tina Turner", "topic_entity": {"m.1": "Nutbush City Limits"}, "crucial_triples": [["Nutbush City Limits", "music.composition.composer", "Tina Turner"]]},
+                {
+                    "ID": "c",
+                    "question": "Q3?",
+                    "answer": "Tina Turner",
+                    "topic_entity": {"m.1": "Nutbush City Limits"},
+                    "crucial_triples": [["Nutbush City Limits", "music.composition.composer", "Tina Turner"]],
+                },
             ]
         )
     )
@@ -178,7 +214,16 @@ def test_parquet_input_is_streamed_and_converts_like_json_lines(mh, home, tmp_pa
     for line in PATHS.read_text().splitlines():
         record = json.loads(line)
         graph = [list(t) for t in path_triples(record["input"])]
-        rows.append({"id": record["id"], "question": record["question"], "answer": record["ground_truth"], "q_entity": [graph[0][0]] if graph else [], "a_entity": record["ground_truth"], "graph": graph})
+        rows.append(
+            {
+                "id": record["id"],
+                "question": record["question"],
+                "answer": record["ground_truth"],
+                "q_entity": [graph[0][0]] if graph else [],
+                "a_entity": record["ground_truth"],
+                "graph": graph,
+            }
+        )
     parquet = tmp_path / "test-00000-of-00001.parquet"
     pq.write_table(pa.Table.from_pylist(rows), parquet, row_group_size=5)
     jsonl = tmp_path / "rog.jsonl"

@@ -33,7 +33,15 @@ class ScriptedLM(LanguageModel):
         self.replies = list(replies)
         self.prompts: list[str] = []
 
-    def complete(self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when=None) -> Completion:
+    def complete(
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when=None,
+    ) -> Completion:
         self.prompts.append(prompt)
         text = self.replies.pop(0) if self.replies else "So the answer is: nothing."
         return Completion(text, len(prompt.split()), len(text.split()), 0.0)
@@ -44,7 +52,11 @@ class ScriptedLM(LanguageModel):
 
 @pytest.fixture(scope="module")
 def musique(tmp_path_factory):
-    corpus = build_corpus(DATASETS["musique"], [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"], tmp_path_factory.mktemp("loop")).corpus
+    corpus = build_corpus(
+        DATASETS["musique"],
+        [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"],
+        tmp_path_factory.mktemp("loop"),
+    ).corpus
     build_index(corpus, "lucene")
     retriever = open_retriever(corpus, "lucene")
     yield corpus, retriever
@@ -61,9 +73,23 @@ QUESTION = "Who is the employer of the person Mach's principle was named after?"
 
 
 def test_stops_on_the_answer_and_reads_once(musique):
-    method, lm = ircot(musique[1], ["Mach's principle is named after Ernst Mach.", "Ernst Mach worked at Charles University.", "So the answer is: Charles University.", "So the answer is: Charles University."], k=3)
+    method, lm = ircot(
+        musique[1],
+        [
+            "Mach's principle is named after Ernst Mach.",
+            "Ernst Mach worked at Charles University.",
+            "So the answer is: Charles University.",
+            "So the answer is: Charles University.",
+        ],
+        k=3,
+    )
     answer = method.answer(Query("q", QUESTION))
-    assert [s.text for s in answer.steps] == ["", "Mach's principle is named after Ernst Mach.", "Ernst Mach worked at Charles University.", "So the answer is: Charles University."]
+    assert [s.text for s in answer.steps] == [
+        "",
+        "Mach's principle is named after Ernst Mach.",
+        "Ernst Mach worked at Charles University.",
+        "So the answer is: Charles University.",
+    ]
     cleaned = [ircot_client.remove_wh_words(q) for q in (QUESTION, answer.steps[1].text, answer.steps[2].text)]
     assert [s.query for s in answer.steps] == [*cleaned, ""]  # the answer is not a query
     assert answer.lm_calls == 4 and answer.answer == "Charles University"
@@ -73,10 +99,22 @@ def test_stops_on_the_answer_and_reads_once(musique):
 
 
 SENTENCES = [
-    "Who is Ernst Mach?", "Mach's principle is named after Ernst Mach.", "So Mach is the person.", "Thus, he is Austrian.",
-    "Ernst Mach was employed by Charles University.", "1,200 + 300 = 1,500 students.", "That is, the university in Prague.",
-    "Hence the employer is Charles University.", "What does Prague have?", "therefore", "so", "How is X related to Y", "",
-    "Charles University in Prague is where Mach taught.", "2 + 2 = 4", "Which university is in Prague?",
+    "Who is Ernst Mach?",
+    "Mach's principle is named after Ernst Mach.",
+    "So Mach is the person.",
+    "Thus, he is Austrian.",
+    "Ernst Mach was employed by Charles University.",
+    "1,200 + 300 = 1,500 students.",
+    "That is, the university in Prague.",
+    "Hence the employer is Charles University.",
+    "What does Prague have?",
+    "therefore",
+    "so",
+    "How is X related to Y",
+    "",
+    "Charles University in Prague is where Mach taught.",
+    "2 + 2 = 4",
+    "Which university is in Prague?",
 ]
 
 
@@ -90,12 +128,24 @@ def test_queries_are_built_as_the_released_code_builds_them():
 
 
 def test_a_reasoning_step_retrieves_with_the_last_factual_sentence(musique):
-    replies = ["Mach's principle is named after Ernst Mach.", "So Mach is the person who matters.", "Ernst Mach was employed by Charles University.", "So the answer is: Charles University.", "Charles University"]
+    replies = [
+        "Mach's principle is named after Ernst Mach.",
+        "So Mach is the person who matters.",
+        "Ernst Mach was employed by Charles University.",
+        "So the answer is: Charles University.",
+        "Charles University",
+    ]
     method, _ = ircot(musique[1], replies, k=2)
     answer = method.answer(Query("q", QUESTION))
     queries = [s.query for s in answer.steps]
     fact = "Mach's principle named after Ernst Mach."  # "is" goes, as in the release
-    assert queries == [ircot_client.remove_wh_words(QUESTION), fact, fact, "Ernst Mach was employed by Charles University.", ""]
+    assert queries == [
+        ircot_client.remove_wh_words(QUESTION),
+        fact,
+        fact,
+        "Ernst Mach was employed by Charles University.",
+        "",
+    ]
     assert answer.steps[2].retrieved_ids == []  # the reasoning step's query found nothing new
     # --no-clean-queries: each sentence as generated, the question as asked.
     method, _ = ircot(musique[1], replies, k=2, clean_queries=False)
@@ -129,10 +179,21 @@ def test_the_paragraph_budget_and_no_duplicates(musique):
 
 
 def test_a_rambling_cot_reader_gives_way_to_the_chains_answer(musique):
-    method, _ = ircot(musique[1], ["So the answer is: Charles University.", "Ernst Mach was an Austrian physicist who worked in Prague and"], k=2)
+    method, _ = ircot(
+        musique[1],
+        ["So the answer is: Charles University.", "Ernst Mach was an Austrian physicist who worked in Prague and"],
+        k=2,
+    )
     assert method.answer(Query("q", QUESTION)).answer == "Charles University"
     # A reader that concludes keeps its own answer.
-    method, _ = ircot(musique[1], ["So the answer is: Charles University.", "Mach taught in Prague. So the answer is: Karl-Ferdinands-Universität."], k=2)
+    method, _ = ircot(
+        musique[1],
+        [
+            "So the answer is: Charles University.",
+            "Mach taught in Prague. So the answer is: Karl-Ferdinands-Universität.",
+        ],
+        k=2,
+    )
     assert method.answer(Query("q", QUESTION)).answer == "Karl-Ferdinands-Universität"
 
 
@@ -143,8 +204,17 @@ def test_iirc_pages_scope_the_retrieval(tmp_path):
     build_index(corpus, "lucene")
     retriever = open_retriever(corpus, "lucene")
     question = read_jsonl(corpus.questions)[0]
-    lm = ScriptedLM(['["Charles Babbage", "Lord Byron"]', "Babbage studied at Trinity College.", "So the answer is: Trinity College.", "Trinity College"])
-    method = make_method("ircot", retriever, lm, IRCoTSettings(max_demos=1, k=3, reader="direct"), MethodContext(dataset="iirc"))
+    lm = ScriptedLM(
+        [
+            '["Charles Babbage", "Lord Byron"]',
+            "Babbage studied at Trinity College.",
+            "So the answer is: Trinity College.",
+            "Trinity College",
+        ]
+    )
+    method = make_method(
+        "ircot", retriever, lm, IRCoTSettings(max_demos=1, k=3, reader="direct"), MethodContext(dataset="iirc")
+    )
     answer = method.answer(Query.from_record(question, "1"))
     retriever.close()
     assert answer.scope == ["Charles Babbage", "Lord Byron"]

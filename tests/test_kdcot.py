@@ -19,7 +19,15 @@ from mhindex.corpora.build import build_corpus
 from mhindex.eval.metrics import aggregate, kdcot_scores
 from mhindex.lm.base import Completion, LanguageModel
 from mhindex.methods import MethodContext, Query, make_method
-from mhindex.methods.kdcot import DemoPicker, KDCoTSettings, action_name, finish_answer, parse_turn, read_demos, verified_answer
+from mhindex.methods.kdcot import (
+    DemoPicker,
+    KDCoTSettings,
+    action_name,
+    finish_answer,
+    parse_turn,
+    read_demos,
+    verified_answer,
+)
 
 QUESTION = "where did mary bell live?"
 
@@ -35,7 +43,9 @@ class ScriptedLM(LanguageModel):
         self.prompts: list[tuple[str, str]] = []
 
     def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None) -> Completion:
-        kind = "verify" if prompt.startswith("Which is the correct answer") else "read" if "\nQ: " in prompt else "round"
+        kind = (
+            "verify" if prompt.startswith("Which is the correct answer") else "read" if "\nQ: " in prompt else "round"
+        )
         self.prompts.append((kind, prompt))
         return Completion(self.script[kind].pop(0), 10, 5, 0.0)
 
@@ -74,13 +84,24 @@ def test_the_verifier_replaces_the_lm_answer_and_the_next_round_sees_it(webqsp):
     answer = kdcot(retriever, lm).answer(Query("q", QUESTION))
     assert answer.answer == "Newcastle upon Tyne" and answer.lm_calls == 4
     [round_] = answer.details["trace"]
-    assert (round_["lm_answer"], round_["reader_answer"], round_["verdict"], round_["answer"]) == ("London", "Newcastle upon Tyne", "replaced", "Newcastle upon Tyne")
+    assert (round_["lm_answer"], round_["reader_answer"], round_["verdict"], round_["answer"]) == (
+        "London",
+        "Newcastle upon Tyne",
+        "replaced",
+        "Newcastle upon Tyne",
+    )
     assert round_["argument"] == "Where did Mary Bell live" and "Mary Bell" in [p["title"] for p in round_["passages"]]
     kinds = [k for k, _ in lm.prompts]
     assert kinds == ["round", "read", "verify", "round"]  # Finish is never verified
     verify, second = lm.prompts[2][1], lm.prompts[3][1]
-    assert verify == "Which is the correct answer for the question Where did Mary Bell live\nLondon or Newcastle upon Tyne\nAssistant:"
-    assert second.endswith(f"Question {QUESTION}\nThought 1 I need to find where Mary Bell lived.\nAction 1 Question[Where did Mary Bell live]\nAnswer 1 Newcastle upon Tyne\nThought 2")
+    assert (
+        verify == "Which is the correct answer for the question Where did Mary Bell live\nLondon or Newcastle upon "
+        "Tyne\nAssistant:"
+    )
+    assert second.endswith(
+        f"Question {QUESTION}\nThought 1 I need to find where Mary Bell lived.\nAction 1 Question[Where did "
+        "Mary Bell live]\nAnswer 1 Newcastle upon Tyne\nThought 2"
+    )
     assert [p["title"] for p in answer.retrieved] == [p["title"] for p in round_["passages"]]
 
 
@@ -88,7 +109,11 @@ def test_agreement_needs_no_verifier_and_the_round_limit_forces_a_finish(webqsp)
     _, retriever = webqsp
     ask = "I need to know more.\nAction {n} Question[Where did Mary Bell live?]\nAnswer {n} Newcastle upon Tyne"
     lm = ScriptedLM(
-        rounds=[ask.format(n=1), ask.format(n=2), "Done.\nAction 3 Multi_Answr_Question[x]\nAnswer 3 y\nThought 4 so\nAction 4 Finish[Newcastle upon Tyne.]"],
+        rounds=[
+            ask.format(n=1),
+            ask.format(n=2),
+            "Done.\nAction 3 Multi_Answr_Question[x]\nAnswer 3 y\nThought 4 so\nAction 4 Finish[Newcastle upon Tyne.]",
+        ],
         reads=["newcastle upon tyne", "Newcastle upon Tyne"],
         verdicts=[],
     )
@@ -98,11 +123,25 @@ def test_agreement_needs_no_verifier_and_the_round_limit_forces_a_finish(webqsp)
 
 
 def test_a_step_is_read_leniently():
-    assert action_name("Multi_Answr_Question") == "Multi_Answer_Question" and action_name("Finsh") == "Finish" and action_name("Questio") == "Question"
-    turn = parse_turn("Thinking.\nAction 2\nMulti_Answer_Qestion[Who are the children of X? and more]\nAnswer 2 A\nB.\nThought 3 z", 2)
-    assert (turn.thought, turn.action, turn.argument, turn.lm_answer) == ("Thinking.", "Multi_Answer_Question", "Who are the children of X", "A,B")
+    assert (
+        action_name("Multi_Answr_Question") == "Multi_Answer_Question"
+        and action_name("Finsh") == "Finish"
+        and action_name("Questio") == "Question"
+    )
+    turn = parse_turn(
+        "Thinking.\nAction 2\nMulti_Answer_Qestion[Who are the children of X? and more]\nAnswer 2 A\nB.\nThought 3 z", 2
+    )
+    assert (turn.thought, turn.action, turn.argument, turn.lm_answer) == (
+        "Thinking.",
+        "Multi_Answer_Question",
+        "Who are the children of X",
+        "A,B",
+    )
     assert parse_turn("no action at all", 1) is None
-    assert finish_answer("Thought 2 so\nAction 2 Finish[Paris].") == "Paris" and finish_answer("just words") == "just words"
+    assert (
+        finish_answer("Thought 2 so\nAction 2 Finish[Paris].") == "Paris"
+        and finish_answer("just words") == "just words"
+    )
 
 
 def test_the_verifier_reply_maps_to_an_answer_as_the_released_code_does():
@@ -120,29 +159,61 @@ def test_demonstrations_come_from_a_collection_and_match_the_question(tmp_path):
     assert all(d.text.startswith(f"Question {d.question}\nThought 1 ") and "Finish[" in d.text for d in shipped)
     picker = DemoPicker(shipped, None)  # the packaged MiniLM
     assert picker.pick("what language do people in brazil speak?").question == "what language do they speak in brazil?"
-    assert picker.pick("what language do they speak in brazil?").question != "what language do they speak in brazil?"  # never itself
-    # KD-CoT's own files: a list of {question, gpt_out} (the chain may lack "Thought 1"), or JSON lines of {input, target}.
+    assert (
+        picker.pick("what language do they speak in brazil?").question != "what language do they speak in brazil?"
+    )  # never itself
+    # KD-CoT's own files: a list of {question, gpt_out} (the chain may lack "Thought 1"),
+    # or JSON lines of {input, target}.
     listed = tmp_path / "webqsp.json"
-    listed.write_text(json.dumps([{"question": "what continent is australia in?", "gpt_out": "I need the continent.\nAction 1 Question[What continent is Australia in?]\nAnswer 1 Oceania\nThought 2 ok\nAction 2 Finish[Oceania]"}]))
-    assert read_demos(str(listed), None)[0].text.startswith("Question what continent is australia in?\nThought 1 I need the continent.")
+    listed.write_text(
+        json.dumps(
+            [
+                {
+                    "question": "what continent is australia in?",
+                    "gpt_out": "I need the continent.\nAction 1 Question[What continent is Australia "
+                    "in?]\nAnswer 1 Oceania\nThought 2 ok\nAction 2 Finish[Oceania]",
+                }
+            ]
+        )
+    )
+    assert read_demos(str(listed), None)[0].text.startswith(
+        "Question what continent is australia in?\nThought 1 I need the continent."
+    )
     lines = tmp_path / "train.json"
-    lines.write_text(json.dumps({"input": "Solve ...\nQuestion: what sport is popular in china? Let's think step by step: ", "target": "Thought 1 x\nAction 1 Finish[Table tennis]"}) + "\n")
+    lines.write_text(
+        json.dumps(
+            {
+                "input": "Solve ...\nQuestion: what sport is popular in china? Let's think step by step: ",
+                "target": "Thought 1 x\nAction 1 Finish[Table tennis]",
+            }
+        )
+        + "\n"
+    )
     assert read_demos(str(lines), None)[0].question == "what sport is popular in china?"
 
 
 def test_kdcot_scores_as_its_released_script():
     # Containment, not equality; NFKD-to-ASCII and a dropped article on the gold side.
-    assert kdcot_scores("Newcastle upon Tyne, England", ["Newcastle upon Tyne"], "where did mary bell live?") == (1.0, 1.0)
+    assert kdcot_scores("Newcastle upon Tyne, England", ["Newcastle upon Tyne"], "where did mary bell live?") == (
+        1.0,
+        1.0,
+    )
     assert kdcot_scores("Queretaro", ["Querétaro F.C."], "q") == (0.0, 0.0)  # the prediction is not normalised
     assert kdcot_scores("queretaro f c", ["Querétaro F.C."], "q") == (1.0, 1.0)
     assert kdcot_scores("beatles", ["The Beatles"], "q") == (1.0, 1.0)
     hit, f1 = kdcot_scores("Writer", ["Writer", "Physician", "Philosopher"], "what did st augustine do")
     assert hit == 1.0 and f1 == pytest.approx(2 * (1 / 3) / (1 + 1 / 3))
     # A "year" question counts a gold's year found in the prediction once more (recall can pass 1).
-    assert kdcot_scores("in 1994", ["1994 NBA Finals"], "In what year did they win?") == (1.0, pytest.approx(2 * 1 / (1 + 1)))
+    assert kdcot_scores("in 1994", ["1994 NBA Finals"], "In what year did they win?") == (
+        1.0,
+        pytest.approx(2 * 1 / (1 + 1)),
+    )
     assert kdcot_scores("1994 NBA Finals", ["1994 NBA Finals"], "what year?")[1] == pytest.approx(2 * 2 / 3)
     assert kdcot_scores("anything", [], "q") == (1.0, 1.0)  # no gold: scored against [""]
-    questions = {"a": {"answers": ["Paris"], "dataset": "webqsp", "question": "q"}, "b": {"answers": ["Rome"], "dataset": "musique", "question": "q"}}
+    questions = {
+        "a": {"answers": ["Paris"], "dataset": "webqsp", "question": "q"},
+        "b": {"answers": ["Rome"], "dataset": "musique", "question": "q"},
+    }
     summary = aggregate([{"id": "a", "answer": "in Paris"}, {"id": "b", "answer": "Rome"}], questions)
     assert summary["kdcot_hit1"] == 1.0 and summary["first_answer_em"] == 0.5  # KD-CoT's only over its datasets
 
@@ -156,5 +227,11 @@ def test_kdcot_end_to_end_with_the_packaged_model(mh):
     assert record["lm_calls"] >= 1 and record["demonstration"] and record["rounds"] == len(record["trace"]) <= 2
     assert len(record["steps"]) == record["rounds"]
     for round_ in record["trace"]:
-        assert round_["action"] in ("Question", "Multi_Answer_Question") and round_["verdict"] in ("agreed", "completed", "kept", "replaced", "unchecked")
+        assert round_["action"] in ("Question", "Multi_Answer_Question") and round_["verdict"] in (
+            "agreed",
+            "completed",
+            "kept",
+            "replaced",
+            "unchecked",
+        )
         assert round_["answer"] in (round_["lm_answer"], round_["reader_answer"]) or round_["verifier_reply"]

@@ -43,8 +43,10 @@ def server(smollm2_path):
         port = probe.getsockname()[1]
     process = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "lm_server.py"), str(smollm2_path), str(port)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     address = process.stdout.readline().strip()
     assert address == f"http://127.0.0.1:{port}"
     yield address + "/v1"
@@ -66,7 +68,9 @@ def test_local_respects_max_tokens_and_counts_tokens(local):
     long = local.complete("Count: one, two, three,", max_tokens=5)
     assert long.completion_tokens == 5 and long.finish_reason == "length"
     assert local.count_tokens("") == 0
-    assert local.count_tokens("Paris is the capital of France.") < local.count_tokens("Paris is the capital of France. " * 3)
+    assert local.count_tokens("Paris is the capital of France.") < local.count_tokens(
+        "Paris is the capital of France. " * 3
+    )
     assert local.context_length == 8192
 
 
@@ -150,7 +154,11 @@ def test_lm_spec_errors_are_one_line(mh, home, tmp_path):
     ]:
         result = mh("lm", "hi", "--lm", spec)
         # A name that does not exist is a usage error (2); a file that cannot be used is a failure (1).
-        assert result.code == (1 if spec.startswith("gguf:") else 2) and fragment in result.err and len(result.err.strip().splitlines()) == 1, result.err
+        assert (
+            result.code == (1 if spec.startswith("gguf:") else 2)
+            and fragment in result.err
+            and len(result.err.strip().splitlines()) == 1
+        ), result.err
 
 
 def test_remote_completions_chat_stop_and_tokens(server, local):
@@ -159,7 +167,9 @@ def test_remote_completions_chat_stop_and_tokens(server, local):
     assert completion.text == local.complete(QUESTION, max_tokens=32, stop=["\n"]).text  # same weights, greedy
     assert completion.prompt_tokens > 0 and completion.completion_tokens > 0
     assert "Paris" in model.chat("What is the capital of France? Answer in one word.", max_tokens=10).text
-    assert model.count_tokens("Paris is the capital of France.") == local.count_tokens("Paris is the capital of France.")
+    assert model.count_tokens("Paris is the capital of France.") == local.count_tokens(
+        "Paris is the capital of France."
+    )
     assert model.context_length == 4096  # what the server reports
     chat_only = load_lm(f"openai-chat:smollm2@{server}", cache=False)
     assert "Paris" in chat_only.complete("What is the capital of France? Answer in one word.", max_tokens=10).text
@@ -186,7 +196,9 @@ def test_remote_malformed_bodies_are_clear_errors(server):
             model.complete(QUESTION, max_tokens=8)
         proxy.faults = ["500"] * 3
         with pytest.raises(LMError, match="answered HTTP 500"):
-            RemoteModel("smollm2", proxy.url + "/v1", retries=2, backoff=0.01, context_length=4096).complete(QUESTION, max_tokens=8)
+            RemoteModel("smollm2", proxy.url + "/v1", retries=2, backoff=0.01, context_length=4096).complete(
+                QUESTION, max_tokens=8
+            )
 
 
 def test_remote_timeout_is_one_deadline_for_the_whole_call(server):
@@ -207,7 +219,11 @@ def test_remote_timeout_is_one_deadline_for_the_whole_call(server):
 def test_remote_server_down(mh, home):
     result = mh("lm", "hi", "--lm", "openai:m@http://127.0.0.1:9/v1", "--no-cache")
     assert result.code == 1
-    assert result.err.strip() == "mhindex: error: cannot reach the LM server at http://127.0.0.1:9/v1/completions: connection refused; is it running?"
+    assert (
+        result.err.strip()
+        == "mhindex: error: cannot reach the LM server at http://127.0.0.1:9/v1/completions: connection "
+        "refused; is it running?"
+    )
 
 
 CONVERSATION = [
@@ -228,7 +244,9 @@ def test_log_probabilities_local_remote_and_cached(local, server, tmp_path):
     for call in (remote.complete, load_lm(f"openai-chat:smollm2@{server}", cache=False).complete):
         over_http = call(QUESTION, max_tokens=16, stop=["\n"], logprobs=True)
         assert over_http.token_logprobs and over_http.mean_logprob < 0
-    assert remote.complete(QUESTION, max_tokens=16, stop=["\n"], logprobs=True).mean_logprob == pytest.approx(scored.mean_logprob, abs=1e-3)
+    assert remote.complete(QUESTION, max_tokens=16, stop=["\n"], logprobs=True).mean_logprob == pytest.approx(
+        scored.mean_logprob, abs=1e-3
+    )
     cached = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
     assert cached.complete(QUESTION, max_tokens=16, stop=["\n"]).token_logprobs is None
     first = cached.complete(QUESTION, max_tokens=16, stop=["\n"], logprobs=True)  # another key than the call without
@@ -241,7 +259,10 @@ def test_chat_takes_a_conversation_locally_and_over_http(local, server, tmp_path
     reply = local.chat(CONVERSATION, max_tokens=8)
     assert "Rome" in reply.text
     # The earlier turns are the prefix of the next call: llama.cpp evaluates only what is new.
-    longer = local.chat([*CONVERSATION, {"role": "assistant", "content": reply.text}, {"role": "user", "content": "And of Spain?"}], max_tokens=8)
+    longer = local.chat(
+        [*CONVERSATION, {"role": "assistant", "content": reply.text}, {"role": "user", "content": "And of Spain?"}],
+        max_tokens=8,
+    )
     assert longer.prompt_tokens_evaluated is not None and longer.prompt_tokens_evaluated < longer.prompt_tokens / 2
     remote = load_lm(f"openai-chat:smollm2@{server}", cache=False)
     assert remote.chat(CONVERSATION, max_tokens=8).text == reply.text  # same template, same weights, greedy
@@ -260,9 +281,15 @@ def test_stop_when_ends_generation_early_locally_and_over_http(local, server, tm
     early = local.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete)
     assert sentence_complete(whole.text), whole.text  # the test needs a line of more than one sentence
     assert whole.text.startswith(early.text) and early.completion_tokens < whole.completion_tokens
-    assert early.finish_reason == "stop_when" and early.prompt_tokens == whole.prompt_tokens  # counted though llama.cpp sent no summary
+    assert (
+        early.finish_reason == "stop_when" and early.prompt_tokens == whole.prompt_tokens
+    )  # counted though llama.cpp sent no summary
     streamed = RemoteModel("smollm2", server).complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete)
-    assert streamed.text == early.text and streamed.finish_reason == "stop_when" and streamed.prompt_tokens == early.prompt_tokens
+    assert (
+        streamed.text == early.text
+        and streamed.finish_reason == "stop_when"
+        and streamed.prompt_tokens == early.prompt_tokens
+    )
     # The cache: a stopped generation never answers a whole call; a whole one serves a stopped call.
     cached = CachedModel(local, CallCache(tmp_path / "lm.sqlite"))
     assert cached.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete).text == early.text

@@ -54,7 +54,10 @@ def test_gold_recall_for_question_queries(built, retriever):
     questions = read_jsonl(built[1].questions)
 
     def recall(k):
-        shares = [len({h.id for h in retriever.search(q["question"], k)} & set(q["gold_ids"])) / len(q["gold_ids"]) for q in questions]
+        shares = [
+            len({h.id for h in retriever.search(q["question"], k)} & set(q["gold_ids"])) / len(q["gold_ids"])
+            for q in questions
+        ]
         return sum(shares) / len(shares)
 
     r5, r15 = recall(5), recall(15)
@@ -66,7 +69,18 @@ def test_gold_recall_for_question_queries(built, retriever):
 
 @pytest.mark.parametrize(
     "query",
-    ['AND OR NOT', 'title:(x', '"unbalanced quote', "a:b c::d", "+-&&||!(){}[]^\"~*?:\\/", "", "   ", "the of and", "Zélie 東京 💡", "word " * 2000],
+    [
+        "AND OR NOT",
+        "title:(x",
+        '"unbalanced quote',
+        "a:b c::d",
+        '+-&&||!(){}[]^"~*?:\\/',
+        "",
+        "   ",
+        "the of and",
+        "Zélie 東京 💡",
+        "word " * 2000,
+    ],
 )
 def test_any_query_text_is_accepted(retriever, query):
     hits = retriever.search(query, 3)
@@ -79,7 +93,9 @@ def test_restriction_to_titles_is_exact(retriever):
     hits = retriever.search("company founded", 10, titles=allowed)
     assert hits and {h.title for h in hits} <= set(allowed)
     # A title whose words are a subset of another's must not let the longer title through.
-    assert all(h.title == "General Electric" for h in retriever.search("electric company", 10, titles=["General Electric"]))
+    assert all(
+        h.title == "General Electric" for h in retriever.search("electric company", 10, titles=["General Electric"])
+    )
     assert retriever.search("company", 5, titles=[]) == []
     assert retriever.search("company", 5, titles=["No Such Page"]) == []
 
@@ -104,7 +120,10 @@ def test_k1_and_b_change_scores(built, retriever):
 def run_cli(root, *args, stdin=""):
     return subprocess.run(
         [sys.executable, "-m", "mhindex", *map(str, args)],
-        input=stdin, capture_output=True, text=True, env={**os.environ, "MHINDEX_HOME": str(root)},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MHINDEX_HOME": str(root)},
     )
 
 
@@ -132,7 +151,9 @@ def test_search_command_loads_no_torch(built):
         f"rc = main(['search', '{corpus.name}', 'Ensign Manufacturing', '--json', '-k', '2']); "
         "assert 'torch' not in sys.modules and 'pyserini' not in sys.modules; sys.exit(rc)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MHINDEX_HOME": str(root)})
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "MHINDEX_HOME": str(root)}
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["hits"][0]["title"] == "Ensign Manufacturing Company"
 
@@ -141,11 +162,13 @@ def test_ctrl_c_stays_with_python_once_the_jvm_runs(built, tmp_path):
     # Without -Xrs the in-process JVM takes over SIGINT and exits the process itself, so Python's
     # clean-up (keeping finished answers, "interrupted" warnings) never runs; SIGTERM made it crash.
     code = (
-        "import os, signal, time; from pathlib import Path; from mhindex.backends import open_retriever; from mhindex.home import open_corpus; "
+        "import os, signal, time; from pathlib import Path; from mhindex.backends import open_retriever; from "
+        "mhindex.home import open_corpus; "
         f"r = open_retriever(open_corpus(Path({str(built[0])!r}), {built[1].name!r}), 'lucene'); "
         "assert r.search('Ensign Manufacturing', 1)\n"
         "try:\n    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
-        "except KeyboardInterrupt:\n    print('KeyboardInterrupt', flush=True); os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)"
+        "except KeyboardInterrupt:\n    print('KeyboardInterrupt', flush=True); os.kill(os.getpid(), "
+        "signal.SIGTERM); time.sleep(5)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert result.stdout == "KeyboardInterrupt\n", (result.returncode, result.stderr)
@@ -180,7 +203,10 @@ def test_failed_rebuild_leaves_the_previous_index_usable(mh, home, tmp_path, mon
     monkeypatch.delenv("MHINDEX_ANSERINI_JAR")
     assert sorted(p.name for p in (home / "musique" / "indexes" / "lucene" / "lucene").iterdir()) == before
     assert [p.name for p in (home / "musique" / "indexes").iterdir()] == ["lucene"]
-    assert mh("search", "musique", "Ensign Manufacturing", "--json").json()["hits"][0]["title"] == "Ensign Manufacturing Company"
+    assert (
+        mh("search", "musique", "Ensign Manufacturing", "--json").json()["hits"][0]["title"]
+        == "Ensign Manufacturing Company"
+    )
 
 
 def test_build_is_corpus_then_index(mh, home):
@@ -201,7 +227,9 @@ def test_a_query_past_lucenes_clause_limit_is_cut_to_its_first_1024_terms(built)
     retriever = open_retriever(open_corpus(built[0], built[1].name), "lucene")
     words = made_up_words(1500)
     assert len(set(words.split())) == 1500 > MAX_TERMS
-    assert [h.id for h in retriever.search(f"Ensign Manufacturing {words}", 3)] == [h.id for h in retriever.search("Ensign Manufacturing", 3)]
+    assert [h.id for h in retriever.search(f"Ensign Manufacturing {words}", 3)] == [
+        h.id for h in retriever.search("Ensign Manufacturing", 3)
+    ]
     # Only the first 1,024 distinct terms count: a word past them changes nothing.
     assert retriever.search(f"{words} Ensign Manufacturing", 3) == []
     retriever.close()

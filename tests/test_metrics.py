@@ -89,7 +89,15 @@ def test_aggregate_counts_missing_and_failed_as_zero():
         "q3": {"answers": ["Rome"], "gold_ids": []},
     }
     predictions = [
-        {"id": "q1", "answer": "Paris", "retrieved": [{"id": "p1"}, {"id": "x"}], "lm_calls": 3, "prompt_tokens": 100, "completion_tokens": 10, "seconds": 2.0},
+        {
+            "id": "q1",
+            "answer": "Paris",
+            "retrieved": [{"id": "p1"}, {"id": "x"}],
+            "lm_calls": 3,
+            "prompt_tokens": 100,
+            "completion_tokens": 10,
+            "seconds": 2.0,
+        },
         {"id": "q2", "error": "LM server down"},
     ]
     summary = aggregate(predictions, questions, budget=15)
@@ -106,7 +114,9 @@ def test_a_method_that_never_retrieves_has_no_recall():
     nor = [{"id": q, "answer": "Paris", "retrieved": [], "steps": []} for q in questions]
     assert aggregate(nor, questions)["recall"] is None and aggregate(nor, questions)["em"] == 0.5
     # A retrieval method that found nothing keeps its recall of 0: that is a result, not a gap.
-    empty = [{"id": q, "answer": "", "retrieved": [], "steps": [{"query": "x", "retrieved_ids": []}]} for q in questions]
+    empty = [
+        {"id": q, "answer": "", "retrieved": [], "steps": [{"query": "x", "retrieved_ids": []}]} for q in questions
+    ]
     assert aggregate(empty, questions)["recall"] == 0.0
 
 
@@ -116,7 +126,8 @@ def test_f1_and_recall_carry_their_95_percent_interval():
     assert ci95_half_width([0.7]) is None and ci95_half_width([]) is None
     questions = {f"q{i}": {"answers": ["Paris"], "gold_ids": ["p1", "p2"]} for i in range(4)}
     predictions = [
-        {"id": f"q{i}", "answer": "Paris" if i % 2 else "Lyon", "retrieved": [{"id": "p1"}, {"id": "p2"}][: i % 3]} for i in range(4)
+        {"id": f"q{i}", "answer": "Paris" if i % 2 else "Lyon", "retrieved": [{"id": "p1"}, {"id": "p2"}][: i % 3]}
+        for i in range(4)
     ]
     summary = aggregate(predictions, questions)
     assert summary["f1_ci95"] == pytest.approx(ci95_half_width([0.0, 1.0, 0.0, 1.0]))
@@ -131,10 +142,23 @@ def test_the_table_shows_the_interval_beside_f1_and_recall():
     from mhindex.eval.report import table
 
     summary = {
-        "em": 0.2, "f1": 0.25, "f1_ci95": 0.081, "cover_em": 0.3, "cover_em_substring": 0.4, "first_answer_em": 0.2, "recall": None, "recall_ci95": None,
-        "paragraph_budget": 15, "retrieved_per_question": 0.0, "questions": 50, "failed": 0,
-        "lm_calls_per_question": 1.0, "prompt_tokens_per_question": 1000.0, "completion_tokens_per_question": 50.0, "seconds_per_question": 2.0,
-    }  # fmt: skip
+        "em": 0.2,
+        "f1": 0.25,
+        "f1_ci95": 0.081,
+        "cover_em": 0.3,
+        "cover_em_substring": 0.4,
+        "first_answer_em": 0.2,
+        "recall": None,
+        "recall_ci95": None,
+        "paragraph_budget": 15,
+        "retrieved_per_question": 0.0,
+        "questions": 50,
+        "failed": 0,
+        "lm_calls_per_question": 1.0,
+        "prompt_tokens_per_question": 1000.0,
+        "completion_tokens_per_question": 50.0,
+        "seconds_per_question": 2.0,
+    }
     console = Console(width=200, record=True)
     console.print(table({"nor": summary}, "t"))
     text = console.export_text()
@@ -178,7 +202,9 @@ def test_every_registered_answer_metric_is_a_column_and_a_score():
 
 def test_rounds_are_averaged_where_a_method_reports_them():
     questions = {"a": {"answers": ["Paris"]}, "b": {"answers": ["Rome"]}}
-    searchain = aggregate([{"id": "a", "answer": "Paris", "rounds": 1}, {"id": "b", "answer": "x", "rounds": 4}], questions)
+    searchain = aggregate(
+        [{"id": "a", "answer": "Paris", "rounds": 1}, {"id": "b", "answer": "x", "rounds": 4}], questions
+    )
     assert searchain["rounds_per_question"] == 2.5
     assert "rounds_per_question" not in aggregate([{"id": "a", "answer": "Paris"}], questions)
 
@@ -192,14 +218,21 @@ def test_searchain_s_cover_em_over_everything_the_lm_wrote():
         {"id": "b", "answer": "Milan", "generated": "[Final Content]: So the final answer is Milan."},
     ]
     summary = aggregate(predictions, questions)
-    assert summary["cover_em_generated"] == 0.5 and summary["cover_em_substring"] == 0.0  # a gold named in the question counts
+    assert (
+        summary["cover_em_generated"] == 0.5 and summary["cover_em_substring"] == 0.0
+    )  # a gold named in the question counts
     assert "cover_em_generated" not in aggregate([{"id": "a", "answer": "Paris"}], questions)
 
 
 def test_efficientrag_s_exact_match_is_containment_in_the_answer():
     # src/evaluation/correctness.py of microsoft/EfficientRAG@6b2489f: `normalized_prediction in normalized_answer`.
     questions = {q: {"answers": ["12", "twelve"]} for q in "abcd"}
-    predictions = [{"id": "a", "answer": "1"}, {"id": "b", "answer": "12"}, {"id": "c", "answer": ""}, {"id": "d", "answer": "twelve"}]
+    predictions = [
+        {"id": "a", "answer": "1"},
+        {"id": "b", "answer": "12"},
+        {"id": "c", "answer": ""},
+        {"id": "d", "answer": "twelve"},
+    ]
     summary = aggregate(predictions, questions)
     assert summary["efficientrag_em"] == 0.75 and summary["em"] == 0.5  # "1" and "" count; an alias does not
     assert aggregate([], questions)["efficientrag_em"] == 0.0  # no answer at all is not an empty one
@@ -213,7 +246,10 @@ def test_paper_columns_appear_with_their_method():
     from mhindex.eval.report import table
 
     questions = {"a": {"answers": ["Paris"]}}
-    rows = {"oner": aggregate([{"id": "a", "answer": "Paris"}], questions), "efficientrag": aggregate([{"id": "a", "answer": "Paris"}], questions)}
+    rows = {
+        "oner": aggregate([{"id": "a", "answer": "Paris"}], questions),
+        "efficientrag": aggregate([{"id": "a", "answer": "Paris"}], questions),
+    }
     console = Console(width=400, record=True)
     console.print(table(rows, "t"))
     assert "EM (EfficientRAG)" in console.export_text()

@@ -12,12 +12,18 @@ from mhindex.methods.prompts import extract_answer, first_sentence
     [
         ("Raiatea is in the Leeward Islands. So the answer is: Raiatea.", "Raiatea"),
         # Qwen 0.5B repeats its answer sentence until the token limit; the first one is the answer.
-        ("Force India was renamed in 2007. So the answer is: in 2007. Thus, Colin Kolles was. So the answer is: in", "in 2007"),
-        ("So the answer is: Edward Albee. Edward Albee lived a longer life, Edward Albee. So the answer is", "Edward Albee"),
+        (
+            "Force India was renamed in 2007. So the answer is: in 2007. Thus, Colin Kolles was. So the answer is: in",
+            "in 2007",
+        ),
+        (
+            "So the answer is: Edward Albee. Edward Albee lived a longer life, Edward Albee. So the answer is",
+            "Edward Albee",
+        ),
         ("So the answer is: J. M. Barrie. J. M. Barrie lived longer.", "J. M. Barrie"),
         ("So the answer is: U.S. Navy. The Navy is", "U.S. Navy"),
         ("The answer is yes", "yes"),
-        ("answer is: \"Sun Moon Lake\".\nQ: next", "Sun Moon Lake"),
+        ('answer is: "Sun Moon Lake".\nQ: next', "Sun Moon Lake"),
         ("Paris\nQ: another question", "Paris"),  # direct reader: the first line
         ("", ""),
     ],
@@ -50,4 +56,6 @@ def test_the_packer_drops_demonstrations_from_the_end_to_fit() -> None:
     assert packer.choose(demos, budget=1000, limit=1) == demos[:1]
     prompt = packer.render(demos, "Q: x", max_tokens=20)
     assert prompt == SEPARATOR.join([demos[0], demos[1], "Q: x"])  # 67 + 20 <= 100; with the third it would not fit
-    assert packer.render(demos, "Q: " + "y" * 200, max_tokens=20) == "Q: " + "y" * 200  # never drops the question itself
+    assert (
+        packer.render(demos, "Q: " + "y" * 200, max_tokens=20) == "Q: " + "y" * 200
+    )  # never drops the question itself

@@ -66,7 +66,11 @@ class ScriptedLM(LanguageModel):
 
 @pytest.fixture(scope="module")
 def retriever(tmp_path_factory):
-    corpus = build_corpus(DATASETS["musique"], [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"], tmp_path_factory.mktemp("searchain")).corpus
+    corpus = build_corpus(
+        DATASETS["musique"],
+        [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"],
+        tmp_path_factory.mktemp("searchain"),
+    ).corpus
     build_index(corpus, "lucene")
     opened = open_retriever(corpus, "lucene")
     yield opened
@@ -86,7 +90,11 @@ SOLVED = (
 
 
 def test_an_unsolved_query_is_completed_and_the_feedback_has_the_papers_shape(retriever):
-    method, lm = searchain(retriever, [f"[Query 1]: {WHO}\n[Unsolved Query]: {WHO}", SOLVED], {WHO: ("Ernst Mach", 0.9), WHERE: ("Charles University", 0.9)})
+    method, lm = searchain(
+        retriever,
+        [f"[Query 1]: {WHO}\n[Unsolved Query]: {WHO}", SOLVED],
+        {WHO: ("Ernst Mach", 0.9), WHERE: ("Charles University", 0.9)},
+    )
     answer = method.answer(Query("q", QUESTION))
     first, second = lm.conversations
     # Round 1: the Chain-of-Query prompt with the question, and the assistant's turn opened with [Query 1]:
@@ -98,7 +106,8 @@ def test_an_unsolved_query_is_completed_and_the_feedback_has_the_papers_shape(re
     feedback = second[2]["content"]
     assert feedback.startswith(
         f'According to the Reference, the answer for "{WHO}" should be "Ernst Mach", you can give your answer and '
-        f"continue constructing the reasoning chain for [Question]: {QUESTION}. Reference: Wikipedia Title: {top.title}\n"
+        f"continue constructing the reasoning chain for [Question]: {QUESTION}. Reference: Wikipedia Title: "
+        f"{top.title}\n"
     )
     assert "[Query]:" not in feedback and "[Answer]:" not in feedback  # the released code's leak
     # The node seen in round 1 is not read again in round 2.
@@ -120,12 +129,21 @@ def test_an_unsolved_query_is_completed_and_the_feedback_has_the_papers_shape(re
         console.print(part)
     shown = console.export_text()
     assert f"round 1, [Query 1] {WHO} -> (unsolved); reader: Ernst Mach (0.90): completed" in shown
-    assert "final content: Mach's principle is named after Ernst Mach [1]." in shown and f"[1] {top.title} ({top.id})" in shown
+    assert (
+        "final content: Mach's principle is named after Ernst Mach [1]." in shown
+        and f"[1] {top.title} ({top.id})" in shown
+    )
 
 
 def test_tracing_writes_the_final_content_from_the_verified_chain(retriever):
-    trace = "Mach's principle is named after Ernst Mach [1]. Mach taught at Charles University [2]. So the final answer is Charles University."
-    wrong = f"[Query 1]: {WHO}\n[Answer 1]: Ernst Mach.\n[Query 2]: {WHERE}\n[Answer 2]: Harvard.\n[Final Content]: So the final answer is Harvard [2]."
+    trace = (
+        "Mach's principle is named after Ernst Mach [1]. Mach taught at Charles University [2]. So the "
+        "final answer is Charles University."
+    )
+    wrong = (
+        f"[Query 1]: {WHO}\n[Answer 1]: Ernst Mach.\n[Query 2]: {WHERE}\n[Answer 2]: Harvard.\n[Final "
+        "Content]: So the final answer is Harvard [2]."
+    )
     reads = {WHO: ("Ernst Mach", 0.9), WHERE: ("Charles University", 0.9)}
     method, lm = searchain(retriever, [wrong, wrong], reads, trace=trace, rounds=2)
     answer = method.answer(Query("q", QUESTION))
@@ -134,10 +152,17 @@ def test_tracing_writes_the_final_content_from_the_verified_chain(retriever):
     (conversation,) = lm.traced
     request = conversation[-2]["content"]
     first, second = retriever.search(WHO, 1)[0], retriever.search(WHERE, 1)[0]
-    assert conversation[:-2] == [*lm.conversations[-1][:-1], {"role": "assistant", "content": wrong}]  # the same conversation, one turn on
+    assert conversation[:-2] == [
+        *lm.conversations[-1][:-1],
+        {"role": "assistant", "content": wrong},
+    ]  # the same conversation, one turn on
     assert f"[Query 2]: {WHERE}\n[Answer 2]: Charles University\n[Reference 2]: {second.title}: " in request
     assert f"[Answer 1]: Ernst Mach.\n[Reference 1]: {first.title}: " in request and "Harvard" not in request
-    assert answer.answer == "Charles University" and record["answer_from"] == "tracing" and record["final_content"] == trace
+    assert (
+        answer.answer == "Charles University"
+        and record["answer_from"] == "tracing"
+        and record["final_content"] == trace
+    )
     assert [(r["n"], r["id"]) for r in record["references"]] == [(1, first.id), (2, second.id)]
     assert record["generated"] == f"{wrong}\n{wrong}\n[Final Content]: {trace}"  # everything the LM wrote
     assert answer.steps[-1].text == f"tracing: {trace}" and answer.lm_calls == 2 + 2 + 1
@@ -149,27 +174,48 @@ def test_tracing_writes_the_final_content_from_the_verified_chain(retriever):
 
 def test_an_unsolved_query_is_completed_even_when_the_reader_reads_nothing(retriever):
     # Server/server.py of the release feeds an [Unsolved Query]'s document back whatever its reader said.
-    method, lm = searchain(retriever, [f"[Query 1]: {WHO}\n[Unsolved Query]: {WHO}", SOLVED], {WHO: ("", 0.01), WHERE: ("Charles University", 0.9)})
+    method, lm = searchain(
+        retriever,
+        [f"[Query 1]: {WHO}\n[Unsolved Query]: {WHO}", SOLVED],
+        {WHO: ("", 0.01), WHERE: ("Charles University", 0.9)},
+    )
     record = method.answer(Query("q", QUESTION)).record()
     assert record["tree"][0]["nodes"][0]["verdict"] == "completed" and record["rounds"] == 2
     feedback = lm.conversations[1][2]["content"]
-    assert feedback.startswith(f'According to the Reference, the answer for "{WHO}" should be "", you can give your answer')
+    assert feedback.startswith(
+        f'According to the Reference, the answer for "{WHO}" should be "", you can give your answer'
+    )
     assert f"Reference: Wikipedia Title: {retriever.search(WHO, 1)[0].title}" in feedback
 
 
 def test_a_confident_contradiction_is_corrected_a_weak_one_passes(retriever):
-    wrong = f"[Query 1]: {WHERE}\n[Answer 1]: Harvard.\n[Final Content]: Ernst Mach worked at Harvard [1]. So the final answer is Harvard."
-    method, lm = searchain(retriever, [wrong, SOLVED], {WHERE: ("Charles University", 0.9), WHO: ("Ernst Mach", 0.9)}, rounds=2)
+    wrong = (
+        f"[Query 1]: {WHERE}\n[Answer 1]: Harvard.\n[Final Content]: Ernst Mach worked at Harvard [1]. So "
+        "the final answer is Harvard."
+    )
+    method, lm = searchain(
+        retriever, [wrong, SOLVED], {WHERE: ("Charles University", 0.9), WHO: ("Ernst Mach", 0.9)}, rounds=2
+    )
     record = method.answer(Query("q", QUESTION)).record()
     assert record["tree"][0]["nodes"][0]["verdict"] == "corrected"
-    assert "you can change your answer" in lm.conversations[1][2]["content"] and '"Charles University"' in lm.conversations[1][2]["content"]
+    assert (
+        "you can change your answer" in lm.conversations[1][2]["content"]
+        and '"Charles University"' in lm.conversations[1][2]["content"]
+    )
     assert record["answer"] == "Charles University"
     # Below the threshold the reader's disagreement is not fed back: one round, the LM's answer stands.
     method, lm = searchain(retriever, [wrong], {WHERE: ("Charles University", 0.3)})
     answer = method.answer(Query("q", QUESTION))
-    assert answer.record()["tree"][0]["nodes"][0]["verdict"] == "passed" and answer.answer == "Harvard" and len(lm.conversations) == 1
+    assert (
+        answer.record()["tree"][0]["nodes"][0]["verdict"] == "passed"
+        and answer.answer == "Harvard"
+        and len(lm.conversations) == 1
+    )
     # A confident reader that agrees (its answer inside the LM's, after normalisation) verifies the node.
-    agreeing = f"[Query 1]: {WHERE}\n[Answer 1]: He taught at the Charles University in Prague.\n[Final Content]: So the final answer is Charles University."
+    agreeing = (
+        f"[Query 1]: {WHERE}\n[Answer 1]: He taught at the Charles University in Prague.\n[Final "
+        "Content]: So the final answer is Charles University."
+    )
     method, _ = searchain(retriever, [agreeing], {WHERE: ("charles university", 0.9)})
     assert method.answer(Query("q", QUESTION)).record()["tree"][0]["nodes"][0]["verdict"] == "verified"
 
@@ -187,19 +233,31 @@ def test_chains_are_parsed_leniently(retriever):
     chain = Chain.parse(
         "Some preamble.\n[answer 1] : an answer to no query\n[Query2]: Where did he work?\n"
         "[Query 3]: When?\n[Unsolved Query]: When did Ernst Mach die?\nnoise\n"
-        "[Final Content]: Mach's principle is named after Ernst Mach [1].\nHe worked in Prague [2]. So the final answer is Prague [2]."
+        "[Final Content]: Mach's principle is named after Ernst Mach [1].\nHe worked in Prague [2]. So the "
+        "final answer is Prague [2]."
     )
     # Nodes are numbered as they come; a query left without an answer counts as unsolved.
     assert [(n.number, n.query, n.lm_answer, n.unsolved) for n in chain.nodes] == [
         (1, "Where did he work?", None, True),
         (2, "When did Ernst Mach die?", None, True),
     ]
-    assert chain.final_content == "Mach's principle is named after Ernst Mach [1]. He worked in Prague [2]. So the final answer is Prague [2]."
+    assert (
+        chain.final_content
+        == "Mach's principle is named after Ernst Mach [1]. He worked in Prague [2]. So the final answer is Prague [2]."
+    )
     assert chain.answer() == "Prague" and cited(chain.final_content) == [1, 2]
     # A local model continues the prefilled "[Query 1]:", so its reply starts with the query itself.
-    method, lm = searchain(retriever, [f" {WHO}\n[Answer 1]: Ernst Mach.\n[Final Content]: So the final answer is Ernst Mach [1]."], {WHO: ("Ernst Mach", 0.9)})
+    method, lm = searchain(
+        retriever,
+        [f" {WHO}\n[Answer 1]: Ernst Mach.\n[Final Content]: So the final answer is Ernst Mach [1]."],
+        {WHO: ("Ernst Mach", 0.9)},
+    )
     record = method.answer(Query("q", QUESTION)).record()
-    assert record["tree"][0]["chain"].startswith(f"[Query 1]: {WHO}") and lm.read_queries == [WHO] and record["answer"] == "Ernst Mach"
+    assert (
+        record["tree"][0]["chain"].startswith(f"[Query 1]: {WHO}")
+        and lm.read_queries == [WHO]
+        and record["answer"] == "Ernst Mach"
+    )
 
 
 def test_a_prompt_file_needs_a_place_for_the_question(retriever, tmp_path):
@@ -218,7 +276,27 @@ def test_searchain_end_to_end_with_the_packaged_model(tmp_path):
     sample = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
     assert main(["--quiet", "--home", str(home), "build", "musique", "--input", str(sample)]) == 0
     out = tmp_path / "run"
-    assert main(["--quiet", "--home", str(home), "eval", "musique", "-m", "searchain", "--limit", "2", "--rounds", "2", "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "--quiet",
+                "--home",
+                str(home),
+                "eval",
+                "musique",
+                "-m",
+                "searchain",
+                "--limit",
+                "2",
+                "--rounds",
+                "2",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     predictions = read_jsonl(out / "searchain.jsonl")
     assert len(predictions) == 2
     for record in predictions:
@@ -238,29 +316,50 @@ def test_a_dpr_reader_from_a_local_folder(retriever, tmp_path):
     weights and a vocabulary of the sample's words is saved as `save_pretrained` saves the real
     one, and loaded through --reader-model hf:PATH. The loading and span-reading code is the real
     one; only the weights are untrained, so the test checks the shape of what it reads."""
-    transformers = pytest.importorskip("transformers", reason="DPR readers need transformers (installed by scripts/setup.sh)")
+    transformers = pytest.importorskip(
+        "transformers", reason="DPR readers need transformers (installed by scripts/setup.sh)"
+    )
     torch = pytest.importorskip("torch")
-    texts = [p["paragraph_text"].lower() for line in read_jsonl(SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl")[:20] for p in line["paragraphs"]]
+    texts = [
+        p["paragraph_text"].lower()
+        for line in read_jsonl(SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl")[:20]
+        for p in line["paragraphs"]
+    ]
     words = sorted({w for text in texts for w in re.findall(r"[^\W\d_]+", text)})
     folder = tmp_path / "dpr-reader"
     folder.mkdir()
     punctuation = list(".,;:-()'\"0123456789")
-    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *punctuation, *words]) + "\n")
+    (folder / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *punctuation, *words]) + "\n"
+    )
     torch.manual_seed(0)
-    config = transformers.DPRConfig(vocab_size=5 + len(punctuation) + len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    config = transformers.DPRConfig(
+        vocab_size=5 + len(punctuation) + len(words),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
     transformers.DPRReader(config).save_pretrained(folder)
     transformers.DPRReaderTokenizer(str(folder / "vocab.txt")).save_pretrained(folder)
 
-    chain = f"[Query 1]: {WHERE}\n[Answer 1]: Charles University.\n[Final Content]: So the final answer is Charles University [1]."
+    chain = (
+        f"[Query 1]: {WHERE}\n[Answer 1]: Charles University.\n[Final Content]: So the final answer is "
+        "Charles University [1]."
+    )
     method, lm = searchain(retriever, [chain], {}, reader_model=f"hf:{folder}", rounds=1)
     record = method.answer(Query("q", QUESTION)).record()
     node = record["tree"][0]["nodes"][0]
     top = retriever.search(WHERE, 1)[0]
     assert node["doc"]["id"] == top.id and isinstance(node["confidence"], float)
     assert node["reader_answer"] and "[unk]" not in node["reader_answer"].lower()
-    assert normalize_answer(node["reader_answer"]).replace(" ", "") in normalize_answer(top.text).replace(" ", "")  # a span of the passage
+    assert normalize_answer(node["reader_answer"]).replace(" ", "") in normalize_answer(top.text).replace(
+        " ", ""
+    )  # a span of the passage
     assert lm.read_queries == []  # the LM did not read
-    assert SearChainSettings(reader_model=f"hf:{folder}").recorded("musique")["verify_threshold"] == 1.5  # the paper's, for DPR
+    assert (
+        SearChainSettings(reader_model=f"hf:{folder}").recorded("musique")["verify_threshold"] == 1.5
+    )  # the paper's, for DPR
     for spec, message in (("dpr", "write hf:PATH"), (f"hf:{tmp_path / 'missing'}", "cannot load a DPR reader")):
         with pytest.raises(UsageError, match=message):
             searchain(retriever, [], {}, reader_model=spec)

@@ -26,7 +26,12 @@ from mhindex.errors import UsageError
 from mhindex.eval.metrics import retrieval_recall
 from servers import Uvicorn, free_port
 
-QUERIES = ["Who was Mach's principle named after?", "capital of the Andaman and Nicobar Islands", "Lost Gravity roller coaster", "AND OR : \" ( weird"]
+QUERIES = [
+    "Who was Mach's principle named after?",
+    "capital of the Andaman and Nicobar Islands",
+    "Lost Gravity roller coaster",
+    'AND OR : " ( weird',
+]
 KEY = "s3cret"
 
 
@@ -34,7 +39,10 @@ KEY = "s3cret"
 def served(musique_lucene):
     corpus, retriever = musique_lucene
     small = {"max_k": 50, "max_batch": 8, "max_body_bytes": 20_000, "body_seconds": 1.0}
-    with Uvicorn(serve_index(corpus, retriever, **small)) as open_server, Uvicorn(serve_index(corpus, retriever, api_key=KEY, **small)) as locked:
+    with (
+        Uvicorn(serve_index(corpus, retriever, **small)) as open_server,
+        Uvicorn(serve_index(corpus, retriever, api_key=KEY, **small)) as locked,
+    ):
         yield {"open": open_server.url, "locked": locked.url}, retriever, corpus
 
 
@@ -55,7 +63,9 @@ def test_own_api_answers_as_the_index_does_in_process(served):
     assert [[h["id"] for h in r["hits"]] for r in batch] == [ids(retriever.search(q, 3)) for q in QUERIES]
     scoped = httpx.post(url + "/search", json={"query": "Ernst Mach", "k": 5, "titles": ["mach bands"]}).json()["hits"]
     assert scoped and {h["title"] for h in scoped} == {"Mach bands"}
-    assert len(httpx.post(url + "/search", json={"query": "American film", "k": 500}).json()["hits"]) == 50  # capped at --max-k
+    assert (
+        len(httpx.post(url + "/search", json={"query": "American film", "k": 500}).json()["hits"]) == 50
+    )  # capped at --max-k
     assert httpx.post(url + "/search", json={"query": "Mach", "k": 0}).json()["hits"] == []
 
 
@@ -67,7 +77,10 @@ def test_limits_and_bad_bodies_are_400s_with_the_reason(served):
         ("/search/batch", {"queries": ["x"] * 9}, 413, "at most 8"),
         ("/search", {"query": "x" * 30_000}, 413, "over 20,000 bytes"),
         ("/search", [1, 2], 400, "should be a JSON object"),
-        *(("/search", {"query": "x", "titles": titles}, 400, "'titles' should be a list of strings") for titles in ([1, 2], [[1]], [{}], [None], "Mach bands")),
+        *(
+            ("/search", {"query": "x", "titles": titles}, 400, "'titles' should be a list of strings")
+            for titles in ([1, 2], [[1]], [{}], [None], "Mach bands")
+        ),
     ]:
         reply = httpx.post(url + path, json=body)
         assert reply.status_code == status and fragment in reply.json()["error"], (body, reply.text)
@@ -107,8 +120,13 @@ def test_a_failing_search_is_a_500_in_each_protocol_s_shape(served):
             ("GET", "/api/search?query=Mach", None, "message"),
         ]:
             reply = httpx.request(method, server.url + path, json=body)
-            assert reply.status_code == 500 and reply.json()[key].startswith("the search failed: IndexDamaged: searching the lucene index of 'musique'"), (path, reply.text)
-            assert "JavaException" in reply.json()[key] and "rebuild it: mhindex index musique --backend lucene --force" in reply.json()[key]
+            assert reply.status_code == 500 and reply.json()[key].startswith(
+                "the search failed: IndexDamaged: searching the lucene index of 'musique'"
+            ), (path, reply.text)
+            assert (
+                "JavaException" in reply.json()[key]
+                and "rebuild it: mhindex index musique --backend lucene --force" in reply.json()[key]
+            )
             assert "\n" not in reply.json()[key]
 
 
@@ -117,7 +135,9 @@ def test_slow_and_vanishing_clients(served):
     port = int(url.rsplit(":", 1)[1])
     # A body that trickles in is cut off after --body time (1 s here), with a 408.
     with socket.create_connection(("127.0.0.1", port)) as slow:
-        slow.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"query\"")
+        slow.sendall(
+            b'POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"query"'
+        )
         slow.settimeout(10)
         started = time.time()
         answer = b""
@@ -127,7 +147,7 @@ def test_slow_and_vanishing_clients(served):
     assert answer.startswith("HTTP/1.1 408") and "did not arrive within 1 s" in answer and time.time() - started < 5
     # A client that hangs up mid-body leaves the server answering others.
     with socket.create_connection(("127.0.0.1", port)) as gone:
-        gone.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"qu")
+        gone.sendall(b'POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"qu')
     assert httpx.get(url + "/health").json() == {"status": "ok"}
 
 
@@ -136,8 +156,12 @@ def test_many_clients_at_once_get_their_own_answers(served):
     expected = {q: ids(retriever.search(q, 4)) for q in QUERIES}
     work = [QUERIES[i % len(QUERIES)] for i in range(128)]
     with httpx.Client(limits=httpx.Limits(max_connections=32)) as client, ThreadPoolExecutor(32) as pool:
-        replies = list(pool.map(lambda q: (q, client.post(urls["open"] + "/search", json={"query": q, "k": 4}).json()), work))
-    wrong = [(q, reply) for q, reply in replies if reply.get("query") != q or [h["id"] for h in reply["hits"]] != expected[q]]
+        replies = list(
+            pool.map(lambda q: (q, client.post(urls["open"] + "/search", json={"query": q, "k": 4}).json()), work)
+        )
+    wrong = [
+        (q, reply) for q, reply in replies if reply.get("query") != q or [h["id"] for h in reply["hits"]] != expected[q]
+    ]
     assert not wrong, wrong[:2]
 
 
@@ -148,8 +172,12 @@ def test_the_remote_backend_reads_each_protocol_back_with_the_corpus_s_ids(serve
     for protocol in ("mhindex", "ircot", "colbert", "search-r1"):
         remote = open_retriever(corpus, urls["open"], {"remote_protocol": protocol})
         for query in QUERIES[:2]:
-            assert [(h.id, h.title, h.text) for h in remote.search(query, 4)] == [(h.id, h.title, h.text) for h in retriever.search(query, 4)], protocol
-        assert [ids(hits) for hits in remote.search_many(QUERIES, 3)] == [ids(retriever.search(q, 3)) for q in QUERIES], protocol
+            assert [(h.id, h.title, h.text) for h in remote.search(query, 4)] == [
+                (h.id, h.title, h.text) for h in retriever.search(query, 4)
+            ], protocol
+        assert [ids(hits) for hits in remote.search_many(QUERIES, 3)] == [
+            ids(retriever.search(q, 3)) for q in QUERIES
+        ], protocol
         scoped = remote.search("Ernst Mach", 3, titles=["Mach bands"])
         assert scoped and {h.title for h in scoped} == {"Mach bands"}, protocol
         recall = [retrieval_recall(ids(remote.search(q["question"], 15)), q["gold_ids"]) for q in questions]
@@ -175,7 +203,10 @@ def test_search_through_a_served_index_without_a_local_corpus(served, capsys, tm
     urls, retriever, _ = served
     other = tmp_path / "client-home"  # the client has no corpus of its own
     capsys.readouterr()
-    assert main(["--home", str(other), "search", "musique", QUERIES[0], "--backend", urls["open"], "-k", "3", "--json"]) == 0
+    assert (
+        main(["--home", str(other), "search", "musique", QUERIES[0], "--backend", urls["open"], "-k", "3", "--json"])
+        == 0
+    )
     assert [h["id"] for h in json.loads(capsys.readouterr().out)["hits"]] == ids(retriever.search(QUERIES[0], 3))
     assert main(["--home", str(other), "search", "musique", "x", "--backend", "http://127.0.0.1:9"]) == 1
     assert "cannot reach the index server at http://127.0.0.1:9/search" in capsys.readouterr().err
@@ -188,9 +219,23 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
     assert "--api-key (or $MHINDEX_API_KEY) is empty" in capsys.readouterr().err
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "mhindex", "--home", str(home), "serve", corpus.name, "--port", str(port), "--api-key", KEY],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mhindex",
+            "--home",
+            str(home),
+            "serve",
+            corpus.name,
+            "--port",
+            str(port),
+            "--api-key",
+            KEY,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -210,6 +255,10 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
     _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    assert {"path": "/api/search", "status": 200} in [{"path": x.get("path"), "status": x.get("status")} for x in lines]  # the access log
-    assert {"path": "/search", "status": 499} in [{"path": x.get("path"), "status": x.get("status")} for x in lines]  # one line, no traceback
+    assert {"path": "/api/search", "status": 200} in [
+        {"path": x.get("path"), "status": x.get("status")} for x in lines
+    ]  # the access log
+    assert {"path": "/search", "status": 499} in [
+        {"path": x.get("path"), "status": x.get("status")} for x in lines
+    ]  # one line, no traceback
     assert KEY not in err and "Traceback" not in err

@@ -21,13 +21,22 @@ QUERY = "Who was Mach's principle named after?"
 @pytest.fixture(scope="module")
 def colbert(musique_lucene):
     corpus, retriever = musique_lucene
-    with Uvicorn(serve_index(corpus, retriever)) as open_server, Uvicorn(serve_index(corpus, retriever, api_key=KEY)) as locked:
+    with (
+        Uvicorn(serve_index(corpus, retriever)) as open_server,
+        Uvicorn(serve_index(corpus, retriever, api_key=KEY)) as locked,
+    ):
         lines = {}
         reader = corpus.paragraphs()
         for line, record in enumerate(reader):
             lines[record["id"]] = line
         reader.close()
-        yield {"url": open_server.url, "port": open_server.port, "locked": locked.url, "retriever": retriever, "lines": lines}
+        yield {
+            "url": open_server.url,
+            "port": open_server.port,
+            "locked": locked.url,
+            "retriever": retriever,
+            "lines": lines,
+        }
 
 
 def test_colbert_server_s_answer(colbert):
@@ -35,9 +44,13 @@ def test_colbert_server_s_answer(colbert):
     reply = requests.get(colbert["url"] + "/api/search", params={"query": QUERY, "k": 4}).json()
     topk = reply["topk"]
     assert reply["query"] == QUERY and [t["rank"] for t in topk] == [1, 2, 3, 4]
-    assert [t["pid"] for t in topk] == [colbert["lines"][h.id] for h in expected]  # the passage's line in the collection
+    assert [t["pid"] for t in topk] == [
+        colbert["lines"][h.id] for h in expected
+    ]  # the passage's line in the collection
     assert [t["text"] for t in topk] == [f"{h.title} | {h.text}" for h in expected]
-    assert topk == sorted(topk, key=lambda t: (-t["score"], t["pid"])) and sum(t["prob"] for t in topk) == pytest.approx(1)
+    assert topk == sorted(topk, key=lambda t: (-t["score"], t["pid"])) and sum(
+        t["prob"] for t in topk
+    ) == pytest.approx(1)
     assert [t["id"] for t in topk] == [h.id for h in expected]  # mhindex's addition: the corpus's own id
 
 
@@ -57,7 +70,9 @@ def test_k_edges(colbert):
 def test_dspy_colbertv2_at_the_root_and_at_api_search(colbert, post):
     expected = [f"{h.title} | {h.text}" for h in colbert["retriever"].search(QUERY, 3)]
     for client in (
-        ColBERTv2(url="http://127.0.0.1", port=colbert["port"], post_requests=post),  # DSPy's own default layout: the root URL
+        ColBERTv2(
+            url="http://127.0.0.1", port=colbert["port"], post_requests=post
+        ),  # DSPy's own default layout: the root URL
         ColBERTv2(url=colbert["url"] + "/api/search", post_requests=post),
     ):
         assert client(QUERY, k=3, simplify=True) == expected
@@ -66,7 +81,11 @@ def test_dspy_colbertv2_at_the_root_and_at_api_search(colbert, post):
 
 
 def test_dspy_reaches_a_locked_server_with_the_key_in_its_url(colbert):
-    for url in (colbert["locked"] + f"/k/{KEY}/api/search", colbert["locked"] + f"/api/search?api_key={KEY}", colbert["locked"] + f"/k/{KEY}"):
+    for url in (
+        colbert["locked"] + f"/k/{KEY}/api/search",
+        colbert["locked"] + f"/api/search?api_key={KEY}",
+        colbert["locked"] + f"/k/{KEY}",
+    ):
         for post in (False, True):
             assert len(ColBERTv2(url=url, post_requests=post)(QUERY, k=2)) == 2, (url, post)
     with pytest.raises(requests.HTTPError, match="401"):
@@ -75,6 +94,10 @@ def test_dspy_reaches_a_locked_server_with_the_key_in_its_url(colbert):
 
 def test_the_root_says_what_the_server_is(colbert):
     about = requests.get(colbert["url"] + "/").json()
-    assert "mhindex serve" in about["message"] and about["endpoints"]["/api/search"].startswith("GET, POST: ColBERT") and "/retrieve/" in about["endpoints"]
+    assert (
+        "mhindex serve" in about["message"]
+        and about["endpoints"]["/api/search"].startswith("GET, POST: ColBERT")
+        and "/retrieve/" in about["endpoints"]
+    )
     unknown = requests.get(colbert["url"] + "/nowhere")
     assert unknown.status_code == 404 and "/api/search" in unknown.json()["error"]

@@ -21,7 +21,10 @@ KEY = "k3y-for-search-r1"
 def search_r1(musique_lucene):
     corpus, retriever = musique_lucene
     questions = [orjson.loads(line)["question"] for line in corpus.questions.read_bytes().splitlines() if line.strip()]
-    with Uvicorn(serve_index(corpus, retriever)) as open_server, Uvicorn(serve_index(corpus, retriever, api_key=KEY)) as locked:
+    with (
+        Uvicorn(serve_index(corpus, retriever)) as open_server,
+        Uvicorn(serve_index(corpus, retriever, api_key=KEY)) as locked,
+    ):
         yield {"url": open_server.url, "locked": locked.url, "retriever": retriever, "questions": questions}
 
 
@@ -71,7 +74,11 @@ def test_one_very_long_query_does_not_fail_its_batch(search_r1):
 
 def test_a_key_in_the_search_url_opens_a_locked_server(search_r1):
     # Search-R1's client sends no headers: its only setting is `retriever.url`.
-    for url in (search_r1["locked"] + f"/k/{KEY}/retrieve", search_r1["locked"] + f"/retrieve?api_key={KEY}", search_r1["locked"].replace("://", f"://key:{KEY}@") + "/retrieve"):
+    for url in (
+        search_r1["locked"] + f"/k/{KEY}/retrieve",
+        search_r1["locked"] + f"/retrieve?api_key={KEY}",
+        search_r1["locked"].replace("://", f"://key:{KEY}@") + "/retrieve",
+    ):
         assert len(search_r1_client.batch_search(url, 2, ["Korean War"])) == 1, url
     with pytest.raises(KeyError, match="result"):  # what the released client makes of a refusal
         search_r1_client.batch_search(search_r1["locked"] + "/retrieve", 2, ["Korean War"])

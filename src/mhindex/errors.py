@@ -35,7 +35,12 @@ class Interrupted(MhindexError):
 
 _CREDENTIALS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 ***"),
-    (re.compile(r"(?i)((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\b)[^\s\"',}]+"), r"\1***"),
+    (
+        re.compile(
+            r"(?i)((?:api[_-]?key|authorization|token|password)[\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\b)[^\s\"',}]+"
+        ),
+        r"\1***",
+    ),
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@"), r"\1***@"),
 )
 

@@ -36,9 +36,14 @@ def inside(root: Path, path: Path) -> Path:
     whatever links are inside it."""
     real_root, real = root.resolve(), path.resolve()
     if real != real_root and real_root not in real.parents:
-        raise OutsideRoot(f"{path} leads out of the data root {root} (to {real}) through a symbolic link; nothing was changed: remove the link")
+        raise OutsideRoot(
+            f"{path} leads out of the data root {root} (to {real}) through a symbolic link; nothing was "
+            "changed: remove the link"
+        )
     if path.is_symlink():
-        raise OutsideRoot(f"{path} is a symbolic link; mhindex replaces only folders it made: nothing was changed, remove the link")
+        raise OutsideRoot(
+            f"{path} is a symbolic link; mhindex replaces only folders it made: nothing was changed, remove the link"
+        )
     return path
 
 
@@ -127,7 +132,9 @@ def atomic_file(final: Path, mode: str = "wb") -> Iterator[IO[Any]]:
         raise
 
 
-def parse_jsonl(lines: Iterable[bytes | str], on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[int, Any, str | None]]:
+def parse_jsonl(
+    lines: Iterable[bytes | str], on_bytes: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, Any, str | None]]:
     """(line number, record, None) for each non-blank JSON line, or (line number, None, why it is
     not JSON): the one reading of JSON lines, for release files, archives and stdin alike."""
     import orjson

@@ -84,9 +84,15 @@ class CorpusDir:
         try:
             manifest = orjson.loads(self.manifest_path.read_bytes())
         except orjson.JSONDecodeError as error:
-            raise CorpusDamaged(f"corpus '{self.name}' is damaged: {self.manifest_path} is not valid JSON ({error}); rebuild it with `mhindex corpus DATASET --name {self.name} --force`") from None
+            raise CorpusDamaged(
+                f"corpus '{self.name}' is damaged: {self.manifest_path} is not valid JSON ({error}); rebuild "
+                f"it with `mhindex corpus DATASET --name {self.name} --force`"
+            ) from None
         if not _is_manifest(manifest):
-            raise CorpusDamaged(f"corpus '{self.name}' is damaged: {self.manifest_path} is not a corpus manifest; rebuild it with `mhindex corpus DATASET --name {self.name} --force`")
+            raise CorpusDamaged(
+                f"corpus '{self.name}' is damaged: {self.manifest_path} is not a corpus manifest; rebuild it "
+                f"with `mhindex corpus DATASET --name {self.name} --force`"
+            )
         return manifest
 
     def paragraphs(self) -> ParagraphReader:
@@ -98,7 +104,11 @@ class CorpusDir:
 
         manifest = self.manifest()
         size = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
-        indexes = sorted(p.name for p in self.indexes.iterdir() if p.is_dir() and not p.name.startswith(".")) if self.indexes.is_dir() else []
+        indexes = (
+            sorted(p.name for p in self.indexes.iterdir() if p.is_dir() and not p.name.startswith("."))
+            if self.indexes.is_dir()
+            else []
+        )
         return {
             "name": self.name,
             "dataset": manifest.get("dataset"),
@@ -156,7 +166,9 @@ def check_name(name: str) -> str:
             "starting with a letter or digit (it names one folder inside the data root)"
         )
     if name.lower() in RESERVED:
-        raise UsageError(f"corpus name {name!r} is reserved for mhindex's own folder <home>/{name.lower()}; choose another name")
+        raise UsageError(
+            f"corpus name {name!r} is reserved for mhindex's own folder <home>/{name.lower()}; choose another name"
+        )
     return name
 
 
@@ -186,7 +198,11 @@ def damaged_corpora(home: Path) -> list[Path]:
     """Corpus folders whose manifest.json is there but cannot be read as one (`list` shows them)."""
     if not home.is_dir():
         return []
-    return sorted(p for p in home.iterdir() if _NAME.fullmatch(p.name) and p.name not in RESERVED and (p / MANIFEST).is_file() and not is_mhindex_corpus(p))
+    return sorted(
+        p
+        for p in home.iterdir()
+        if _NAME.fullmatch(p.name) and p.name not in RESERVED and (p / MANIFEST).is_file() and not is_mhindex_corpus(p)
+    )
 
 
 def claim_corpus_dir(target: CorpusDir) -> None:
@@ -198,7 +214,10 @@ def claim_corpus_dir(target: CorpusDir) -> None:
     # A corpus whose manifest was damaged still has mhindex's files: it may be rebuilt in place.
     ours = is_mhindex_corpus(root) or ((root / MANIFEST).is_file() and (root / "corpus.jsonl").is_file())
     if root.is_dir() and any(root.iterdir()) and not ours:
-        raise UsageError(f"{root} exists and is not a corpus that mhindex built; nothing was changed: choose another --name or move it away")
+        raise UsageError(
+            f"{root} exists and is not a corpus that mhindex built; nothing was changed: choose another --name "
+            "or move it away"
+        )
 
 
 def downloads_dir(home: Path, dataset: str) -> Path:
@@ -209,7 +228,11 @@ def built_corpora(home: Path) -> list[CorpusDir]:
     if not home.is_dir():
         return []
     return sorted(
-        (CorpusDir(p) for p in home.iterdir() if _NAME.fullmatch(p.name) and p.name not in RESERVED and p.is_dir() and is_mhindex_corpus(p)),
+        (
+            CorpusDir(p)
+            for p in home.iterdir()
+            if _NAME.fullmatch(p.name) and p.name not in RESERVED and p.is_dir() and is_mhindex_corpus(p)
+        ),
         key=lambda c: c.name,
     )
 
@@ -222,7 +245,8 @@ def open_corpus(home: Path, name: str) -> CorpusDir:
     if not found.exists():
         known = ", ".join(c.name for c in built_corpora(home)) or "none"
         raise UsageError(
-            f"no corpus named '{name}' in {home} (built: {known}); run `mhindex corpus DATASET --name {name}` or `mhindex build {name}`"
+            f"no corpus named '{name}' in {home} (built: {known}); run `mhindex corpus DATASET --name {name}` "
+            f"or `mhindex build {name}`"
         )
     return found
 
@@ -249,7 +273,15 @@ def leftovers(home: Path) -> tuple[list[Path], list[Path]]:
 
     if not home.is_dir():
         return [], []
-    folders = [home, home / "models", *(p for p in (home / "models").glob("*") if p.is_dir()), *(c.indexes for c in built_corpora(home))]
+    folders = [
+        home,
+        home / "models",
+        *(p for p in (home / "models").glob("*") if p.is_dir()),
+        *(c.indexes for c in built_corpora(home)),
+    ]
     stale = [path for folder in folders for path in stale_temporaries(folder)]
-    resumable = [*(p for c in built_corpora(home) if c.indexes.is_dir() for p in c.indexes.glob(".dense-work-*")), *(home / "models" / "efficientrag").glob("*.partial")]
+    resumable = [
+        *(p for c in built_corpora(home) if c.indexes.is_dir() for p in c.indexes.glob(".dense-work-*")),
+        *(home / "models" / "efficientrag").glob("*.partial"),
+    ]
     return sorted(stale), sorted(resumable)

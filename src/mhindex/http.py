@@ -49,7 +49,9 @@ class _DeadlineTransport(httpx.BaseTransport):
         if left <= 0:
             raise DeadlineExceeded(seconds, request)
         limits = request.extensions.get("timeout") or {}
-        request.extensions["timeout"] = {k: min(limits.get(k) or left, left) for k in ("connect", "read", "write", "pool")}
+        request.extensions["timeout"] = {
+            k: min(limits.get(k) or left, left) for k in ("connect", "read", "write", "pool")
+        }
         try:
             response = self.inner.handle_request(request)
         except httpx.TimeoutException:
@@ -82,7 +84,9 @@ def deadline(seconds: float) -> dict:
     return {"deadline": time.monotonic() + seconds, "deadline_seconds": seconds}
 
 
-def client(base_url: str = "", *, timeout: float = 60.0, retries: int = 4, backoff: float = 0.5, headers: dict | None = None) -> httpx.Client:
+def client(
+    base_url: str = "", *, timeout: float = 60.0, retries: int = 4, backoff: float = 0.5, headers: dict | None = None
+) -> httpx.Client:
     """A client whose every request (POST included: completions are safe to repeat) is retried."""
     retry = Retry(
         total=retries,
@@ -97,7 +101,14 @@ def client(base_url: str = "", *, timeout: float = 60.0, retries: int = 4, backo
 
 
 @contextmanager
-def one_line_errors(what: str, url: str, error: type[MhindexError] = MhindexError, tries: int | None = None, secrets: Iterable[str] = (), hint: str = "") -> Iterator[None]:
+def one_line_errors(
+    what: str,
+    url: str,
+    error: type[MhindexError] = MhindexError,
+    tries: int | None = None,
+    secrets: Iterable[str] = (),
+    hint: str = "",
+) -> Iterator[None]:
     """Transport failures and error answers inside the block become `error` with one line, with
     `secrets` (an API key) and credentials blanked wherever they appear in it."""
     after = f" ({tries} tries)" if tries else ""
@@ -110,11 +121,21 @@ def one_line_errors(what: str, url: str, error: type[MhindexError] = MhindexErro
         raise error(f"{what} at {url} did not finish within {late.seconds:g} s{hint}") from None
     except httpx.TimeoutException as timeout:
         limit = getattr(getattr(timeout, "request", None), "extensions", {}).get("timeout", {}).get("read")
-        raise error(f"{what} at {url} did not answer within {limit}s{after}" if limit else f"{what} at {url} did not answer in time{after}") from None
+        raise error(
+            f"{what} at {url} did not answer within {limit}s{after}"
+            if limit
+            else f"{what} at {url} did not answer in time{after}"
+        ) from None
     except httpx.HTTPStatusError as status:
-        raise error(f"{what} at {url} answered HTTP {status.response.status_code}: {brief(status.response.text, secrets=secrets)}") from None
+        raise error(
+            f"{what} at {url} answered HTTP {status.response.status_code}: "
+            f"{brief(status.response.text, secrets=secrets)}"
+        ) from None
     except httpx.TransportError as failure:
-        raise error(f"the connection to {what} at {url} failed{after}: {redact(str(failure) or type(failure).__name__, secrets)}") from None
+        raise error(
+            f"the connection to {what} at {url} failed{after}: "
+            f"{redact(str(failure) or type(failure).__name__, secrets)}"
+        ) from None
 
 
 def brief(text: str, limit: int = 160, secrets: Iterable[str] = ()) -> str:

@@ -31,7 +31,9 @@ def changing(home: Path, name: str, what: str) -> Iterator[None]:
             holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip() or "another process"
             reporter().warning(f"'{name}' is being changed by {holder}; waiting for it to finish")
             fcntl.flock(descriptor, fcntl.LOCK_EX)
-        note = f"process {os.getpid()} ({what}: {' '.join(sys.argv[1:]) or 'mhindex'}), since {time.strftime('%H:%M:%S')}"
+        note = (
+            f"process {os.getpid()} ({what}: {' '.join(sys.argv[1:]) or 'mhindex'}), since {time.strftime('%H:%M:%S')}"
+        )
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, note.encode(), 0)
         yield

@@ -125,8 +125,18 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
             details: dict[str, Any] = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
             if opt.metavar:
                 details["metavar"] = opt.metavar
-            info = _typer().Option(*names, help=text, show_default=False, rich_help_panel=panel(opt) if callable(panel) else panel, **details)
-            generated.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[kind], info]))
+            info = _typer().Option(
+                *names,
+                help=text,
+                show_default=False,
+                rich_help_panel=panel(opt) if callable(panel) else panel,
+                **details,
+            )
+            generated.append(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[kind], info]
+                )
+            )
 
         original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
         kept = [p for p in original.parameters.values() if p.name != group]
@@ -143,7 +153,9 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
             return command(*args, **kwargs, **{group: chosen})
 
         wrapper.__signature__ = original.replace(parameters=[*kept, *generated])  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {p.name: p.annotation for p in [*kept, *generated] if p.annotation is not inspect.Parameter.empty}
+        wrapper.__annotations__ = {
+            p.name: p.annotation for p in [*kept, *generated] if p.annotation is not inspect.Parameter.empty
+        }
         return wrapper
 
     return decorate
@@ -153,4 +165,3 @@ def _typer():
     import typer
 
     return typer
-

@@ -31,15 +31,27 @@ def index_summary(result) -> str:
     manifest = result.manifest
     if not result.rebuilt:
         return f"the {manifest['backend']} index of {manifest['corpus']} is up to date; --force rebuilds it"
-    return f"indexed [bold]{manifest['corpus']}[/bold] with {manifest['backend']}: {plural(manifest['paragraphs'], 'paragraph')} in {manifest['seconds']:.1f}s -> {result.path}"
+    return (
+        f"indexed [bold]{manifest['corpus']}[/bold] with {manifest['backend']}: "
+        f"{plural(manifest['paragraphs'], 'paragraph')} in {manifest['seconds']:.1f}s -> {result.path}"
+    )
 
 
 def corpora_table(rows: Sequence[dict], root: Path):
     from rich.table import Table
 
-    table = Table("name", "dataset", "paragraphs", "questions", "indexes", "size", title=str(root), title_justify="left")
+    table = Table(
+        "name", "dataset", "paragraphs", "questions", "indexes", "size", title=str(root), title_justify="left"
+    )
     for row in rows:
-        table.add_row(row["name"], row["dataset"], f"{row['paragraphs']:,}", f"{row['questions']:,}", ", ".join(row["indexes"]) or "-", row["size"])
+        table.add_row(
+            row["name"],
+            row["dataset"],
+            f"{row['paragraphs']:,}",
+            f"{row['questions']:,}",
+            ", ".join(row["indexes"]) or "-",
+            row["size"],
+        )
     return table
 
 
@@ -71,11 +83,21 @@ def trace(answer) -> list:
 
     tree = Tree(Text(f"{answer.method}: {answer.question}", style="dim"))
     for number, step in enumerate(answer.steps):
-        node = tree.add(Text(f"step {number}" + (f": {step.text}" if step.text else " (the question)"), style="bold" if not step.text else ""))
+        node = tree.add(
+            Text(
+                f"step {number}" + (f": {step.text}" if step.text else " (the question)"),
+                style="bold" if not step.text else "",
+            )
+        )
         if step.query:
             node.add(Text(f"query: {step.query}"))
             node.add(Text(f"retrieved: {TITLE_SEPARATOR.join(step.titles) if step.titles else 'nothing new'}"))
-        node.add(Text(f"{step.seconds:.1f}s, {step.prompt_tokens:,} prompt + {step.completion_tokens:,} completion tokens", style="dim"))
+        node.add(
+            Text(
+                f"{step.seconds:.1f}s, {step.prompt_tokens:,} prompt + {step.completion_tokens:,} completion tokens",
+                style="dim",
+            )
+        )
     # IRCoT's reasoning is its steps, with the reader's own generation after "[reader] " when it
     # differs from the answer; for methods without a chain, the reasoning is the reader's generation.
     chain, _, reader = answer.reasoning.partition("[reader] ")
@@ -91,5 +113,11 @@ def trace(answer) -> list:
     titles = TITLE_SEPARATOR.join(dict.fromkeys(r["title"] for r in answer.retrieved))
     if titles:
         shown.append(Text(f"paragraphs used ({len(answer.retrieved)}): {titles}", style="dim"))
-    shown.append(Text(f"{answer.seconds:.1f}s, {plural(answer.lm_calls, 'LM call')}, {answer.prompt_tokens:,} prompt + {answer.completion_tokens:,} completion tokens", style="dim"))
+    shown.append(
+        Text(
+            f"{answer.seconds:.1f}s, {plural(answer.lm_calls, 'LM call')}, {answer.prompt_tokens:,} prompt + "
+            f"{answer.completion_tokens:,} completion tokens",
+            style="dim",
+        )
+    )
     return shown

@@ -23,7 +23,9 @@ class _NullTask:
     def advance(self, amount: float = 1) -> None:
         pass
 
-    def update(self, completed: float | None = None, total: float | None = None, description: str | None = None) -> None:
+    def update(
+        self, completed: float | None = None, total: float | None = None, description: str | None = None
+    ) -> None:
         pass
 
 
@@ -35,8 +37,12 @@ class _RichTask:
     def advance(self, amount: float = 1) -> None:
         self._progress.advance(self._task_id, amount)
 
-    def update(self, completed: float | None = None, total: float | None = None, description: str | None = None) -> None:
-        kwargs = {k: v for k, v in (("completed", completed), ("total", total), ("description", description)) if v is not None}
+    def update(
+        self, completed: float | None = None, total: float | None = None, description: str | None = None
+    ) -> None:
+        kwargs = {
+            k: v for k, v in (("completed", completed), ("total", total), ("description", description)) if v is not None
+        }
         self._progress.update(self._task_id, **kwargs)
 
 
@@ -103,7 +109,14 @@ class Reporter:
             columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
         else:
             counter = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
-            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), counter, TimeElapsedColumn(), TimeRemainingColumn()]
+            columns = [
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                counter,
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+            ]
         with Progress(*columns, console=self.console, transient=True) as progress:
             yield _RichTask(progress, progress.add_task(description, total=total))
 
@@ -137,6 +150,7 @@ def configure(quiet: bool = False, interactive: bool | None = None) -> Reporter:
 
 
 # -- what a long `ask` is doing now --------------------------------------------------------------
+
 
 class _Activity:
     def __init__(self, task: _RichTask, label: str) -> None:

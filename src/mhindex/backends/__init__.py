@@ -33,8 +33,17 @@ from mhindex.options import check_choices, declared, flag_among, flag_of
 from mhindex.registry import load
 
 __all__ = [
-    "BACKENDS", "BackendSpec", "Hit", "IndexResult", "OpenedIndex", "Retriever", "build_index", "open_index", "open_retriever", "options_types",
-]  # fmt: skip
+    "BACKENDS",
+    "BackendSpec",
+    "Hit",
+    "IndexResult",
+    "OpenedIndex",
+    "Retriever",
+    "build_index",
+    "open_index",
+    "open_retriever",
+    "options_types",
+]
 
 BACKENDS = {
     "lucene": "mhindex.backends.lucene:LuceneBackend",
@@ -84,7 +93,10 @@ class BackendSpec:
         for name in given:
             if name not in fields:
                 owners = [b for b, t in options_types().items() if name in declared(t)]
-                raise UsageError(f"{flag_among(name, options_types().values())} is an option of the {' and '.join(owners) or 'no'} backend, not of {backend}")
+                raise UsageError(
+                    f"{flag_among(name, options_types().values())} is an option of the "
+                    f"{' and '.join(owners) or 'no'} backend, not of {backend}"
+                )
         return cls(backend, backend_type, given, label)
 
     @property
@@ -101,16 +113,21 @@ class BackendSpec:
         with another value than the index recorded is refused, with the command that rebuilds it."""
         return self._options(SEARCH_STAGES, recorded or {}, corpus)
 
-    def _options(self, stages: tuple[str, ...], recorded: Mapping[str, Any] | None = None, corpus: str = "CORPUS") -> Any:
+    def _options(
+        self, stages: tuple[str, ...], recorded: Mapping[str, Any] | None = None, corpus: str = "CORPUS"
+    ) -> Any:
         fields = declared(self.backend.Options)
         for name, value in self.given.items():
             stage, flag = fields[name][1].stage, flag_of(name, fields[name][1])
             if stage not in stages and stage == "search":
-                raise UsageError(f"{flag} of {self.name} applies when searching, not when indexing: give it to search, ask or eval")
+                raise UsageError(
+                    f"{flag} of {self.name} applies when searching, not when indexing: give it to search, ask or eval"
+                )
             if stage not in stages and stage == "index" and recorded is not None and recorded.get(name) != value:
                 built = recorded.get(name)
                 raise UsageError(
-                    f"the {self.name} index was built with {flag} {built if built is not None else '(default)'}, and {flag} is fixed when the index is built; "
+                    f"the {self.name} index was built with {flag} "
+                    f"{built if built is not None else '(default)'}, and {flag} is fixed when the index is built; "
                     f"rebuild it: mhindex index {corpus} --backend {self.name} {flag} {value} --force"
                 )
         known = {k: v for k, v in (recorded or {}).items() if k in fields}
@@ -147,7 +164,11 @@ def _read_manifest(path: Path, strict: bool = False) -> dict | None:
         manifest, why = None, f"cannot be read ({error})"
     else:
         why = "is not an index manifest"
-    if isinstance(manifest, dict) and isinstance(manifest.get("corpus_sha256"), str) and isinstance(manifest.get("options", {}), dict):
+    if (
+        isinstance(manifest, dict)
+        and isinstance(manifest.get("corpus_sha256"), str)
+        and isinstance(manifest.get("options", {}), dict)
+    ):
         return manifest
     if strict:
         raise IndexDamaged(f"{path / 'manifest.json'} {why}")
@@ -191,12 +212,16 @@ class _Checked:
         return getattr(self._inner, name)
 
 
-def build_index(corpus: CorpusDir, backend: BackendSpec | str, given: Mapping[str, Any] | None = None, force: bool = False) -> IndexResult:
+def build_index(
+    corpus: CorpusDir, backend: BackendSpec | str, given: Mapping[str, Any] | None = None, force: bool = False
+) -> IndexResult:
     """Index the corpus, unless an index of the same corpus and options exists. The new index is
     built beside the old one and replaces it only when complete."""
     spec = BackendSpec.parse(backend, given)
     if not spec.builds_index:
-        raise UsageError(f"the {spec.name} backend searches an index that lives elsewhere: there is nothing to build here")
+        raise UsageError(
+            f"the {spec.name} backend searches an index that lives elsewhere: there is nothing to build here"
+        )
     options = spec.index_options()
     with changing(corpus.root.parent, corpus.name, f"building its {spec.name} index"):
         return _build_index(corpus, spec.backend(), options, force)
@@ -214,7 +239,10 @@ def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool)
         facts = backend.build(corpus, staging, options, BackendContext(corpus.root.parent))
         expected = corpus.manifest()["counts"]["paragraphs"]
         if facts.get("paragraphs") != expected:  # checked before the new index replaces the old one
-            raise MhindexError(f"the {backend.name} build indexed {facts.get('paragraphs')} of the {expected:,} paragraphs of '{corpus.name}'; nothing was replaced: run it again with --force")
+            raise MhindexError(
+                f"the {backend.name} build indexed {facts.get('paragraphs')} of the {expected:,} paragraphs of "
+                f"'{corpus.name}'; nothing was replaced: run it again with --force"
+            )
         manifest = {
             "backend": backend.name,
             "corpus": corpus.name,
@@ -267,7 +295,9 @@ class OpenedIndex:
         self.retriever.close()
 
 
-def open_index(corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None) -> OpenedIndex:
+def open_index(
+    corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None
+) -> OpenedIndex:
     """The corpus's index opened for searching, or a one-line error saying what to run. An index
     served elsewhere needs no local corpus (`corpus` may be None)."""
     spec = BackendSpec.parse(backend, given)
@@ -282,7 +312,9 @@ def open_index(corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapp
     try:
         manifest = _read_manifest(target, strict=True)
     except IndexDamaged as error:
-        raise IndexDamaged(f"the {spec.name} index of '{corpus.name}' is damaged: {error}; {_rebuild(corpus, spec.name)}") from None
+        raise IndexDamaged(
+            f"the {spec.name} index of '{corpus.name}' is damaged: {error}; {_rebuild(corpus, spec.name)}"
+        ) from None
     rebuild = f"run `mhindex index {corpus.name} --backend {spec.name}`"
     if manifest is None:
         raise UsageError(f"corpus '{corpus.name}' has no {spec.name} index; {rebuild}")
@@ -296,15 +328,21 @@ def open_index(corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapp
         raise
     except Exception as error:  # noqa: BLE001 - a damaged index file, whatever the engine raises
         raise IndexDamaged(f"{what} cannot be opened ({one_line(error)}); {_rebuild(corpus, spec.name)}") from None
-    return OpenedIndex(_Checked(opened, f"searching {what}", _rebuild(corpus, spec.name)), _in_effect(options, manifest))
+    return OpenedIndex(
+        _Checked(opened, f"searching {what}", _rebuild(corpus, spec.name)), _in_effect(options, manifest)
+    )
 
 
 def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
     fields = declared(type(options))
-    effective = {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"}
+    effective = {
+        k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"
+    }
     return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
 
 
-def open_retriever(corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None) -> Retriever:
+def open_retriever(
+    corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None
+) -> Retriever:
     """`open_index(...).retriever`, for callers that need no more than the retriever."""
     return open_index(corpus, backend, given).retriever

@@ -71,7 +71,14 @@ class Backend(Protocol):
         """Index `corpus` into the (empty, temporary) folder `target`; returns facts for the manifest."""
         ...
 
-    def open(self, corpus: CorpusDir | None, index_dir: Path | None, manifest: dict[str, Any], options: Any, context: BackendContext) -> Retriever:
+    def open(
+        self,
+        corpus: CorpusDir | None,
+        index_dir: Path | None,
+        manifest: dict[str, Any],
+        options: Any,
+        context: BackendContext,
+    ) -> Retriever:
         """The retriever over the index in `index_dir` (None, with no corpus perhaps, for an index
         served elsewhere)."""
         ...

@@ -55,7 +55,14 @@ class Bm25sBackend:
             index.save(str(target / "bm25s"), show_progress=False)
         return {"paragraphs": len(texts)}
 
-    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: Bm25sOptions, context: BackendContext) -> Bm25sRetriever:
+    def open(
+        self,
+        corpus: CorpusDir,
+        index_dir: Path,
+        manifest: dict[str, Any],
+        options: Bm25sOptions,
+        context: BackendContext,
+    ) -> Bm25sRetriever:
         return Bm25sRetriever(corpus, index_dir / "bm25s", options)
 
 
@@ -67,16 +74,22 @@ class Bm25sRetriever:
         self._threads = options.threads
 
     def _tokens(self, queries: Sequence[str]):
-        return self._bm25s.tokenize(list(queries), stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False)
+        return self._bm25s.tokenize(
+            list(queries), stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+        )
 
     def _ranked(self, queries: Sequence[str], depth: int) -> list[list[Hit]]:
         depth = min(depth, len(self._paragraphs))
         tokens = self._tokens(queries)
         results: list[list[Hit]] = [[] for _ in queries]
-        known = [i for i, t in enumerate(tokens) if any(w in self._index.vocab_dict for w in t)]  # only stop words or unseen words: no hits
+        known = [
+            i for i, t in enumerate(tokens) if any(w in self._index.vocab_dict for w in t)
+        ]  # only stop words or unseen words: no hits
         if not known or depth == 0:
             return results
-        documents, scores = self._index.retrieve([tokens[i] for i in known], k=depth, show_progress=False, n_threads=self._threads)
+        documents, scores = self._index.retrieve(
+            [tokens[i] for i in known], k=depth, show_progress=False, n_threads=self._threads
+        )
         for row, i in enumerate(known):
             for position, score in zip(documents[row], scores[row], strict=True):
                 if score > 0:

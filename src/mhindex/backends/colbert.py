@@ -34,7 +34,11 @@ DEFAULT_CHECKPOINT = "colbert-minilm"
 
 @dataclass(frozen=True)
 class ColbertOptions:
-    checkpoint: str = option(DEFAULT_CHECKPOINT, "ColBERT: checkpoint folder, e.g. colbertv2.0 (colbert-minilm: MiniLM with an identity projection, untrained).", stage="index")
+    checkpoint: str = option(
+        DEFAULT_CHECKPOINT,
+        "ColBERT: checkpoint folder, e.g. colbertv2.0 (colbert-minilm: MiniLM with an identity projection, untrained).",
+        stage="index",
+    )
     nbits: int = option(2, "ColBERT: bits per residual dimension.", min=1, max=8, stage="index")
     doc_maxlen: int = option(180, "ColBERT: tokens kept per paragraph.", min=8, stage="index")
     threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
@@ -50,8 +54,6 @@ class ColbertOptions:
             object.__setattr__(self, "checkpoint", str(Path(self.checkpoint).expanduser().resolve()))
 
 
-
-
 class ColbertUnavailable(MhindexError):
     pass
 
@@ -64,7 +66,10 @@ def _prepare(home: Path, threads: int):
     extensions = Path(os.environ["TORCH_EXTENSIONS_DIR"])
     _drop_stale_locks(extensions)
     if len({so.parent.name for so in extensions.glob("*/*.so")}) < len(EXTENSIONS):
-        reporter().info(f"colbert-ai compiles its {len(EXTENSIONS)} C++ extensions on first use, once: a few minutes on two cores (into {extensions})")
+        reporter().info(
+            f"colbert-ai compiles its {len(EXTENSIONS)} C++ extensions on first use, once: a few minutes on "
+            f"two cores (into {extensions})"
+        )
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*CUDA is not available.*")
     try:
@@ -159,7 +164,10 @@ def _resolve_checkpoint(asked: str, home: Path) -> tuple[Path, bool]:
         return minilm_checkpoint(home / "models"), True
     path = Path(asked).expanduser()
     if not (path / "artifact.metadata").is_file() and not path.suffix == ".dnn":
-        raise UsageError(f"{asked} is not a ColBERT checkpoint folder (no artifact.metadata); download colbert-ir/colbertv2.0 and pass its folder")
+        raise UsageError(
+            f"{asked} is not a ColBERT checkpoint folder (no artifact.metadata); download "
+            "colbert-ir/colbertv2.0 and pass its folder"
+        )
     return path.resolve(), False
 
 
@@ -167,11 +175,16 @@ class ColbertBackend:
     name = "colbert"
     Options = ColbertOptions
 
-    def build(self, corpus: CorpusDir, target: Path, options: ColbertOptions, context: BackendContext) -> dict[str, Any]:
+    def build(
+        self, corpus: CorpusDir, target: Path, options: ColbertOptions, context: BackendContext
+    ) -> dict[str, Any]:
         _prepare(context.home, options.threads)
         checkpoint, untrained = _resolve_checkpoint(options.checkpoint, context.home)
         if untrained:
-            reporter().warning("no --checkpoint: using all-MiniLM-L6-v2 with an identity projection, which is not trained for late interaction")
+            reporter().warning(
+                "no --checkpoint: using all-MiniLM-L6-v2 with an identity projection, which is not trained for "
+                "late interaction"
+            )
         paragraphs = corpus.paragraphs()
         try:
             texts = [f"{record['title']} | {' '.join(record['text'].split())}" for record in paragraphs]
@@ -181,13 +194,21 @@ class ColbertBackend:
         from colbert.infra import ColBERTConfig, Run, RunConfig
 
         log = target / "colbert.log"
-        what = f"indexing {len(texts):,} paragraphs with ColBERT (PLAID): encoding, k-means, encoding again (minutes on CPU; log: {log})"
+        what = (
+            f"indexing {len(texts):,} paragraphs with ColBERT (PLAID): encoding, k-means, encoding again "
+            f"(minutes on CPU; log: {log})"
+        )
         with reporter().progress(what, total=None), _quiet(log):
-            with Run().context(RunConfig(nranks=1, root=str(target), experiment="colbert", avoid_fork_if_possible=True)):
+            with Run().context(
+                RunConfig(nranks=1, root=str(target), experiment="colbert", avoid_fork_if_possible=True)
+            ):
                 config = ColBERTConfig(
-                    nbits=options.nbits, doc_maxlen=options.doc_maxlen, query_maxlen=options.query_maxlen,
-                    kmeans_niters=options.kmeans_niters, root=str(target),
-                )  # fmt: skip
+                    nbits=options.nbits,
+                    doc_maxlen=options.doc_maxlen,
+                    query_maxlen=options.query_maxlen,
+                    kmeans_niters=options.kmeans_niters,
+                    root=str(target),
+                )
                 indexer = Indexer(checkpoint=str(checkpoint), config=config)
                 indexer.index(name="plaid", collection=texts, overwrite=True)
                 index_path = Path(indexer.get_index())
@@ -198,20 +219,43 @@ class ColbertBackend:
             "index_path": str(index_path.relative_to(target)),
         }
 
-    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: ColbertOptions, context: BackendContext) -> ColbertRetriever:
+    def open(
+        self,
+        corpus: CorpusDir,
+        index_dir: Path,
+        manifest: dict[str, Any],
+        options: ColbertOptions,
+        context: BackendContext,
+    ) -> ColbertRetriever:
         return ColbertRetriever(corpus, index_dir, manifest, options, context)
 
 
 class ColbertRetriever:
-    def __init__(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: ColbertOptions, context: BackendContext) -> None:
+    def __init__(
+        self,
+        corpus: CorpusDir,
+        index_dir: Path,
+        manifest: dict[str, Any],
+        options: ColbertOptions,
+        context: BackendContext,
+    ) -> None:
         _prepare(context.home, options.threads)
         from colbert import Searcher
         from colbert.infra import ColBERTConfig, Run, RunConfig
 
         self._log = index_dir / "colbert.log"
-        overrides = {k: getattr(options, k) for k in ("ncells", "centroid_score_threshold", "ndocs") if getattr(options, k) is not None}
+        overrides = {
+            k: getattr(options, k)
+            for k in ("ncells", "centroid_score_threshold", "ndocs")
+            if getattr(options, k) is not None
+        }
         with _quiet(self._log), Run().context(RunConfig(nranks=1, avoid_fork_if_possible=True)):
-            self._searcher = Searcher(index=str(index_dir / manifest["index_path"]), collection=[], config=ColBERTConfig(**overrides), verbose=0)
+            self._searcher = Searcher(
+                index=str(index_dir / manifest["index_path"]),
+                collection=[],
+                config=ColBERTConfig(**overrides),
+                verbose=0,
+            )
         self._paragraphs = corpus.paragraphs()
 
     def _hits(self, pids, scores) -> list[Hit]:

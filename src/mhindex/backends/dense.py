@@ -32,25 +32,35 @@ from mhindex.ui import reporter
 
 @dataclass(frozen=True)
 class DenseOptions:
-    encoder: str = option(PACKAGED_ENCODER, "Dense: encoder folder or cached hub name (the packaged all-MiniLM-L6-v2 by default).", stage="index")
-    query_encoder: str | None = option(None, "Dense: question encoder of a DPR pair \\[default: --encoder].", stage="index")
-    faiss_index: str = option("flat", "Dense: flat (exact), hnsw or ivfpq.", choices=("flat", "hnsw", "ivfpq"), stage="index")
+    encoder: str = option(
+        PACKAGED_ENCODER,
+        "Dense: encoder folder or cached hub name (the packaged all-MiniLM-L6-v2 by default).",
+        stage="index",
+    )
+    query_encoder: str | None = option(
+        None, "Dense: question encoder of a DPR pair \\[default: --encoder].", stage="index"
+    )
+    faiss_index: str = option(
+        "flat", "Dense: flat (exact), hnsw or ivfpq.", choices=("flat", "hnsw", "ivfpq"), stage="index"
+    )
     hnsw_m: int = option(32, "Dense HNSW: links per node.", min=2, stage="index")
     ef_search: int = option(128, "Dense HNSW: search breadth.", min=1, stage="search")
     ivf_lists: int | None = option(None, "Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", min=1, stage="index")
     pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
     nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
-    ivf_train: int | None = option(None, "Dense IVF-PQ: vectors sampled to train on \\[default: 64 per list].", min=1, stage="index")
+    ivf_train: int | None = option(
+        None, "Dense IVF-PQ: vectors sampled to train on \\[default: 64 per list].", min=1, stage="index"
+    )
     # Off by default: measured on 500k vectors, a memory-mapped search took about 8x as long (p50 1.56 vs 0.18 ms),
     # and IVF-PQ codes are small (133 MB for 5.2M paragraphs at --pq-m 16); it is for indexes beyond memory.
-    mmap: bool = option(False, "Dense IVF-PQ: search the index memory-mapped from disk, for indexes larger than memory.", stage="search")
+    mmap: bool = option(
+        False, "Dense IVF-PQ: search the index memory-mapped from disk, for indexes larger than memory.", stage="search"
+    )
     encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
     batch_size: int = option(32, "Dense: paragraphs encoded per batch.", min=1, stage="both")
     shard_size: int = option(10_000, "Dense: paragraphs per resumable shard.", min=1, stage="both")
     threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
     max_length: int = 256
-
-
 
 
 def recorded_runtime(options, manifest: dict[str, Any]):
@@ -68,7 +78,14 @@ def _work_dir(corpus: CorpusDir, options: DenseOptions) -> Path:
     which vectors a shard holds: the corpus, the encoder and its length and runtime, the shard
     size (which paragraphs a shard covers) and the batch size (int8 activations are quantised
     per batch)."""
-    shape = [corpus.manifest()["corpus_sha256"], options.encoder, options.max_length, options.encoder_runtime, options.shard_size, options.batch_size]
+    shape = [
+        corpus.manifest()["corpus_sha256"],
+        options.encoder,
+        options.max_length,
+        options.encoder_runtime,
+        options.shard_size,
+        options.batch_size,
+    ]
     key = hashlib.sha256(":".join(map(str, shape)).encode()).hexdigest()[:12]
     return corpus.indexes / f"{WORK_PREFIX}{key}"
 
@@ -114,7 +131,10 @@ def build_faiss_index(faiss, shards: Sequence[Path], dim: int, options: DenseOpt
         if dim % options.pq_m:
             raise UsageError(f"--pq-m {options.pq_m} must divide the encoder's dimension {dim}")
         if count < lists:
-            raise UsageError(f"ivfpq with {lists} lists needs at least {lists} paragraphs to train on, the corpus has {count}; use flat or hnsw")
+            raise UsageError(
+                f"ivfpq with {lists} lists needs at least {lists} paragraphs to train on, the corpus has "
+                f"{count}; use flat or hnsw"
+            )
         # 8-bit codes need 256 training points per sub-quantizer; a small corpus gets fewer bits.
         bits = max(1, min(8, int(math.log2(max(2, count)))))
         index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, options.pq_m, bits, faiss.METRIC_INNER_PRODUCT)
@@ -153,14 +173,26 @@ class DenseBackend:
             paragraphs.close()
         index = build_faiss_index(faiss, shards, encoder.dim, options)
         if index.ntotal != count:  # never an index that holds less than it claims
-            raise MhindexError(f"the dense index holds {index.ntotal:,} vectors for {count:,} paragraphs; nothing was replaced: run again with --force")
+            raise MhindexError(
+                f"the dense index holds {index.ntotal:,} vectors for {count:,} paragraphs; nothing was "
+                "replaced: run again with --force"
+            )
         faiss.write_index(index, str(target / "faiss.index"))
         for done in corpus.indexes.glob(f"{WORK_PREFIX}*"):  # this one, and any of other settings, now of no use
             shutil.rmtree(inside(context.home, done), ignore_errors=True)
-        return {"paragraphs": index.ntotal, "dim": encoder.dim, "encoder": name, "pooling": encoder.pooling, "normalized": encoder.normalize, "resumed_shards": resumed}
+        return {
+            "paragraphs": index.ntotal,
+            "dim": encoder.dim,
+            "encoder": name,
+            "pooling": encoder.pooling,
+            "normalized": encoder.normalize,
+            "resumed_shards": resumed,
+        }
 
     @staticmethod
-    def _encode(paragraphs, encoder: Encoder | OnnxEncoder, work: Path, options: DenseOptions) -> tuple[list[Path], int]:
+    def _encode(
+        paragraphs, encoder: Encoder | OnnxEncoder, work: Path, options: DenseOptions
+    ) -> tuple[list[Path], int]:
         """Encode the corpus into .npy shards of `shard_size` vectors; a shard already on disk (an
         interrupted run's) is kept. Only one shard's paragraphs are in memory at a time."""
         import numpy as np
@@ -182,7 +214,9 @@ class DenseBackend:
                 # Batches of similar length pad little: encode in length order, store in corpus order.
                 order = sorted(range(len(chunk)), key=lambda i: len(chunk[i][0]) + len(chunk[i][1]))
                 vectors = np.empty((len(chunk), encoder.dim), dtype=np.float32)
-                batches = [order[start : start + options.batch_size] for start in range(0, len(chunk), options.batch_size)]
+                batches = [
+                    order[start : start + options.batch_size] for start in range(0, len(chunk), options.batch_size)
+                ]
 
                 def encoded(batch: list[int], chunk=chunk):
                     return encoder.encode([chunk[i][0] for i in batch], [chunk[i][1] for i in batch])
@@ -196,7 +230,14 @@ class DenseBackend:
                 os.replace(partial, shard)
         return shards, resumed
 
-    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: DenseOptions, context: BackendContext) -> DenseRetriever:
+    def open(
+        self,
+        corpus: CorpusDir,
+        index_dir: Path,
+        manifest: dict[str, Any],
+        options: DenseOptions,
+        context: BackendContext,
+    ) -> DenseRetriever:
         return DenseRetriever(corpus, index_dir, recorded_runtime(options, manifest), context)
 
 
@@ -204,13 +245,21 @@ class DenseRetriever:
     def __init__(self, corpus: CorpusDir, index_dir: Path, options: DenseOptions, context: BackendContext) -> None:
         faiss = _faiss()
         faiss.omp_set_num_threads(options.threads)
-        self._index = read_faiss_index(faiss, index_dir / "faiss.index", options.mmap and options.faiss_index == "ivfpq")
+        self._index = read_faiss_index(
+            faiss, index_dir / "faiss.index", options.mmap and options.faiss_index == "ivfpq"
+        )
         if hasattr(self._index, "hnsw"):
             self._index.hnsw.efSearch = options.ef_search
         if hasattr(self._index, "nprobe"):
             self._index.nprobe = options.nprobe
         self._paragraphs = corpus.paragraphs()
-        self._encoder = make_encoder(options.query_encoder or options.encoder, options.encoder_runtime, options.max_length, options.threads, context.models)
+        self._encoder = make_encoder(
+            options.query_encoder or options.encoder,
+            options.encoder_runtime,
+            options.max_length,
+            options.threads,
+            context.models,
+        )
 
     def _hits(self, scores, positions) -> list[Hit]:
         hits = []

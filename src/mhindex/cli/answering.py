@@ -32,10 +32,14 @@ WorkersOption = Annotated[
     typer.Option(
         min=1,
         max=64,
-        help="Questions answered at once: a remote LM serves them in parallel; a local model gets one llama.cpp slot each (on two cores no faster than 1: benchmarks/README.md).",
+        help="Questions answered at once: a remote LM serves them in parallel; a local model gets one "
+        "llama.cpp slot each (on two cores no faster than 1: benchmarks/README.md).",
     ),
 ]
-CorpusOption = Annotated[Optional[str], typer.Option("--corpus", "-c", help="Corpus to search \\[default: the only one built].", show_default=False)]
+CorpusOption = Annotated[
+    Optional[str],
+    typer.Option("--corpus", "-c", help="Corpus to search \\[default: the only one built].", show_default=False),
+]
 
 
 @app.command()
@@ -43,7 +47,10 @@ CorpusOption = Annotated[Optional[str], typer.Option("--corpus", "-c", help="Cor
 @backend_options
 @model_options
 def ask(
-    question: Annotated[str, typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False)],
+    question: Annotated[
+        str,
+        typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False),
+    ],
     corpus_name: CorpusOption = None,
     method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "ircot",
     backend: BackendOption = "lucene",
@@ -73,7 +80,9 @@ def ask(
     # A method that retrieves from an index built here needs its corpus; a served index does not.
     found = pick_corpus(root, corpus_name, required=method_class(method).needs_retriever and spec.builds_index)
     with ui.graceful_interrupts():
-        with Session(found, methods=[method], backend=spec, model=model_from(model_options), home=root, workers=workers) as session:
+        with Session(
+            found, methods=[method], backend=spec, model=model_from(model_options), home=root, workers=workers
+        ) as session:
             solver = session.method(method, settings)
             if question == "-":
                 _answer_stream(solver, workers)
@@ -117,11 +126,19 @@ def _unescape(text: str) -> str:
 @app.command(name="lm")
 @model_options
 def lm_(
-    prompt: Annotated[str, typer.Argument(help="The prompt to complete; \\n and \\t are read as a newline and a tab.", show_default=False)],
+    prompt: Annotated[
+        str,
+        typer.Argument(help="The prompt to complete; \\n and \\t are read as a newline and a tab.", show_default=False),
+    ],
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Most tokens to generate.")] = 64,
-    stop: Annotated[Optional[list[str]], typer.Option("--stop", help="Stop sequence (repeatable; \\n for a newline, \\t for a tab).")] = None,
+    stop: Annotated[
+        Optional[list[str]],
+        typer.Option("--stop", help="Stop sequence (repeatable; \\n for a newline, \\t for a tab)."),
+    ] = None,
     temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
-    chat: Annotated[bool, typer.Option("--chat", metavar="", help="Send the prompt as one user turn through the chat template.")] = False,
+    chat: Annotated[
+        bool, typer.Option("--chat", metavar="", help="Send the prompt as one user turn through the chat template.")
+    ] = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,

@@ -27,18 +27,34 @@ app = typer.Typer(
 
 HomeOption = Annotated[
     Optional[Path],
-    typer.Option("--home", help="Data root \\[default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].", show_default=False),
+    typer.Option(
+        "--home",
+        help="Data root \\[default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].",
+        show_default=False,
+    ),
 ]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", metavar="", help="No progress bars or log lines (results and errors are still printed).")]
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", metavar="", help="No progress bars or log lines (results and errors are still printed)."
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Print machine-readable JSON on stdout.")]
 BackendOption = Annotated[
-    str, typer.Option("--backend", "-b", help=f"Retrieval engine: {', '.join(BACKENDS)} (lucene is embedded; see the README), or http://HOST:PORT for a served index.")
+    str,
+    typer.Option(
+        "--backend",
+        "-b",
+        help=f"Retrieval engine: {', '.join(BACKENDS)} (lucene is embedded; see the README), or "
+        "http://HOST:PORT for a served index.",
+    ),
 ]
 LmOption = Annotated[
     Optional[str],
     typer.Option(
         "--lm",
-        help="Language model: local:qwen2.5-0.5b (default), local:smollm2-135m, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
+        help="Language model: local:qwen2.5-0.5b (default), local:smollm2-135m, gguf:PATH, hf:PATH, "
+        "openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
         show_default=False,
     ),
 ]
@@ -66,7 +82,9 @@ def _root(
     home: HomeOption = None,
     quiet: QuietOption = False,
     lm: LmOption = None,
-    version: Annotated[bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
 ) -> None:
     """Multi-hop question answering over your own corpora.
 
@@ -106,8 +124,13 @@ def backend_options(command):
     from mhindex.backends import options_types
     from mhindex.options import with_options
 
-    panels = {"index": "Backend options, fixed when the index is built", "search": "Backend options, applied when searching"}
-    return with_options("backend_options", options_types, panel=lambda opt: panels.get(opt.stage, "Backend options"))(command)
+    panels = {
+        "index": "Backend options, fixed when the index is built",
+        "search": "Backend options, applied when searching",
+    }
+    return with_options("backend_options", options_types, panel=lambda opt: panels.get(opt.stage, "Backend options"))(
+        command
+    )
 
 
 def method_options(command):

@@ -8,7 +8,17 @@ from typing import Annotated, Optional
 import typer
 
 from mhindex import render, ui
-from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup
+from mhindex.cli.app import (
+    BackendOption,
+    HomeOption,
+    JsonOption,
+    QuietOption,
+    app,
+    backend_options,
+    console,
+    print_json,
+    setup,
+)
 from mhindex.corpora import DATASETS
 from mhindex.home import built_corpora, damaged_corpora, downloads_dir, leftovers, open_corpus
 
@@ -46,7 +56,9 @@ def _report_build(result, json: bool) -> None:
 @corpus_options
 def corpus(
     dataset: DatasetArgument,
-    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild even if inputs and seed are unchanged.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", metavar="", help="Rebuild even if inputs and seed are unchanged.")
+    ] = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -58,14 +70,19 @@ def corpus(
     result = _convert(root, dataset, corpus_options, converter_options, force)
     if result.rebuilt and result.stale_indexes:
         backends = ", ".join(result.stale_indexes)
-        ui.reporter().warning(f"the {backends} index of {result.corpus.name} was built from the previous corpus: run `mhindex index {result.corpus.name}` (or `mhindex build`) to rebuild it")
+        ui.reporter().warning(
+            f"the {backends} index of {result.corpus.name} was built from the previous corpus: run `mhindex "
+            f"index {result.corpus.name}` (or `mhindex build`) to rebuild it"
+        )
     _report_build(result, json)
 
 
 @app.command()
 def download(
     dataset: DatasetArgument,
-    only: Annotated[Optional[list[str]], typer.Option("--file", help="Fetch only this release file (repeatable).")] = None,
+    only: Annotated[
+        Optional[list[str]], typer.Option("--file", help="Fetch only this release file (repeatable).")
+    ] = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -89,21 +106,39 @@ def list_(home: HomeOption = None, quiet: QuietOption = False, json: JsonOption 
     rows = [c.summary() for c in built_corpora(root)]
     log = ui.reporter()
     for folder in damaged_corpora(root):
-        log.warning(f"{folder}: damaged (its manifest.json cannot be read); rebuild it: mhindex corpus DATASET --name {folder.name} --force")
+        log.warning(
+            f"{folder}: damaged (its manifest.json cannot be read); rebuild it: mhindex corpus DATASET --name "
+            f"{folder.name} --force"
+        )
     stale, resumable = leftovers(root)
     if stale:
-        log.warning(f"{human_size(sum(map(size_on_disk, stale)))} in {len(stale)} temporary folders of builds that were killed; `mhindex gc` removes them")
+        log.warning(
+            f"{human_size(sum(map(size_on_disk, stale)))} in {len(stale)} temporary folders of builds that "
+            "were killed; `mhindex gc` removes them"
+        )
     if resumable:
-        log.info(f"{human_size(sum(map(size_on_disk, resumable)))} kept to resume interrupted encodings or training; `mhindex gc --resumable` removes them")
+        log.info(
+            f"{human_size(sum(map(size_on_disk, resumable)))} kept to resume interrupted encodings or "
+            "training; `mhindex gc --resumable` removes them"
+        )
     if json:
         print_json(rows)
     else:
-        console().print(render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique")
+        console().print(
+            render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique"
+        )
 
 
 @app.command()
 def gc(
-    resumable: Annotated[bool, typer.Option("--resumable", metavar="", help="Also remove the work kept to resume an interrupted dense encoding or training.")] = False,
+    resumable: Annotated[
+        bool,
+        typer.Option(
+            "--resumable",
+            metavar="",
+            help="Also remove the work kept to resume an interrupted dense encoding or training.",
+        ),
+    ] = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -127,7 +162,10 @@ def gc(
     if json:
         print_json({"removed": removed, "bytes": freed})
     else:
-        console().print(f"removed {len(removed)} leftovers, {human_size(freed)}" + (f"; {len(kept)} kept for resuming (--resumable removes them)" if kept and not resumable else ""))
+        console().print(
+            f"removed {len(removed)} leftovers, {human_size(freed)}"
+            + (f"; {len(kept)} kept for resuming (--resumable removes them)" if kept and not resumable else "")
+        )
 
 
 @app.command()
@@ -170,9 +208,17 @@ def build(
     built = _convert(root, dataset, corpus_options, converter_options, force)
     indexed = build_index(built.corpus, spec, force=force)
     if json:
-        print_json({"corpus": {"rebuilt": built.rebuilt, **built.manifest}, "index": {"rebuilt": indexed.rebuilt, **indexed.manifest}})
+        print_json(
+            {
+                "corpus": {"rebuilt": built.rebuilt, **built.manifest},
+                "index": {"rebuilt": indexed.rebuilt, **indexed.manifest},
+            }
+        )
         return
     _report_build(built, False)
     report_index(indexed, False)
     if indexed.rebuilt or built.rebuilt:
-        console().print(f'next: mhindex search {built.corpus.name} "your query"   or   mhindex ask "your question" --corpus {built.corpus.name}')
+        console().print(
+            f'next: mhindex search {built.corpus.name} "your query"   or   mhindex ask "your question" '
+            f"--corpus {built.corpus.name}"
+        )

@@ -30,7 +30,8 @@ JudgeOption = Annotated[
     Optional[str],
     typer.Option(
         "--judge-lm",
-        help="Also score EfficientRAG's Accuracy: this LM (any --lm spec) judges each answer with the released prompt \\[default: none].",
+        help="Also score EfficientRAG's Accuracy: this LM (any --lm spec) judges each answer with the released "
+        "prompt \\[default: none].",
         show_default=False,
     ),
 ]
@@ -54,11 +55,25 @@ def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = 
 @model_options
 def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
-    methods: Annotated[str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS)}.")] = "nor,oner,ircot",
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False)] = None,
+    methods: Annotated[
+        str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS)}.")
+    ] = "nor,oner,ircot",
+    limit: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1, help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
-    out: Annotated[Optional[Path], typer.Option(help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False)] = None,
-    budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved (IRCoT's budget).")] = 15,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False
+        ),
+    ] = None,
+    budget: Annotated[
+        int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved (IRCoT's budget).")
+    ] = 15,
     judge_lm: JudgeOption = None,
     backend: BackendOption = "lucene",
     workers: WorkersOption = 1,
@@ -82,9 +97,19 @@ def eval_(
     spec = BackendSpec.parse(backend, backend_options)
     with ui.graceful_interrupts():
         result = evaluate(
-            open_corpus(root, name), names, model=model_from(model_options), backend=spec, method_options=method_options,
-            limit=limit, seed=seed, out=out, workers=workers, budget=budget, home=root, judge=judge_lm,
-        )  # fmt: skip
+            open_corpus(root, name),
+            names,
+            model=model_from(model_options),
+            backend=spec,
+            method_options=method_options,
+            limit=limit,
+            seed=seed,
+            out=out,
+            workers=workers,
+            budget=budget,
+            home=root,
+            judge=judge_lm,
+        )
     report = result.report
     if json:
         print_json(report)
@@ -99,10 +124,20 @@ def eval_(
 
 @app.command()
 def score(
-    predictions: Annotated[Path, typer.Argument(help="A predictions file (ask --json records, one a line).", show_default=False)],
-    questions: Annotated[str, typer.Option("--questions", help="A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and gold paragraph ids.")],
+    predictions: Annotated[
+        Path, typer.Argument(help="A predictions file (ask --json records, one a line).", show_default=False)
+    ],
+    questions: Annotated[
+        str,
+        typer.Option(
+            "--questions",
+            help="A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and gold paragraph ids.",
+        ),
+    ],
     budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved.")] = 15,
-    chart: Annotated[Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)] = None,
+    chart: Annotated[
+        Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)
+    ] = None,
     judge_lm: JudgeOption = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
@@ -123,9 +158,14 @@ def score(
 
 @app.command()
 def chart(
-    runs: Annotated[list[Path], typer.Argument(help="Evaluation folders (or their metrics.json), one per dataset.", show_default=False)],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Evaluation folders (or their metrics.json), one per dataset.", show_default=False),
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The PNG to write.")] = Path("chart.png"),
-    title: Annotated[Optional[str], typer.Option(help="Title \\[default: the model and the question count].", show_default=False)] = None,
+    title: Annotated[
+        Optional[str], typer.Option(help="Title \\[default: the model and the question count].", show_default=False)
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Draw several `mhindex eval` runs in one figure: recall and F1 per dataset, methods side by side."""

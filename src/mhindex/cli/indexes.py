@@ -8,7 +8,18 @@ from typing import Annotated, Optional
 import typer
 
 from mhindex import render, ui
-from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, backend_options, console, print_json, setup, write_line
+from mhindex.cli.app import (
+    BackendOption,
+    HomeOption,
+    JsonOption,
+    QuietOption,
+    app,
+    backend_options,
+    console,
+    print_json,
+    setup,
+    write_line,
+)
 from mhindex.errors import UsageError
 from mhindex.home import corpus_dir, open_corpus
 
@@ -25,7 +36,9 @@ def report_index(result, json: bool) -> None:
 def index(
     name: Annotated[str, typer.Argument(help="Corpus name (see mhindex list).", show_default=False)],
     backend: BackendOption = "lucene",
-    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild even if the index is up to date.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", metavar="", help="Rebuild even if the index is up to date.")
+    ] = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -43,7 +56,9 @@ def index(
 @backend_options
 def search(
     name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
-    query: Annotated[str, typer.Argument(help='Query text, or "-" to read JSONL {"id", "query"} from stdin.', show_default=False)],
+    query: Annotated[
+        str, typer.Argument(help='Query text, or "-" to read JSONL {"id", "query"} from stdin.', show_default=False)
+    ],
     k: Annotated[int, typer.Option("-k", min=1, help="Paragraphs per query.")] = 10,
     backend: BackendOption = "lucene",
     batch: Annotated[int, typer.Option(min=1, help="Stdin queries searched together.")] = 64,
@@ -84,20 +99,28 @@ def search(
 def serve(
     name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
     backend: BackendOption = "lucene",
-    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default; set --api-key before opening it wider).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (loopback by default; set --api-key before opening it wider).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8765,
     api_key: Annotated[
         Optional[str],
         typer.Option(
             "--api-key",
             envvar="MHINDEX_API_KEY",
-            help="Require this key: Authorization: Bearer KEY, X-API-Key, http://key:KEY@HOST, /k/KEY/... or ?api_key=KEY \\[default: $MHINDEX_API_KEY, else none].",
+            help="Require this key: Authorization: Bearer KEY, X-API-Key, http://key:KEY@HOST, /k/KEY/... or "
+            "?api_key=KEY \\[default: $MHINDEX_API_KEY, else none].",
             show_default=False,
         ),
     ] = None,
     workers: Annotated[int, typer.Option(min=1, max=256, help="Searches run at once (in threads).")] = 4,
-    max_k: Annotated[int, typer.Option("--max-k", min=1, help="Most paragraphs a query gets; asking for more gets this many.")] = 100,
-    max_batch: Annotated[int, typer.Option("--max-batch", min=1, help="Most queries in one batch request (Search-R1's GRPO sends 2,560).")] = 4096,
+    max_k: Annotated[
+        int, typer.Option("--max-k", min=1, help="Most paragraphs a query gets; asking for more gets this many.")
+    ] = 100,
+    max_batch: Annotated[
+        int,
+        typer.Option("--max-batch", min=1, help="Most queries in one batch request (Search-R1's GRPO sends 2,560)."),
+    ] = 4096,
     home: HomeOption = None,
     quiet: QuietOption = False,
     backend_options: dict | None = None,
@@ -117,15 +140,25 @@ def serve(
     retriever = opened.retriever
     manifest = corpus.manifest()
     info = {
-        "corpus": corpus.name, "dataset": manifest.get("dataset"), "paragraphs": manifest.get("counts", {}).get("paragraphs"),
-        "backend": backend, "index": opened.settings,
-    }  # fmt: skip
+        "corpus": corpus.name,
+        "dataset": manifest.get("dataset"),
+        "paragraphs": manifest.get("counts", {}).get("paragraphs"),
+        "backend": backend,
+        "index": opened.settings,
+    }
     log = ui.reporter()
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
     log.info(f"serving {corpus.name} ({backend}) on http://{host}:{port}  (Ctrl-C stops)")
     try:
-        app_ = make_app(retriever, info, Limits(max_k=max_k, max_batch=max_batch, threads=workers), api_key, corpus_lines(corpus), access_log=not log.quiet)
+        app_ = make_app(
+            retriever,
+            info,
+            Limits(max_k=max_k, max_batch=max_batch, threads=workers),
+            api_key,
+            corpus_lines(corpus),
+            access_log=not log.quiet,
+        )
         run_server(app_, host, port)
     finally:
         retriever.close()

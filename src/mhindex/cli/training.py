@@ -10,25 +10,59 @@ import typer
 from mhindex import ui
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, console, print_json, setup
 
-train_app = typer.Typer(help="Train the small models a method needs (EfficientRAG's Labeler & Tagger and Filter).", no_args_is_help=True)
+train_app = typer.Typer(
+    help="Train the small models a method needs (EfficientRAG's Labeler & Tagger and Filter).", no_args_is_help=True
+)
 app.add_typer(train_app, name="train")
 
 
 @train_app.command()
 def efficientrag(
-    corpus_name: Annotated[str, typer.Option("--from", help="The built corpus to learn from (MuSiQue: its gold question decompositions).", show_default=False)],
-    encoder: Annotated[Optional[str], typer.Option(help="A local transformers encoder folder (e.g. DeBERTa-v3) \\[default: the packaged MiniLM].", show_default=False)] = None,
+    corpus_name: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            help="The built corpus to learn from (MuSiQue: its gold question decompositions).",
+            show_default=False,
+        ),
+    ],
+    encoder: Annotated[
+        Optional[str],
+        typer.Option(
+            help="A local transformers encoder folder (e.g. DeBERTa-v3) \\[default: the packaged MiniLM].",
+            show_default=False,
+        ),
+    ] = None,
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the training examples.")] = 4,
     batch_size: Annotated[int, typer.Option(min=1, help="Examples per optimiser step.")] = 16,
-    learning_rate: Annotated[float, typer.Option("--lr", min=0.0, help="AdamW's peak learning rate (linear warm-up over a tenth of the steps, then decay).")] = 3e-4,
-    held_out: Annotated[float, typer.Option(min=0.0, max=0.99, help="Share of the questions kept out of training to score the models on.")] = 0.1,
+    learning_rate: Annotated[
+        float,
+        typer.Option(
+            "--lr", min=0.0, help="AdamW's peak learning rate (linear warm-up over a tenth of the steps, then decay)."
+        ),
+    ] = 3e-4,
+    held_out: Annotated[
+        float,
+        typer.Option(min=0.0, max=0.99, help="Share of the questions kept out of training to score the models on."),
+    ] = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the batch order.")] = 13370,
     device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
     backend: BackendOption = "lucene",
     checkpoint_every: Annotated[int, typer.Option(min=1, help="Optimiser steps between checkpoints.")] = 50,
-    stop_after: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many optimiser steps (both models together); the same command without it resumes.", show_default=False)] = None,
-    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads \\[default: all cores].", show_default=False)] = None,
-    restart: Annotated[bool, typer.Option("--restart", metavar="", help="Start over instead of resuming from the last checkpoint.")] = False,
+    stop_after: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1,
+            help="Stop after this many optimiser steps (both models together); the same command without it resumes.",
+            show_default=False,
+        ),
+    ] = None,
+    threads: Annotated[
+        Optional[int], typer.Option(min=1, help="CPU threads \\[default: all cores].", show_default=False)
+    ] = None,
+    restart: Annotated[
+        bool, typer.Option("--restart", metavar="", help="Start over instead of resuming from the last checkpoint.")
+    ] = False,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -44,18 +78,41 @@ def efficientrag(
     root = setup(home, quiet)
     corpus = open_corpus(root, corpus_name)
     settings = TrainSettings(
-        encoder=encoder, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, held_out=held_out, seed=seed,
-        device=device, checkpoint_every=checkpoint_every, stop_after=stop_after, backend=backend, threads=threads,
-    )  # fmt: skip
+        encoder=encoder,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        held_out=held_out,
+        seed=seed,
+        device=device,
+        checkpoint_every=checkpoint_every,
+        stop_after=stop_after,
+        backend=backend,
+        threads=threads,
+    )
     with ui.graceful_interrupts():
         result = train(root, corpus, settings, restart=restart)
     if json:
-        print_json({"folder": str(result.folder), "complete": result.complete, "steps": result.steps, "resumed_from": result.resumed_from, **result.report})
+        print_json(
+            {
+                "folder": str(result.folder),
+                "complete": result.complete,
+                "steps": result.steps,
+                "resumed_from": result.resumed_from,
+                **result.report,
+            }
+        )
         return
     out = console()
     if not result.complete:
-        out.print(f"stopped after {result.steps} steps; the checkpoint is in {result.folder}: run the same command without --stop-after to resume")
+        out.print(
+            f"stopped after {result.steps} steps; the checkpoint is in {result.folder}: run the same command "
+            "without --stop-after to resume"
+        )
         return
     scores = result.report.get("held_out", {})
     shown = ", ".join(f"{key} {value}" for key, value in scores.items())
-    out.print(f"EfficientRAG's models are in {result.folder} (trained on {result.report.get('questions')} questions of '{corpus.name}'); held out: {shown}")
+    out.print(
+        f"EfficientRAG's models are in {result.folder} (trained on {result.report.get('questions')} questions "
+        f"of '{corpus.name}'); held out: {shown}"
+    )

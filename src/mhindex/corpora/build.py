@@ -24,7 +24,15 @@ import orjson
 
 from mhindex import __version__
 from mhindex.corpora.dataset import Dataset
-from mhindex.corpora.parallel import MIN_BYTES, KeptLines, available_cores, can_split, convert_parts, merge_parts, paragraph_line
+from mhindex.corpora.parallel import (
+    MIN_BYTES,
+    KeptLines,
+    available_cores,
+    can_split,
+    convert_parts,
+    merge_parts,
+    paragraph_line,
+)
 from mhindex.corpora.records import Paragraph, Question, RecordGuard
 from mhindex.errors import BadInput, UsageError
 from mhindex.files import atomic_directory, file_digest
@@ -59,7 +67,9 @@ def describe_inputs(inputs: list[Path]) -> list[dict]:
     return described
 
 
-def is_up_to_date(target: CorpusDir, dataset: str, inputs: list[dict], digests: _Digests, seed: int, options: dict, sources: list) -> bool:
+def is_up_to_date(
+    target: CorpusDir, dataset: str, inputs: list[dict], digests: _Digests, seed: int, options: dict, sources: list
+) -> bool:
     """Whether the last build is of these inputs with these settings. The inputs' digests are
     waited for only when all else matches."""
     if not target.exists():
@@ -72,7 +82,8 @@ def is_up_to_date(target: CorpusDir, dataset: str, inputs: list[dict], digests: 
         old.get("format") == FORMAT
         and old.get("dataset") == dataset
         and old.get("seed") == seed
-        and [(i.get("path"), i.get("bytes")) for i in old.get("inputs", [])] == [(i["path"], i["bytes"]) for i in inputs]
+        and [(i.get("path"), i.get("bytes")) for i in old.get("inputs", [])]
+        == [(i["path"], i["bytes"]) for i in inputs]
         and old.get("options", {}) == options
         and old.get("sources", []) == sources
         and target.corpus.is_file()
@@ -134,18 +145,28 @@ class CorpusOptions:
     """How a corpus is built: the options `corpus` and `build` share (each a flag, see options.py)."""
 
     inputs: list[Path] | None = option(
-        None, "A release file; repeat for several (train, dev, test; ans and full) \\[default: the downloaded release, else the bundled sample].", flag="--input", short="-i", metavar="FILE"
+        None,
+        "A release file; repeat for several (train, dev, test; ans and full) \\[default: the downloaded "
+        "release, else the bundled sample].",
+        flag="--input",
+        short="-i",
+        metavar="FILE",
     )
     name: str | None = option(None, "Corpus name \\[default: the dataset name].")
     seed: int = option(13370, "Seed of the deterministic corpus shuffle (IRCoT's).")
     skip_bad: bool = option(False, "Pass over malformed records (and count them) instead of stopping.")
     add: list[str] | None = option(
         None,
-        "Also put this dataset's paragraphs (not its questions) into the corpus, each keeping its `source`; its files, else its release or sample. Repeatable: KD-CoT's Freebase + Wikipedia corpus is `mhindex corpus webqsp --add hotpotqa`.",
+        "Also put this dataset's paragraphs (not its questions) into the corpus, each keeping its `source`; "
+        "its files, else its release or sample. Repeatable: KD-CoT's Freebase + Wikipedia corpus is "
+        "`mhindex corpus webqsp --add hotpotqa`.",
         metavar="DATASET[=FILE,...]",
     )
     workers: int | None = option(
-        None, "Processes converting a JSON-lines release (MuSiQue) \\[default: every core for inputs of 32 MB or more]. The corpus is the same byte for byte whatever the number.", min=1
+        None,
+        "Processes converting a JSON-lines release (MuSiQue) \\[default: every core for inputs of 32 MB or "
+        "more]. The corpus is the same byte for byte whatever the number.",
+        min=1,
     )
 
     def added(self) -> list[tuple[str, list[Path]]]:
@@ -157,7 +178,13 @@ class CorpusOptions:
         return added
 
 
-def build_dataset(home: Path, dataset: str, options: CorpusOptions = CorpusOptions(), converter: dict | None = None, force: bool = False) -> BuildResult:
+def build_dataset(
+    home: Path,
+    dataset: str,
+    options: CorpusOptions = CorpusOptions(),
+    converter: dict | None = None,
+    force: bool = False,
+) -> BuildResult:
     """`mhindex corpus DATASET`: the files given, else the downloaded release, else the bundled
     sample; added sources put their paragraphs into the same corpus. The target is checked
     before anything is read, so a bad name fails at once."""
@@ -165,11 +192,22 @@ def build_dataset(home: Path, dataset: str, options: CorpusOptions = CorpusOptio
 
     spec = get_dataset(dataset)
     claim_corpus_dir(corpus_dir(home, spec.name if options.name is None else options.name))
-    extra = [Source(get_dataset(other), _inputs_of(home, get_dataset(other), files), questions=False) for other, files in options.added()]
+    extra = [
+        Source(get_dataset(other), _inputs_of(home, get_dataset(other), files), questions=False)
+        for other, files in options.added()
+    ]
     return build_corpus(
-        spec, _inputs_of(home, spec, options.inputs), home, name=options.name, seed=options.seed, force=force, skip_bad=options.skip_bad,
-        extra_sources=extra, options=converter, workers=options.workers,
-    )  # fmt: skip
+        spec,
+        _inputs_of(home, spec, options.inputs),
+        home,
+        name=options.name,
+        seed=options.seed,
+        force=force,
+        skip_bad=options.skip_bad,
+        extra_sources=extra,
+        options=converter,
+        workers=options.workers,
+    )
 
 
 def _inputs_of(home: Path, spec, given: list[Path] | None) -> list[Path]:
@@ -192,9 +230,20 @@ def converter_options(sources: list[Source], given: dict) -> list[dict]:
     for key in given:
         if not any(s.dataset.Settings and key in declared(s.dataset.Settings) for s in sources):
             owners = [name for name, settings in settings_types().items() if key in declared(settings)]
-            raise UsageError(f"{flag_among(key, settings_types().values())} is an option of {', '.join(owners) or 'no dataset'}, not of {', '.join(s.dataset.name for s in sources)}")
+            raise UsageError(
+                f"{flag_among(key, settings_types().values())} is an option of "
+                f"{', '.join(owners) or 'no dataset'}, not of {', '.join(s.dataset.name for s in sources)}"
+            )
     return [
-        asdict(settings_from(s.dataset.Settings, {k: v for k, v in given.items() if k in declared(s.dataset.Settings)}, f"dataset {s.dataset.name}")) if s.dataset.Settings else {}
+        asdict(
+            settings_from(
+                s.dataset.Settings,
+                {k: v for k, v in given.items() if k in declared(s.dataset.Settings)},
+                f"dataset {s.dataset.name}",
+            )
+        )
+        if s.dataset.Settings
+        else {}
         for s in sources
     ]
 
@@ -218,19 +267,49 @@ def build_corpus(
     sources = [Source(dataset, inputs), *extra_sources]
     for source in sources:
         if not source.inputs:
-            raise UsageError(f"no input files for {source.dataset.name}; pass --input FILE or run `mhindex download {source.dataset.name}`")
+            raise UsageError(
+                f"no input files for {source.dataset.name}; pass --input FILE or run `mhindex download "
+                f"{source.dataset.name}`"
+            )
     per_source = converter_options(sources, options or {})
     recorded_options = {k: v for o in per_source for k, v in o.items()}
-    recorded_sources = [{"dataset": s.dataset.name, "inputs": [str(p.resolve()) for p in s.inputs]} for s in sources] if extra_sources else []
+    recorded_sources = (
+        [{"dataset": s.dataset.name, "inputs": [str(p.resolve()) for p in s.inputs]} for s in sources]
+        if extra_sources
+        else []
+    )
     target = corpus_dir(home, dataset.name if name is None else name)
     with changing(home, target.name, "building the corpus"):
-        return _build(dataset, inputs, home, target, sources, per_source, recorded_options, recorded_sources, seed, force, skip_bad, workers)
+        return _build(
+            dataset,
+            inputs,
+            home,
+            target,
+            sources,
+            per_source,
+            recorded_options,
+            recorded_sources,
+            seed,
+            force,
+            skip_bad,
+            workers,
+        )
 
 
 def _build(
-    dataset, inputs: list[Path], home: Path, target: CorpusDir, sources: list[Source], per_source: list[dict],
-    recorded_options: dict, recorded_sources: list, seed: int, force: bool, skip_bad: bool, workers: int | None,
-) -> BuildResult:  # fmt: skip
+    dataset,
+    inputs: list[Path],
+    home: Path,
+    target: CorpusDir,
+    sources: list[Source],
+    per_source: list[dict],
+    recorded_options: dict,
+    recorded_sources: list,
+    seed: int,
+    force: bool,
+    skip_bad: bool,
+    workers: int | None,
+) -> BuildResult:
     """The build itself, under the corpus's lock."""
     log = reporter()
     claim_corpus_dir(target)
@@ -262,11 +341,16 @@ def _build(
                 else:
                     staged = staging / "paragraphs.staging"
                     digests.start()
-                    offsets, paragraphs_read = _stage(_items(sources, per_source, guard, bar.advance), staged, questions)
+                    offsets, paragraphs_read = _stage(
+                        _items(sources, per_source, guard, bar.advance), staged, questions
+                    )
                     lines = KeptLines([staged], memoryview(offsets)[:-1], memoryview(offsets)[1:])
         paragraph_count = len(lines.ends)
         if paragraph_count == 0:
-            raise BadInput(f"no paragraphs found in {', '.join(str(p) for s in sources for p in s.inputs)}: are these {dataset.name} files?")
+            raise BadInput(
+                f"no paragraphs found in {', '.join(str(p) for s in sources for p in s.inputs)}: are these "
+                f"{dataset.name} files?"
+            )
         counts, unmapped, unmapped_questions = questions.counts, questions.unmapped, questions.unmapped_questions
 
         corpus_sha = _write_shuffled(lines, staging / "corpus.jsonl", seed)
@@ -313,7 +397,15 @@ def _build(
         )
     if guard.skipped:
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
-    stale = sorted(p.name for p in target.indexes.iterdir() if p.is_dir() and not p.name.startswith(".") and _built_from(p) != corpus_sha) if target.indexes.is_dir() else []
+    stale = (
+        sorted(
+            p.name
+            for p in target.indexes.iterdir()
+            if p.is_dir() and not p.name.startswith(".") and _built_from(p) != corpus_sha
+        )
+        if target.indexes.is_dir()
+        else []
+    )
     return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=stale)
 
 
@@ -352,7 +444,9 @@ def _stage(items, staged: Path, questions: _Questions) -> tuple[array, int]:
                 position += len(line)
                 offsets_append(position)
             elif isinstance(item, Question):
-                questions.add(item.id, item.gold_ids, item.unmapped, functools.partial(_question_line, item.record()), seen)
+                questions.add(
+                    item.id, item.gold_ids, item.unmapped, functools.partial(_question_line, item.record()), seen
+                )
     return offsets, paragraphs_read
 
 
@@ -367,7 +461,9 @@ class _Questions:
         self.unmapped: list[str] = []
         self.unmapped_questions = 0
 
-    def add(self, qid: str, gold: list[str], unmapped: list[str], line: Callable[[list[str] | None], bytes], kept: set[int]) -> None:
+    def add(
+        self, qid: str, gold: list[str], unmapped: list[str], line: Callable[[list[str] | None], bytes], kept: set[int]
+    ) -> None:
         """`line(None)` is the question's line as converted; `line(gold)` the same with these gold ids."""
         if qid in self.ids:
             self.counts["duplicate_questions"] += 1

@@ -44,6 +44,7 @@ def _source_url(item: Download) -> str:
 def _fetch_once(session, url: str, part: Path) -> None:
     """One request for what the `.part` file lacks (a Range from its size); appends to it."""
     import httpx
+
     have = part.stat().st_size if part.exists() else 0
     with session.stream("GET", url, headers={"Range": f"bytes={have}-"} if have else {}) as response:
         if response.status_code == 416 and have:  # asked past the end: the part file is already complete
@@ -55,7 +56,10 @@ def _fetch_once(session, url: str, part: Path) -> None:
             have = 0  # the server ignored Range: start over
         length = response.headers.get("Content-Length")
         total = have + int(length) if length else None
-        with open(part, "ab" if resumed else "wb") as out, reporter().progress(f"downloading {part.name[:-5]}", total=total, unit="bytes") as bar:
+        with (
+            open(part, "ab" if resumed else "wb") as out,
+            reporter().progress(f"downloading {part.name[:-5]}", total=total, unit="bytes") as bar,
+        ):
             bar.update(completed=have)
             for chunk in response.iter_raw():  # as it arrives: a cut keeps every byte received
                 out.write(chunk)
@@ -96,7 +100,10 @@ def fetch(item: Download, folder: Path, retries: int = 4, timeout: float = 60.0,
         actual = file_digest(part, algorithm)
         if actual != expected:
             part.unlink()
-            raise DownloadError(f"{url}: {algorithm} checksum mismatch (got {actual}, expected {expected}); the partial file was removed")
+            raise DownloadError(
+                f"{url}: {algorithm} checksum mismatch (got {actual}, expected {expected}); the partial file "
+                "was removed"
+            )
     os.replace(part, final)
     return final
 

@@ -50,7 +50,17 @@ from typing import Any
 
 from mhindex.corpora.dataset import Dataset
 from mhindex.corpora.download import Download
-from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, need, open_binary, optional, read_json_items, read_records
+from mhindex.corpora.records import (
+    FieldError,
+    Paragraph,
+    Question,
+    RecordGuard,
+    need,
+    open_binary,
+    optional,
+    read_json_items,
+    read_records,
+)
 from mhindex.errors import BadInput, UsageError
 from mhindex.options import option
 
@@ -84,7 +94,12 @@ class QuestionFacts:
 
     def merge(self, other: QuestionFacts) -> None:
         self.question = self.question or other.question
-        for mine, theirs in ((self.answers, other.answers), (self.answer_ids, other.answer_ids), (self.q_entities, other.q_entities), (self.a_entities, other.a_entities)):
+        for mine, theirs in (
+            (self.answers, other.answers),
+            (self.answer_ids, other.answer_ids),
+            (self.q_entities, other.q_entities),
+            (self.a_entities, other.a_entities),
+        ):
             mine.extend(x for x in theirs if x not in mine)
         for key, value in other.extra.items():
             self.extra.setdefault(key, value)
@@ -128,7 +143,9 @@ def path_triples(text: str) -> list[tuple[str, str, str]]:
         parts = [p.strip() for p in line.split(" -> ")]
         if len(parts) < 3 or len(parts) % 2 == 0 or not all(_RELATION.match(r) for r in parts[1::2]):
             continue
-        triples.extend((parts[i], parts[i + 1], parts[i + 2]) for i in range(0, len(parts) - 2, 2) if parts[i] and parts[i + 2])
+        triples.extend(
+            (parts[i], parts[i + 1], parts[i + 2]) for i in range(0, len(parts) - 2, 2) if parts[i] and parts[i + 2]
+        )
     return triples
 
 
@@ -155,7 +172,10 @@ def read_record(record: Any) -> tuple[QuestionFacts | None, list[tuple[str, str,
     elif "crucial_triples" in record:
         triples = _triples(record["crucial_triples"], "crucial_triples")
     elif not any(k in record for k in ("Parses", "answers", "answer", "question", "RawQuestion")):
-        raise FieldError("not a WebQSP, CWQ or RoG record: expected 'graph', paths in 'input', 'crucial_triples', 'Parses' or 'answers'")
+        raise FieldError(
+            "not a WebQSP, CWQ or RoG record: expected 'graph', paths in 'input', 'crucial_triples', 'Parses' "
+            "or 'answers'"
+        )
 
     qid = record.get("QuestionId", record.get("ID", record.get("id")))
     if qid is None:
@@ -166,7 +186,10 @@ def read_record(record: Any) -> tuple[QuestionFacts | None, list[tuple[str, str,
     facts.question = (optional(record, "RawQuestion", str) or optional(record, "question", str) or "").strip()
     if "Parses" in record:  # official WebQSP
         facts.answers = _webqsp_answers(record)
-        facts.q_entities = _names([optional(p, "TopicEntityName", str) for p in record["Parses"] if isinstance(p, dict)], "Parses[].TopicEntityName")
+        facts.q_entities = _names(
+            [optional(p, "TopicEntityName", str) for p in record["Parses"] if isinstance(p, dict)],
+            "Parses[].TopicEntityName",
+        )
     if isinstance(record.get("answers"), list):  # official CWQ
         for i, answer in enumerate(record["answers"]):
             at = f"answers[{i}]"
@@ -188,7 +211,9 @@ def read_record(record: Any) -> tuple[QuestionFacts | None, list[tuple[str, str,
     if isinstance(record.get("topic_entity"), dict):
         facts.q_entities += _names(list(record["topic_entity"].values()), "topic_entity")
     if "input" in record and triples:  # reasoning paths start at the question's entities
-        facts.q_entities += [line.split(" -> ")[0].strip() for line in record["input"].splitlines() if path_triples(line)]
+        facts.q_entities += [
+            line.split(" -> ")[0].strip() for line in record["input"].splitlines() if path_triples(line)
+        ]
     facts.q_entities = [e for e in dict.fromkeys(facts.q_entities) if e and not is_cvt(e)]
     facts.a_entities = [e for e in dict.fromkeys(_names(record.get("a_entity"), "a_entity")) if not is_cvt(e)]
     for key in ("compositionality_type", "webqsp_ID"):
@@ -205,7 +230,9 @@ def _is_parquet(path: Path) -> bool:
         return handle.read(4) == b"PAR1"
 
 
-def read_parquet(path: Path, on_bytes: Callable[[int], None] | None = None, batch_rows: int = 64) -> Iterator[tuple[str, Any]]:
+def read_parquet(
+    path: Path, on_bytes: Callable[[int], None] | None = None, batch_rows: int = 64
+) -> Iterator[tuple[str, Any]]:
     """Rows of a parquet file, a few at a time (a RoG row carries a whole subgraph)."""
     try:
         import pyarrow.parquet as pq
@@ -259,11 +286,15 @@ class TripleStore:
         self.db = sqlite3.connect(folder / "triples.sqlite")
         self.db.executescript(
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=FILE;"
-            "CREATE TABLE triples(head TEXT, relation TEXT, tail TEXT, head_unnamed INTEGER, UNIQUE(head, relation, tail));"
+            "CREATE TABLE triples(head TEXT, relation TEXT, tail TEXT, head_unnamed INTEGER, UNIQUE(head, "
+            "relation, tail));"
         )
 
     def add(self, triples: list[tuple[str, str, str]]) -> None:
-        self.db.executemany("INSERT OR IGNORE INTO triples VALUES (?, ?, ?, ?)", ((h, r, t, is_cvt(h)) for h, r, t in triples if r not in IGNORED_RELATIONS))
+        self.db.executemany(
+            "INSERT OR IGNORE INTO triples VALUES (?, ?, ?, ?)",
+            ((h, r, t, is_cvt(h)) for h, r, t in triples if r not in IGNORED_RELATIONS),
+        )
 
     def finish_loading(self) -> None:
         self.db.execute("CREATE INDEX tails ON triples(tail)")
@@ -277,7 +308,12 @@ class TripleStore:
         return self.db.execute("SELECT relation, tail FROM triples WHERE head = ? ORDER BY rowid", (head,)).fetchall()
 
     def named_parents(self, node: str) -> list[str]:
-        return [h for (h,) in self.db.execute("SELECT DISTINCT head FROM triples WHERE tail = ? AND head_unnamed = 0", (node,))]
+        return [
+            h
+            for (h,) in self.db.execute(
+                "SELECT DISTINCT head FROM triples WHERE tail = ? AND head_unnamed = 0", (node,)
+            )
+        ]
 
     def close(self) -> None:
         self.db.close()
@@ -289,7 +325,9 @@ class Sentence:
     tails: set[str]  # the named nodes it links its subject to (lower case)
 
 
-def entity_sentences(head: str, edges: list[tuple[str, str]], store: TripleStore, cvt: str, notes: dict) -> list[Sentence]:
+def entity_sentences(
+    head: str, edges: list[tuple[str, str]], store: TripleStore, cvt: str, notes: dict
+) -> list[Sentence]:
     """The sentences of a named head's passage."""
     sentences = []
     for relation, tail in edges:
@@ -317,7 +355,9 @@ def cvt_sentences(edges: list[tuple[str, str]]) -> list[Sentence]:
 def chunk(sentences: list[Sentence]) -> list[tuple[str, set[str]]]:
     """DecAF's 100-word chunks of the joined sentences, each with the tails of the sentences it holds part of."""
     words = " ".join(s.text for s in sentences).split(" ")
-    chunks: list[tuple[str, set[str]]] = [(" ".join(words[i : i + CHUNK_WORDS]), set()) for i in range(0, len(words), CHUNK_WORDS)]
+    chunks: list[tuple[str, set[str]]] = [
+        (" ".join(words[i : i + CHUNK_WORDS]), set()) for i in range(0, len(words), CHUNK_WORDS)
+    ]
     start = 0
     for sentence in sentences:
         end = start + len(sentence.text.split(" "))
@@ -334,12 +374,15 @@ def chunk(sentences: list[Sentence]) -> list[tuple[str, set[str]]]:
 class FreebaseSettings:
     cvt: str = option(
         "collapse",
-        "webqsp, cwq: CVT nodes collapsed into their parent's passage (collapse), or kept as DecAF does, in subject-less passages of their own (decaf).",
+        "webqsp, cwq: CVT nodes collapsed into their parent's passage (collapse), or kept as DecAF does, in "
+        "subject-less passages of their own (decaf).",
         choices=CVT_MODES,
     )
 
 
-def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None], *, dataset: str, cvt: str = "collapse") -> Iterator:
+def convert(
+    inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None], *, dataset: str, cvt: str = "collapse"
+) -> Iterator:
     if cvt not in CVT_MODES:
         raise UsageError(f"--cvt {cvt}: choose one of {', '.join(CVT_MODES)}")
     questions: dict[str, QuestionFacts] = {}
@@ -366,7 +409,9 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
         yield _question(facts, dataset)
 
 
-def _passages(store: TripleStore, questions: dict[str, QuestionFacts], dataset: str, cvt: str, guard: RecordGuard) -> Iterator[Paragraph]:
+def _passages(
+    store: TripleStore, questions: dict[str, QuestionFacts], dataset: str, cvt: str, guard: RecordGuard
+) -> Iterator[Paragraph]:
     asked_about = {e for f in questions.values() for e in f.q_entities}
     # For each question entity: answer-name (lower case) -> the passages linking it there.
     links: dict[str, dict[str, list[str]]] = {}
@@ -401,7 +446,9 @@ def _question(facts: QuestionFacts, dataset: str) -> Question:
     extra["q_entities"] = facts.q_entities
     if facts.answer_ids:
         extra["answer_ids"] = facts.answer_ids
-    return Question(facts.id, facts.question, facts.answers or facts.a_entities, facts.extra.get("gold_ids", []), dataset, extra)
+    return Question(
+        facts.id, facts.question, facts.answers or facts.a_entities, facts.extra.get("gold_ids", []), dataset, extra
+    )
 
 
 _WEBQSP = "https://download.microsoft.com/download/F/5/0/F5012144-A4FB-4084-897F-CFDA99C60BDF/WebQSP.zip"
@@ -416,7 +463,8 @@ def _rog(name: str, shards: int) -> tuple[Download, ...]:
 
 WEBQSP = Dataset(
     name="webqsp",
-    description="WebQuestionsSP: Freebase passages (one per head entity) from RoG's subgraphs, questions from the official files",
+    description="WebQuestionsSP: Freebase passages (one per head entity) from RoG's subgraphs, questions from "
+    "the official files",
     convert=functools.partial(convert, dataset="webqsp"),
     release=(Download(_WEBQSP, "WebQSP.zip", unpack=True), *_rog("RoG-webqsp", 2)),
     release_inputs=("WebQSP.test.json", "RoG-webqsp-test-*.parquet"),

@@ -37,7 +37,9 @@ def context_paragraphs(record: dict) -> list[Paragraph]:
     """[[title, [sentence, ...]], ...] to paragraphs; shared with 2WikiMultihopQA's identical layout."""
     paragraphs = []
     for i, entry in enumerate(need(record, "context", list)):
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], list)):
+        if not (
+            isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], list)
+        ):
             raise FieldError(f"field 'context[{i}]' should be [title, [sentences]]")
         for j, sentence in enumerate(entry[1]):
             if not isinstance(sentence, str):
@@ -143,13 +145,27 @@ DATASET = Dataset(
     convert=convert,
     release=(
         # Sizes and SHA-1 sums as published with GluonNLP's dataset scripts.
-        Download(_HOTPOT + "hotpot_train_v1.1.json", "hotpot_train_v1.1.json", "sha1:08c42431c22984f362e94de0e635c7b858c3cff0", 566426227),
-        Download(_HOTPOT + "hotpot_dev_distractor_v1.json", "hotpot_dev_distractor_v1.json", "sha1:825b6cfc34a61db41e82bbb14d978d5a834925f8", 46320117),
+        Download(
+            _HOTPOT + "hotpot_train_v1.1.json",
+            "hotpot_train_v1.1.json",
+            "sha1:08c42431c22984f362e94de0e635c7b858c3cff0",
+            566426227,
+        ),
+        Download(
+            _HOTPOT + "hotpot_dev_distractor_v1.json",
+            "hotpot_dev_distractor_v1.json",
+            "sha1:825b6cfc34a61db41e82bbb14d978d5a834925f8",
+            46320117,
+        ),
         Download(
             "https://nlp.stanford.edu/projects/hotpotqa/enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2",
             "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2",
         ),
     ),
-    release_inputs=("hotpot_train_v1.1.json", "hotpot_dev_distractor_v1.json", "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2"),
+    release_inputs=(
+        "hotpot_train_v1.1.json",
+        "hotpot_dev_distractor_v1.json",
+        "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2",
+    ),
     samples=("hotpot_dev_distractor_v1.sample.json",),
 )

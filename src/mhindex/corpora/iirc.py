@@ -119,7 +119,10 @@ def _questions_of_passage(passage: dict) -> list:
         if answers is None:
             pending.append(None)  # unanswerable: dropped, as IRCoT does
             continue
-        qid = optional(raw, "qid", str) or hashlib.blake2b(f"{title}\n{question_text}".encode(), digest_size=8).hexdigest()
+        qid = (
+            optional(raw, "qid", str)
+            or hashlib.blake2b(f"{title}\n{question_text}".encode(), digest_size=8).hexdigest()
+        )
         question = Question(
             id=qid,
             question=question_text,
@@ -201,8 +204,14 @@ DATASET = Dataset(
     description="IIRC: train and dev questions with the linked Wikipedia articles as corpus",
     convert=convert,
     release=(
-        Download("https://iirc-dataset.s3.us-west-2.amazonaws.com/iirc_train_dev.tgz", "iirc_train_dev.tgz", unpack=True),
-        Download("https://iirc-dataset.s3.us-west-2.amazonaws.com/context_articles.tar.gz", "context_articles.tar.gz", unpack=True),
+        Download(
+            "https://iirc-dataset.s3.us-west-2.amazonaws.com/iirc_train_dev.tgz", "iirc_train_dev.tgz", unpack=True
+        ),
+        Download(
+            "https://iirc-dataset.s3.us-west-2.amazonaws.com/context_articles.tar.gz",
+            "context_articles.tar.gz",
+            unpack=True,
+        ),
     ),
     release_inputs=("train.json", "dev.json", "context_articles.json"),
     samples=("dev.handmade.json", "context_articles.handmade.json"),

@@ -23,7 +23,11 @@ NAME = "musique"
 def convert_question(record: dict) -> list:
     paragraphs, gold = [], []
     for i, raw in enumerate(need(record, "paragraphs", list)):
-        if type(raw) is dict and type(title := raw.get("title")) is str and type(text := raw.get("paragraph_text")) is str:
+        if (
+            type(raw) is dict
+            and type(title := raw.get("title")) is str
+            and type(text := raw.get("paragraph_text")) is str
+        ):
             supporting = raw.get("is_supporting")
         else:  # something is wrong: the careful reading names the field
             at = f"paragraphs[{i}]"
@@ -36,7 +40,9 @@ def convert_question(record: dict) -> list:
             gold.append(paragraph.id)
     qid = need(record, "id", str)
     answer = optional(record, "answer", str)
-    answers = ([answer] if answer else []) + [a for a in strings(record, "answer_aliases", required=False) if a != answer]
+    answers = ([answer] if answer else []) + [
+        a for a in strings(record, "answer_aliases", required=False) if a != answer
+    ]
     extra: dict = {}
     if hops := re.match(r"(\d+)hop", qid):
         extra["hops"] = int(hops.group(1))

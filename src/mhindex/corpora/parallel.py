@@ -124,7 +124,9 @@ def _worker(parent: int, progress, connection, *task) -> None:
     connection.close()
 
 
-def _convert_part(convert_line: Callable[[dict], list], segments: list[Segment], folder: str, number: int, skip_bad: bool) -> PartResult:
+def _convert_part(
+    convert_line: Callable[[dict], list], segments: list[Segment], folder: str, number: int, skip_bad: bool
+) -> PartResult:
     guard = RecordGuard(skip_bad=skip_bad)
     seen: set[int] = set()
     ends, keys = array("q"), array("Q")
@@ -132,7 +134,10 @@ def _convert_part(convert_line: Callable[[dict], list], segments: list[Segment],
     read, position, dumps = 0, 0, orjson.dumps
     # Runs once per paragraph read (millions): locals instead of attribute lookups.
     seen_add, ends_append, keys_append = seen.add, ends.append, keys.append
-    with open(Path(folder) / f"part-{number}.paragraphs", "wb", buffering=1 << 20) as paragraphs, open(Path(folder) / f"part-{number}.questions", "wb") as out:
+    with (
+        open(Path(folder) / f"part-{number}.paragraphs", "wb", buffering=1 << 20) as paragraphs,
+        open(Path(folder) / f"part-{number}.questions", "wb") as out,
+    ):
         write = paragraphs.write
         for path, where, record in _lines(segments):
             for item in guard.convert(path, where, record, convert_line):
@@ -222,7 +227,13 @@ def paragraph_line(item: Paragraph) -> bytes:
 
 
 def convert_parts(
-    dataset, inputs: list[Path], folder: Path, workers: int, skip_bad: bool, advance: Callable[[int], None], forked: Callable[[], None] = lambda: None
+    dataset,
+    inputs: list[Path],
+    folder: Path,
+    workers: int,
+    skip_bad: bool,
+    advance: Callable[[int], None],
+    forked: Callable[[], None] = lambda: None,
 ) -> list[PartResult]:
     """Run one worker per part of the inputs; returns their results in input order. A worker's error
     (a bad record) is raised here, and a worker that dies (out of memory) is an error, not a hang.
@@ -234,7 +245,11 @@ def convert_parts(
     try:
         for number, part in enumerate(parts):
             receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_worker, args=(os.getpid(), progress, send, dataset.convert_line, part, str(folder), number, skip_bad), daemon=True)
+            process = context.Process(
+                target=_worker,
+                args=(os.getpid(), progress, send, dataset.convert_line, part, str(folder), number, skip_bad),
+                daemon=True,
+            )
             process.start()
             send.close()
             processes.append(process)
@@ -243,13 +258,18 @@ def convert_parts(
         results: dict[int, PartResult] = {}
         shown = 0
         while len(results) < len(parts):
-            for ready in multiprocessing.connection.wait([c for i, c in enumerate(connections) if i not in results], timeout=0.1):
+            for ready in multiprocessing.connection.wait(
+                [c for i, c in enumerate(connections) if i not in results], timeout=0.1
+            ):
                 number = connections.index(ready)  # type: ignore[arg-type]  # wait() gives back what it was given
                 try:
                     outcome = connections[number].recv()
                 except EOFError:
                     processes[number].join()
-                    raise MhindexError(f"a conversion worker stopped with exit code {processes[number].exitcode} (out of memory?); try --workers 1") from None
+                    raise MhindexError(
+                        f"a conversion worker stopped with exit code {processes[number].exitcode} (out of "
+                        "memory?); try --workers 1"
+                    ) from None
                 if isinstance(outcome, BaseException):
                     raise outcome
                 results[number] = outcome
@@ -287,7 +307,15 @@ def merge_parts(results: list[PartResult], folder: Path, add_question: Callable[
             for qid, gold, unmapped, before, length in result.questions:
                 walk.upto(before)
                 line = questions.read(length)
-                add_question(qid, gold, unmapped, lambda fixed, line=line: line if fixed is None else orjson.dumps({**orjson.loads(line), "gold_ids": fixed}) + b"\n", kept)
+                add_question(
+                    qid,
+                    gold,
+                    unmapped,
+                    lambda fixed, line=line: (
+                        line if fixed is None else orjson.dumps({**orjson.loads(line), "gold_ids": fixed}) + b"\n"
+                    ),
+                    kept,
+                )
         walk.upto(len(result.keys))
         questions_file.unlink()
     return KeptLines([folder / f"part-{number}.paragraphs" for number in range(len(results))], starts, ends, parts)

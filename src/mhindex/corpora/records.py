@@ -60,7 +60,11 @@ class Paragraph:
         return int(self.id, 16)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Paragraph) and (self.title, self.text, self.meta) == (other.title, other.text, other.meta)
+        return isinstance(other, Paragraph) and (self.title, self.text, self.meta) == (
+            other.title,
+            other.text,
+            other.meta,
+        )
 
     def __repr__(self) -> str:
         return f"Paragraph(title={self.title!r}, text={self.text[:40]!r}..., id={self.id})"
@@ -92,7 +96,14 @@ class FieldError(ValueError):
     """A record lacks a field or has one of the wrong type; the message names the field."""
 
 
-_TYPE_NAMES = {str: "a string", list: "a list", dict: "an object", int: "an integer", bool: "true or false", float: "a number"}
+_TYPE_NAMES = {
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+    int: "an integer",
+    bool: "true or false",
+    float: "a number",
+}
 
 
 def _type_name(value: Any) -> str:
@@ -202,7 +213,9 @@ def read_json_array(path: Path, on_bytes: Callable[[int], None] | None = None) -
     return read_json_items(path, on_bytes)
 
 
-def read_json_items(path: Path, on_bytes: Callable[[int], None] | None = None, prefix: str = "item", where: str = "record {}") -> Iterator[tuple[str, Any]]:
+def read_json_items(
+    path: Path, on_bytes: Callable[[int], None] | None = None, prefix: str = "item", where: str = "record {}"
+) -> Iterator[tuple[str, Any]]:
     """(location, record) for each element at ijson's `prefix` (`Questions.item`: a list inside an
     object), streamed. A syntax error cannot be skipped past inside one JSON document, so it stops the run."""
     from mhindex.files import CountingReader

@@ -22,19 +22,25 @@ SYSTEM = "You are a helpful assistant."
 
 @cache
 def _prompt() -> str:
-    return resources.files("mhindex").joinpath("prompts", "efficientrag", "judge.txt").read_text(encoding="utf-8").strip()
+    return (
+        resources.files("mhindex").joinpath("prompts", "efficientrag", "judge.txt").read_text(encoding="utf-8").strip()
+    )
 
 
 def verdict(lm: LanguageModel, question: str, prediction: str, answer: str) -> bool:
     from mhindex.methods.efficientrag import parse_json_object
 
     prompt = _prompt().format(question=question, prediction=prediction, answer=answer)
-    reply = lm.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}], max_tokens=32, temperature=0.0).text
+    reply = lm.chat(
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}], max_tokens=32, temperature=0.0
+    ).text
     parsed = parse_json_object(reply)
     return parsed is not None and parsed.get("response") == "yes"
 
 
-def judge_predictions(lm: LanguageModel, predictions: Sequence[dict], questions: dict[str, dict], label: str = "judging") -> dict[str, bool]:
+def judge_predictions(
+    lm: LanguageModel, predictions: Sequence[dict], questions: dict[str, dict], label: str = "judging"
+) -> dict[str, bool]:
     """The judge's verdict for each answered question (a missing or failed prediction is not asked)."""
     verdicts: dict[str, bool] = {}
     todo = [p for p in predictions if "error" not in p and p.get("id") in questions]
@@ -43,6 +49,8 @@ def judge_predictions(lm: LanguageModel, predictions: Sequence[dict], questions:
             ui.check_stop()
             question = questions[prediction["id"]]
             answers = question.get("answers") or [""]
-            verdicts[prediction["id"]] = verdict(lm, question.get("question") or "", prediction.get("answer") or "", answers[0])
+            verdicts[prediction["id"]] = verdict(
+                lm, question.get("question") or "", prediction.get("answer") or "", answers[0]
+            )
             bar.advance()
     return verdicts

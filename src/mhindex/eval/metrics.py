@@ -142,22 +142,56 @@ class AnswerMetric:
 
 # The answer metrics of every table; a new one is one entry here (its scorer above).
 ANSWER_METRICS = (
-    AnswerMetric("em", "EM", "exact match after the official normalisation (HotpotQA, SQuAD, MuSiQue, 2WikiMultihopQA)", exact_match),
+    AnswerMetric(
+        "em",
+        "EM",
+        "exact match after the official normalisation (HotpotQA, SQuAD, MuSiQue, 2WikiMultihopQA)",
+        exact_match,
+    ),
     AnswerMetric("f1", "F1", "token F1, each dataset's official rules", f1),
-    AnswerMetric("cover_em", "Cover-EM", "the normalised gold answer occurs in the normalised prediction as whole words", cover_exact_match),
-    AnswerMetric("cover_em_substring", "Cover-EM (substr.)", "SearChain's cover-EM: the normalised gold answer occurs in the normalised prediction, as any substring", cover_substring),
-    AnswerMetric("first_answer_em", "First-ans. EM", "the first answer of the prediction (before ; or ,) equals a gold answer (strict)", first_answer_exact_match),
+    AnswerMetric(
+        "cover_em",
+        "Cover-EM",
+        "the normalised gold answer occurs in the normalised prediction as whole words",
+        cover_exact_match,
+    ),
+    AnswerMetric(
+        "cover_em_substring",
+        "Cover-EM (substr.)",
+        "SearChain's cover-EM: the normalised gold answer occurs in the normalised prediction, as any substring",
+        cover_substring,
+    ),
+    AnswerMetric(
+        "first_answer_em",
+        "First-ans. EM",
+        "the first answer of the prediction (before ; or ,) equals a gold answer (strict)",
+        first_answer_exact_match,
+    ),
 )
 # Scored as one paper's code scores them, shown where that paper's method is in the table (the
 # generated text exists only for SearChain; EfficientRAG's EM applies to every row of its table).
 PAPER_METRICS = (
-    ("cover_em_generated", "Cover-EM (all LM text)", "searchain", "SearChain's match_or_not over everything the LM wrote for the question"),
-    ("efficientrag_em", "EM (EfficientRAG)", "efficientrag", "EfficientRAG's exact_match: the normalised prediction inside the normalised answer"),
+    (
+        "cover_em_generated",
+        "Cover-EM (all LM text)",
+        "searchain",
+        "SearChain's match_or_not over everything the LM wrote for the question",
+    ),
+    (
+        "efficientrag_em",
+        "EM (EfficientRAG)",
+        "efficientrag",
+        "EfficientRAG's exact_match: the normalised prediction inside the normalised answer",
+    ),
     ("accuracy_llm", "Acc. (LLM judge)", "", "EfficientRAG's Accuracy: the judge LM says the prediction is correct"),
 )
 # KD-CoT's (WebQSP, CWQ only): they score a question's answers together, not the best one.
 KDCOT_METRICS = (
-    ("kdcot_hit1", "Hit@1 (KD-CoT)", "a gold answer (or its ASCII form, or a gold year for year questions) occurs in the prediction"),
+    (
+        "kdcot_hit1",
+        "Hit@1 (KD-CoT)",
+        "a gold answer (or its ASCII form, or a gold year for year questions) occurs in the prediction",
+    ),
     ("kdcot_f1", "F1 (KD-CoT)", "precision 1 if any gold is hit, recall = golds hit / golds"),
 )
 
@@ -179,7 +213,13 @@ def score_one(prediction: dict, question: dict, budget: int | None = None, verdi
     retrieved = [r["id"] for r in prediction.get("retrieved", [])][:budget]
     paper: dict[str, float] = {"efficientrag_em": efficientrag_exact_match(answer, answers[0]) if answers else 0.0}
     if dataset in KDCOT_DATASETS:
-        paper.update(zip((key for key, *_ in KDCOT_METRICS), kdcot_scores(answer, answers, question.get("question") or ""), strict=True))
+        paper.update(
+            zip(
+                (key for key, *_ in KDCOT_METRICS),
+                kdcot_scores(answer, answers, question.get("question") or ""),
+                strict=True,
+            )
+        )
     if isinstance(prediction.get("generated"), str):
         paper["cover_em_generated"] = best(cover_substring, prediction["generated"], answers)
     if verdict is not None:
@@ -205,7 +245,9 @@ def ci95_half_width(values: Sequence[float]) -> float | None:
     return 1.96 * math.sqrt(variance / n)
 
 
-def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: int = 15, verdicts: dict[str, bool] | None = None) -> dict:
+def aggregate(
+    predictions: Sequence[dict], questions: dict[str, dict], budget: int = 15, verdicts: dict[str, bool] | None = None
+) -> dict:
     """Averages over the questions given: a question with no prediction or a failed one scores 0.
     Recall is None where no question had gold paragraphs or the method retrieved nothing at all.
     `verdicts`: a judge's per question id (EfficientRAG's Accuracy), where one was asked."""
@@ -226,7 +268,9 @@ def aggregate(predictions: Sequence[dict], questions: dict[str, dict], budget: i
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
     summary = {m.key: sum(r[m.key] for r in rows) / n for m in ANSWER_METRICS}
-    for key in [k for k, *_ in KDCOT_METRICS] + ["cover_em_generated"]:  # over the questions it applies to, when there are any
+    for key in [k for k, *_ in KDCOT_METRICS] + [
+        "cover_em_generated"
+    ]:  # over the questions it applies to, when there are any
         scored = [r[key] for r in rows if key in r]
         if scored:
             summary[key] = sum(scored) / len(scored)

@@ -25,7 +25,11 @@ COLUMNS = [
 
 
 def _cell(summary: dict, key: str, fmt: str, scale: float) -> str:
-    value = summary["prompt_tokens_per_question"] + summary["completion_tokens_per_question"] if key == "tokens_per_question" else summary.get(key)
+    value = (
+        summary["prompt_tokens_per_question"] + summary["completion_tokens_per_question"]
+        if key == "tokens_per_question"
+        else summary.get(key)
+    )
     if value is None:
         return "-"
     spread = summary.get(f"{key}_ci95")
@@ -48,7 +52,12 @@ def table(metrics: dict[str, dict], title: str):
     from rich.table import Table
 
     budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
-    grid = Table(title=title, title_justify="left", caption="±: half-width of the 95% interval over the sampled questions", caption_justify="left")
+    grid = Table(
+        title=title,
+        title_justify="left",
+        caption="±: half-width of the 95% interval over the sampled questions",
+        caption_justify="left",
+    )
     grid.add_column("Method")
     grid.add_column("n", justify="right")
     shown = [c for c in COLUMNS if _shown(c[1], metrics)]
@@ -56,7 +65,9 @@ def table(metrics: dict[str, dict], title: str):
         grid.add_column(f"Recall (≤{budget})" if label == "Recall" else label, justify="right")
     for name, summary in metrics.items():
         failed = f" ({summary['failed']} failed)" if summary["failed"] else ""
-        grid.add_row(name, f"{summary['questions']}{failed}", *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in shown))
+        grid.add_row(
+            name, f"{summary['questions']}{failed}", *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in shown)
+        )
     return grid
 
 
@@ -88,7 +99,13 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
     methods = list(dict.fromkeys(m for summaries in runs.values() for m in summaries))
     width = 0.8 / max(1, len(methods))
     colours = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]  # a ListedColormap
-    figure, axes = plt.subplots(1, 2, figsize=(max(6.4, 2.2 + 1.6 * len(datasets) * max(1, len(methods)) / 2), 3.6), sharey=True, constrained_layout=True)
+    figure, axes = plt.subplots(
+        1,
+        2,
+        figsize=(max(6.4, 2.2 + 1.6 * len(datasets) * max(1, len(methods)) / 2), 3.6),
+        sharey=True,
+        constrained_layout=True,
+    )
     for axis, (key, label) in zip(axes, (("recall", "Retrieval recall (%)"), ("f1", "Answer F1 (%)")), strict=True):
         for j, method in enumerate(methods):
             for i, dataset in enumerate(datasets):
@@ -101,8 +118,16 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
                     axis.text(x, 1, "n/a", ha="center", va="bottom", fontsize=7, color="0.4", rotation=90)
                     continue
                 spread = summary.get(f"{key}_ci95")
-                axis.bar(x, value * 100, width * 0.92, color=colours[j % len(colours)], label=method if i == 0 else None,
-                         yerr=None if spread is None else spread * 100, capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "0.25"})
+                axis.bar(
+                    x,
+                    value * 100,
+                    width * 0.92,
+                    color=colours[j % len(colours)],
+                    label=method if i == 0 else None,
+                    yerr=None if spread is None else spread * 100,
+                    capsize=2,
+                    error_kw={"elinewidth": 0.8, "ecolor": "0.25"},
+                )
                 top = value * 100 + (spread or 0) * 100
                 axis.text(x, top + 1.5, f"{value * 100:.0f}", ha="center", va="bottom", fontsize=7)
         axis.set_title(label.replace(" (%)", ""), fontsize=10)
@@ -119,9 +144,18 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
         for handle, name in zip(*axis.get_legend_handles_labels(), strict=True):
             legend.setdefault(name, handle)
     ordered = [m for m in methods if m in legend]
-    figure.legend([legend[m] for m in ordered], ordered, loc="outside lower center", ncols=max(1, len(ordered)), frameon=False, fontsize=9)
+    figure.legend(
+        [legend[m] for m in ordered],
+        ordered,
+        loc="outside lower center",
+        ncols=max(1, len(ordered)),
+        frameon=False,
+        fontsize=9,
+    )
     figure.suptitle(title, fontsize=10)
-    figure.text(0.99, 0.01, "bars: 95% intervals over the sampled questions", ha="right", va="bottom", fontsize=6, color="0.4")
+    figure.text(
+        0.99, 0.01, "bars: 95% intervals over the sampled questions", ha="right", va="bottom", fontsize=6, color="0.4"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=160)
     plt.close(figure)
@@ -131,10 +165,15 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
 def chart_runs(runs: list[Path], out: Path, title: str | None = None) -> Path:
     """Several evaluation folders (one per dataset) in one figure."""
     reports = [read_metrics(path) for path in runs]
-    by_dataset = {report.get("dataset") or report.get("corpus") or str(path): report["methods"] for path, report in zip(runs, reports, strict=True)}
+    by_dataset = {
+        report.get("dataset") or report.get("corpus") or str(path): report["methods"]
+        for path, report in zip(runs, reports, strict=True)
+    }
     models = sorted({str(report.get("lm")) for report in reports})
     sizes = sorted({int(report.get("questions") or 0) for report in reports})
-    return bar_chart(by_dataset, out, title or f"{', '.join(models)}: {'/'.join(map(str, sizes))} questions per dataset")
+    return bar_chart(
+        by_dataset, out, title or f"{', '.join(models)}: {'/'.join(map(str, sizes))} questions per dataset"
+    )
 
 
 def read_metrics(path: Path) -> dict:

@@ -87,8 +87,10 @@ def prediction_problem(record: Any) -> str | None:
     if not isinstance(record.get("answer", ""), str):
         return "field 'answer' should be a string"
     retrieved = record.get("retrieved", [])
-    if not isinstance(retrieved, list) or not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in retrieved):
-        return "field 'retrieved' should be a list of {\"id\", \"title\"}"
+    if not isinstance(retrieved, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("id"), str) for r in retrieved
+    ):
+        return 'field \'retrieved\' should be a list of {"id", "title"}'
     for name in _COSTS:
         if name in record and (not isinstance(record[name], int | float) or isinstance(record[name], bool)):
             return f"field '{name}' should be a number"
@@ -137,8 +139,20 @@ def _set_aside(path: Path, kept: list[bytes], rejected: list[tuple[int, bytes, s
     aside = path.with_name(path.stem + ".rejected.jsonl")
     with open(aside, "ab") as handle:
         for number, line, problem in rejected:
-            handle.write(orjson.dumps({"file": str(path), "line": number, "problem": problem, "text": line.decode("utf-8", "replace").rstrip("\n")}) + b"\n")
-            ui.reporter().warning(f"{path} line {number}: {problem}; set aside in {aside}, and the question is asked again")
+            handle.write(
+                orjson.dumps(
+                    {
+                        "file": str(path),
+                        "line": number,
+                        "problem": problem,
+                        "text": line.decode("utf-8", "replace").rstrip("\n"),
+                    }
+                )
+                + b"\n"
+            )
+            ui.reporter().warning(
+                f"{path} line {number}: {problem}; set aside in {aside}, and the question is asked again"
+            )
     with atomic_file(path) as handle:
         handle.write(b"".join(line if line.endswith(b"\n") else line + b"\n" for line in kept))
 
@@ -185,7 +199,10 @@ def claim_folder(folder: Path, run: dict) -> dict:
             except orjson.JSONDecodeError as error:
                 found = f"not valid JSON ({error})"
             if not isinstance(found, dict):
-                raise UsageError(f"{source}: {found if isinstance(found, str) else 'not a JSON object'}; remove it, or pass --out for a new folder")
+                raise UsageError(
+                    f"{source}: {found if isinstance(found, str) else 'not a JSON object'}; remove it, or pass "
+                    "--out for a new folder"
+                )
             recorded = found
             break
     before, now = _flatten(recorded, run["settings"]), _flatten(run, run["settings"])
@@ -197,7 +214,10 @@ def claim_folder(folder: Path, run: dict) -> dict:
     if differing:
         was = ", ".join(f"{key}={_shown(before[key])}" for key in differing)
         asked = ", ".join(f"{key}={_shown(now[key])}" for key in differing)
-        raise UsageError(f"{folder} holds predictions made with {was}; this run has {asked}: pass --out for a new folder, or remove it to start over")
+        raise UsageError(
+            f"{folder} holds predictions made with {was}; this run has {asked}: pass --out for a new folder, "
+            "or remove it to start over"
+        )
     earlier: dict = recorded["settings"] if path.exists() and _per_method(recorded.get("settings")) else {}
     merged = {**run, "settings": {**earlier, **run["settings"]}}
     if merged != recorded:
@@ -256,12 +276,18 @@ def evaluate_method(
     return [latest[q["id"]] for q in questions if q["id"] in latest]
 
 
-def score_methods(predictions: dict[str, list[dict]], questions: Sequence[dict], budget: int, judge: Any = None) -> dict[str, dict]:
+def score_methods(
+    predictions: dict[str, list[dict]], questions: Sequence[dict], budget: int, judge: Any = None
+) -> dict[str, dict]:
     """Each method's metrics; with a `judge` (a language model), EfficientRAG's Accuracy too."""
     from mhindex.eval.judge import judge_predictions
 
     by_id = {q["id"]: q for q in questions}
-    verdicts = {name: judge_predictions(judge, records, by_id, f"judging {name}") for name, records in predictions.items()} if judge is not None else {}
+    verdicts = (
+        {name: judge_predictions(judge, records, by_id, f"judging {name}") for name, records in predictions.items()}
+        if judge is not None
+        else {}
+    )
     return {name: aggregate(records, by_id, budget, verdicts.get(name)) for name, records in predictions.items()}
 
 
@@ -323,7 +349,9 @@ def evaluate(
         raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
     spec = BackendSpec.parse(backend)
     folder = out or default_folder(corpus, lm_spec, spec.name, seed, limit)
-    session = Session(corpus, methods=names, backend=spec, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers)
+    session = Session(
+        corpus, methods=names, backend=spec, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers
+    )
     try:
         solvers = {name: session.method(name, settings[name]) for name in names}
         configuration = {
@@ -333,7 +361,9 @@ def evaluate(
             "lm_context": session.lm.context_length,
             "backend": spec.label,
             "index": session.index.settings if session.index else None,
-            "settings": {name: {**s.recorded(dataset), **solvers[name].recorded_models()} for name, s in settings.items()},
+            "settings": {
+                name: {**s.recorded(dataset), **solvers[name].recorded_models()} for name, s in settings.items()
+            },
             "tool_version": __version__,
             **({"judge": judge} if judge else {}),
         }
@@ -364,18 +394,34 @@ def evaluate(
     try:
         metrics = score_methods(predictions, questions, budget, judge_lm)
     except KeyboardInterrupt:
-        raise Interrupted(f"the answers are kept in {folder}; the same command judges them again (the judge's calls are cached)") from None
+        raise Interrupted(
+            f"the answers are kept in {folder}; the same command judges them again (the judge's calls are cached)"
+        ) from None
     finally:
         if judge_lm is not None:
             judge_lm.close()
-    report = {**configuration, "dataset": dataset, "questions": len(questions), "limit": limit, "seed": seed, "budget": budget, "methods": metrics}
+    report = {
+        **configuration,
+        "dataset": dataset,
+        "questions": len(questions),
+        "limit": limit,
+        "seed": seed,
+        "budget": budget,
+        "methods": metrics,
+    }
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    bar_chart({dataset or corpus.name: metrics}, folder / "chart.png", f"{corpus.name}: {len(questions)} questions, {redact(lm_spec)}, {spec.label}")
+    bar_chart(
+        {dataset or corpus.name: metrics},
+        folder / "chart.png",
+        f"{corpus.name}: {len(questions)} questions, {redact(lm_spec)}, {spec.label}",
+    )
     return Evaluation(folder, report)
 
 
-def score_file(predictions: Path, questions: str, budget: int, home: Path, judge: str | None = None, model: Any = None) -> tuple[dict, Path]:
+def score_file(
+    predictions: Path, questions: str, budget: int, home: Path, judge: str | None = None, model: Any = None
+) -> tuple[dict, Path]:
     """`mhindex score`: the metrics of a predictions file against a questions file (or a corpus
     name, meaning its questions.jsonl); returns them and the questions file used."""
     from mhindex.eval.judge import judge_predictions
@@ -395,7 +441,9 @@ def score_file(predictions: Path, questions: str, budget: int, home: Path, judge
     ids = list(dict.fromkeys(r["id"] for r in records if "id" in r))
     missing = [i for i in ids if i not in gold]
     if missing:
-        raise UsageError(f"{predictions}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})")
+        raise UsageError(
+            f"{predictions}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})"
+        )
     asked = {i: gold[i] for i in ids}
     judge_lm = load_judge(judge, model, home)
     try:

@@ -21,7 +21,16 @@ from mhindex.lm.base import Completion, LanguageModel, LMError
 from mhindex.lm.cache import CachedModel, CallCache
 from mhindex.options import option
 
-__all__ = ["DEFAULT_LM", "Completion", "LMError", "LanguageModel", "ModelOptions", "load_lm", "parse_lm", "resolve_spec"]
+__all__ = [
+    "DEFAULT_LM",
+    "Completion",
+    "LMError",
+    "LanguageModel",
+    "ModelOptions",
+    "load_lm",
+    "parse_lm",
+    "resolve_spec",
+]
 
 DEFAULT_LM = "local:qwen2.5-0.5b"
 DEFAULT_TIMEOUT = 300.0  # seconds a remote call may take in all
@@ -31,7 +40,10 @@ KINDS = ("local", "gguf", "hf", "openai", "openai-chat")
 def parse_lm(spec: str) -> tuple[str, str]:
     kind, sep, rest = spec.partition(":")
     if not sep or kind not in KINDS or not rest:
-        raise UsageError(f"--lm {redact(spec)!r} is not one of: local:NAME, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL")
+        raise UsageError(
+            f"--lm {redact(spec)!r} is not one of: local:NAME, gguf:PATH, hf:PATH, openai:MODEL@URL, "
+            "openai-chat:MODEL@URL"
+        )
     return kind, rest
 
 
@@ -39,14 +51,32 @@ def parse_lm(spec: str) -> tuple[str, str]:
 class ModelOptions:
     """How to load the language model, for every command that runs one (lm, ask, eval)."""
 
-    lm: str | None = option(None, "Language model: local:qwen2.5-0.5b, local:smollm2-135m, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].")
+    lm: str | None = option(
+        None,
+        "Language model: local:qwen2.5-0.5b, local:smollm2-135m, gguf:PATH, hf:PATH, openai:MODEL@URL, "
+        "openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
+    )
     lm_threads: int | None = option(None, "CPU threads of a local model \\[default: half the cores].", min=1)
-    lm_context: int | None = option(None, "Context length in tokens \\[default: 8192 local, else what the server reports].", min=256)
+    lm_context: int | None = option(
+        None, "Context length in tokens \\[default: 8192 local, else what the server reports].", min=256
+    )
     cache: bool = option(True, "Read and write the call cache of greedy LM calls (--no-cache bypasses it).")
-    lm_timeout: float = option(DEFAULT_TIMEOUT, "Remote LMs: seconds one call may take in all (connecting, retries, a body that trickles in).", min=1)
+    lm_timeout: float = option(
+        DEFAULT_TIMEOUT,
+        "Remote LMs: seconds one call may take in all (connecting, retries, a body that trickles in).",
+        min=1,
+    )
 
     def load(self, home: Path | None = None, spec: str | None = None, slots: int = 1) -> LanguageModel:
-        return load_lm(self.lm or spec, home=home, threads=self.lm_threads, context_length=self.lm_context, cache=self.cache, slots=slots, timeout=self.lm_timeout)
+        return load_lm(
+            self.lm or spec,
+            home=home,
+            threads=self.lm_threads,
+            context_length=self.lm_context,
+            cache=self.cache,
+            slots=slots,
+            timeout=self.lm_timeout,
+        )
 
 
 def resolve_spec(spec: str | None = None) -> str:

@@ -110,11 +110,23 @@ class LanguageModel(ABC):
 
     @abstractmethod
     def complete(
-        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion: ...
 
     def chat(
-        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        messages: Messages,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
         """A conversation through the model's chat template; the answer is the next assistant turn.
         Models without a template complete a plain transcript of the turns."""

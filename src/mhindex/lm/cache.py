@@ -28,11 +28,21 @@ class CallCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(identity: str, kind: str, prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool = False) -> str:
+    def key(
+        identity: str,
+        kind: str,
+        prompt: Messages,
+        max_tokens: int,
+        stop: Sequence[str],
+        temperature: float,
+        logprobs: bool = False,
+    ) -> str:
         """A conversation is keyed by its turns; `logprobs` enters only when asked, so calls stored
         before it existed keep their keys."""
         turns = prompt if isinstance(prompt, str) else [dict(m) for m in prompt]
-        payload = orjson.dumps([identity, kind, turns, max_tokens, list(stop), temperature, *(["logprobs"] if logprobs else [])])
+        payload = orjson.dumps(
+            [identity, kind, turns, max_tokens, list(stop), temperature, *(["logprobs"] if logprobs else [])]
+        )
         return hashlib.sha256(payload).hexdigest()
 
     def get(self, key: str) -> Completion | None:
@@ -78,11 +88,28 @@ class CachedModel(LanguageModel):
     def seq2seq(self) -> bool:
         return self.inner.seq2seq
 
-    def _call(self, kind: str, prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool, stop_when: StopWhen | None) -> Completion:
+    def _call(
+        self,
+        kind: str,
+        prompt: Messages,
+        max_tokens: int,
+        stop: Sequence[str],
+        temperature: float,
+        logprobs: bool,
+        stop_when: StopWhen | None,
+    ) -> Completion:
         """A generation that ended on its own is stored under the call's key, and also serves a call
         that would have stopped early (it goes on past the stopping point, which such callers
         ignore); one that `stop_when` cut short is stored under a key that names the test."""
-        def call(prompt: Messages, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool, stop_when: StopWhen | None) -> Completion:
+
+        def call(
+            prompt: Messages,
+            max_tokens: int,
+            stop: Sequence[str],
+            temperature: float,
+            logprobs: bool,
+            stop_when: StopWhen | None,
+        ) -> Completion:
             if kind == "chat":
                 return self.inner.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when)
             assert isinstance(prompt, str)
@@ -91,7 +118,19 @@ class CachedModel(LanguageModel):
         if temperature > 0:
             return call(prompt, max_tokens, stop, temperature, logprobs, stop_when)
         whole = CallCache.key(self.identity, kind, prompt, max_tokens, stop, temperature, logprobs)
-        stopped = CallCache.key(self.identity, kind, prompt, max_tokens, [*stop, f"stop_when:{stop_when.__qualname__}"], temperature, logprobs) if stop_when else None
+        stopped = (
+            CallCache.key(
+                self.identity,
+                kind,
+                prompt,
+                max_tokens,
+                [*stop, f"stop_when:{stop_when.__qualname__}"],
+                temperature,
+                logprobs,
+            )
+            if stop_when
+            else None
+        )
         for key in (whole, stopped):
             if key is not None and (hit := self.cache.get(key)) is not None:
                 return replace(hit, cached=True)
@@ -100,12 +139,24 @@ class CachedModel(LanguageModel):
         return completion
 
     def complete(
-        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
         return self._call("complete", prompt, max_tokens, stop, temperature, logprobs, stop_when)
 
     def chat(
-        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        messages: Messages,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
         return self._call("chat", messages, max_tokens, stop, temperature, logprobs, stop_when)
 

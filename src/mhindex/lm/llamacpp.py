@@ -27,7 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from mhindex import ui
-from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within
+from mhindex.lm.base import (
+    Completion,
+    LanguageModel,
+    LMError,
+    Messages,
+    StopWhen,
+    as_messages,
+    cut_at_stop,
+    tokens_within,
+)
 
 # One llama.cpp server per (model file, threads, context, slots) per process, shared by every model
 # object that asks for it, with one semaphore of `slots` permits: loading is paid once, and the
@@ -65,7 +74,12 @@ def _shared_server(path: Path, threads: int, context_length: int, slots: int) ->
 
 def _generated(kind: str, chunks: list[dict]) -> int:
     """Tokens generated, one a streamed chunk (llama.cpp streams token by token)."""
-    return sum(1 for c in chunks for ch in c.get("choices") or () if (ch.get("delta", {}).get("content") if kind == "chat" else ch.get("text")))
+    return sum(
+        1
+        for c in chunks
+        for ch in c.get("choices") or ()
+        if (ch.get("delta", {}).get("content") if kind == "chat" else ch.get("text"))
+    )
 
 
 def default_threads() -> int:
@@ -124,7 +138,9 @@ class LlamaCppModel(LanguageModel):
             self._http = httpx.Client(base_url=self._server.listening_address, timeout=30)
         return self._http
 
-    def _stream(self, kind: str, body: dict, stop_when: StopWhen | None) -> tuple[str, list[dict], list[tuple[str, float]]]:
+    def _stream(
+        self, kind: str, body: dict, stop_when: StopWhen | None
+    ) -> tuple[str, list[dict], list[tuple[str, float]]]:
         """Run one streamed call; returns the text, the chunks and any token log-probabilities.
         Stops early on Ctrl-C, and once `stop_when` holds for the text so far."""
         chunks: list[dict] = []
@@ -153,7 +169,11 @@ class LlamaCppModel(LanguageModel):
         ui.check_stop()  # a generation cut short by Ctrl-C is not an answer
         errors = [c["error"] for c in chunks if isinstance(c, dict) and c.get("error")]
         if errors or not chunks:
-            message = errors[0].get("message") if errors and isinstance(errors[0], dict) else (errors[0] if errors else "no output")
+            message = (
+                errors[0].get("message")
+                if errors and isinstance(errors[0], dict)
+                else (errors[0] if errors else "no output")
+            )
             raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
         return "".join(pieces), chunks, logprobs
 
@@ -163,9 +183,20 @@ class LlamaCppModel(LanguageModel):
         text = cut_at_stop(text, stop)
         usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
         if usage is None:  # stopped by stop_when: llama.cpp sends no summary, so count here
-            usage = {"prompt_tokens": self.count_tokens(self._prompt_of(kind, body)), "completion_tokens": len(logprobs) or _generated(kind, chunks)}
+            usage = {
+                "prompt_tokens": self.count_tokens(self._prompt_of(kind, body)),
+                "completion_tokens": len(logprobs) or _generated(kind, chunks),
+            }
         timings: dict[str, Any] = next((c["timings"] for c in reversed(chunks) if c.get("timings")), {})
-        finish = next((ch.get("finish_reason") for c in reversed(chunks) for ch in c.get("choices") or () if ch.get("finish_reason")), "stop_when")
+        finish = next(
+            (
+                ch.get("finish_reason")
+                for c in reversed(chunks)
+                for ch in c.get("choices") or ()
+                if ch.get("finish_reason")
+            ),
+            "stop_when",
+        )
         return Completion(
             text=text,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
@@ -186,18 +217,38 @@ class LlamaCppModel(LanguageModel):
         return response.json()["prompt"]
 
     def _body(self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> dict:
-        body = {"max_tokens": max_tokens, "stop": list(stop), "temperature": temperature, "cache_prompt": self.reuse_prefix, "seed": 0}
+        body = {
+            "max_tokens": max_tokens,
+            "stop": list(stop),
+            "temperature": temperature,
+            "cache_prompt": self.reuse_prefix,
+            "seed": 0,
+        }
         if logprobs:
             body |= {"logprobs": True, "n_probs": 1}  # the chosen token's log-probability; n_probs for /completion
         return body
 
     def complete(
-        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
-        return self._completion("complete", {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}, stop, stop_when)
+        return self._completion(
+            "complete", {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}, stop, stop_when
+        )
 
     def chat(
-        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        messages: Messages,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
         """Through the chat template in the GGUF file; the conversation's earlier turns are a
         prefix of the next call's, so llama.cpp's prompt cache evaluates only the new turns."""

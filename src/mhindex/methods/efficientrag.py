@@ -41,12 +41,21 @@ SYSTEM = "You are a helpful assistant."  # the released models' system message (
 class EfficientRAGSettings(ReaderSettings):
     k: int = option(10, "Paragraphs per retrieval (K).", flag="-k", min=1)
     rounds: int = option(4, "Most retrieval rounds of EfficientRAG (the released code's 4).", min=1)
-    labeler: str | None = option(None, "Folder of a trained Labeler & Tagger \\[default: from 'mhindex train efficientrag': the corpus's own, else the latest].")
-    query_filter: str | None = option(None, "Folder of a trained Filter \\[default: beside the Labeler].", flag="--filter")
-    device: str = option("auto", "Where EfficientRAG's models run: auto (CUDA when available), cpu or cuda.", choices=DEVICES)
+    labeler: str | None = option(
+        None,
+        "Folder of a trained Labeler & Tagger \\[default: from 'mhindex train efficientrag': the corpus's own, "
+        "else the latest].",
+    )
+    query_filter: str | None = option(
+        None, "Folder of a trained Filter \\[default: beside the Labeler].", flag="--filter"
+    )
+    device: str = option(
+        "auto", "Where EfficientRAG's models run: auto (CUDA when available), cpu or cuda.", choices=DEVICES
+    )
     generator: str = option(
         "efficientrag",
-        "How EfficientRAG writes its answer: efficientrag (the released QA prompt of the corpus's dataset, a JSON answer) or ircot (IRCoT's reader and demonstrations).",
+        "How EfficientRAG writes its answer: efficientrag (the released QA prompt of the corpus's dataset, a "
+        "JSON answer) or ircot (IRCoT's reader and demonstrations).",
         choices=GENERATORS,
     )
 
@@ -83,7 +92,12 @@ class EfficientRAG(Method):
         self.models = {"labeler": str(labeler_dir), "filter": str(filter_dir), "trained": _trained(labeler_dir.parent)}
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
         self.answer_prompt_name = f"answer_{context.dataset if context.dataset in ANSWER_PROMPTS else 'musique'}"
-        self.answer_prompt = resources.files("mhindex").joinpath("prompts", "efficientrag", f"{self.answer_prompt_name}.txt").read_text(encoding="utf-8").strip()
+        self.answer_prompt = (
+            resources.files("mhindex")
+            .joinpath("prompts", "efficientrag", f"{self.answer_prompt_name}.txt")
+            .read_text(encoding="utf-8")
+            .strip()
+        )
 
     @staticmethod
     def _folders(settings: EfficientRAGSettings, context: MethodContext) -> tuple[Path, Path]:
@@ -94,7 +108,10 @@ class EfficientRAG(Method):
         else:
             trained = find_models(context.home, context.corpus) if context.home else None
             if trained is None:
-                raise UsageError("no trained EfficientRAG models: run 'mhindex train efficientrag --from musique' (after 'mhindex build musique'), or give --labeler and --filter")
+                raise UsageError(
+                    "no trained EfficientRAG models: run 'mhindex train efficientrag --from musique' (after "
+                    "'mhindex build musique'), or give --labeler and --filter"
+                )
             labeler = trained / "labeler"
         query_filter = Path(settings.query_filter).expanduser() if settings.query_filter else labeler.parent / "filter"
         return labeler, query_filter
@@ -110,9 +127,16 @@ class EfficientRAG(Method):
                 break
             kept.pop()
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-        reply = meter.chat(messages, self.settings.answer_tokens, stop=[], label=f"answering from {len(kept)} chunks").text.strip()
+        reply = meter.chat(
+            messages, self.settings.answer_tokens, stop=[], label=f"answering from {len(kept)} chunks"
+        ).text.strip()
         parsed = parse_json_object(reply)
-        facts = {"prompt": self.answer_prompt_name, "chunks": len(kept), "left_out": len(texts) - len(kept), "json": parsed is not None and "answer" in parsed}
+        facts = {
+            "prompt": self.answer_prompt_name,
+            "chunks": len(kept),
+            "left_out": len(texts) - len(kept),
+            "json": parsed is not None and "answer" in parsed,
+        }
         if parsed is not None and isinstance(parsed.get("answer"), str | int | float):
             return str(parsed["answer"]).strip(), reply, facts
         first = next((line for line in reply.splitlines() if line.strip() and not line.strip().startswith("```")), "")
@@ -135,15 +159,31 @@ class EfficientRAG(Method):
             query_words = words(current)
             chunk_words = [words(h.text) for h in hits]
             labelled = self.labeler.predict([query_words] * len(hits), chunk_words) if hits else []
-            chunks = [Chunk(h.id, h.title, h.text, TAGS[p.tag or 0], join_words([ws[i] for i in p.kept])) for h, ws, p in zip(hits, chunk_words, labelled, strict=True)]
+            chunks = [
+                Chunk(h.id, h.title, h.text, TAGS[p.tag or 0], join_words([ws[i] for i in p.kept]))
+                for h, ws, p in zip(hits, chunk_words, labelled, strict=True)
+            ]
             for chunk in chunks:
                 if chunk.tag != TAGS[TERMINATE]:
                     used.setdefault(chunk.id, chunk)
             infos = [c.kept for c in chunks if c.tag == TAGS[CONTINUE] and c.kept.strip()]
-            record = {"query": current, "filter_input": sentence, "chunks": [{"id": c.id, "title": c.title, "tag": c.tag, "kept": c.kept} for c in chunks]}
+            record = {
+                "query": current,
+                "filter_input": sentence,
+                "chunks": [{"id": c.id, "title": c.title, "tag": c.tag, "kept": c.kept} for c in chunks],
+            }
             rounds.append(record)
             continuing = [c.title for c in chunks if c.tag == TAGS[CONTINUE]]
-            steps.append(Step(f"{len(continuing)} of {len(chunks)} chunks continue" + (f"; useful: {' | '.join(infos)}" if infos else ""), current, [h.id for h in hits], continuing, clock()))
+            steps.append(
+                Step(
+                    f"{len(continuing)} of {len(chunks)} chunks continue"
+                    + (f"; useful: {' | '.join(infos)}" if infos else ""),
+                    current,
+                    [h.id for h in hits],
+                    continuing,
+                    clock(),
+                )
+            )
             if not infos:
                 stop = "no chunk continues"
                 break
@@ -159,11 +199,28 @@ class EfficientRAG(Method):
         paragraphs = list(used.values())
         details: dict = {"rounds": len(rounds), "efficientrag": {"rounds": rounds, "stopped": stop}}
         if self.settings.generator == "ircot":
-            answer, reasoning = self.reader.read(meter, query.question, pinned + [(c.title, c.text) for c in paragraphs])
+            answer, reasoning = self.reader.read(
+                meter, query.question, pinned + [(c.title, c.text) for c in paragraphs]
+            )
         else:
-            answer, reasoning, details["efficientrag"]["generation"] = self._generate(meter, query.question, [text for _, text in pinned] + [c.text for c in paragraphs])
+            answer, reasoning, details["efficientrag"]["generation"] = self._generate(
+                meter, query.question, [text for _, text in pinned] + [c.text for c in paragraphs]
+            )
         retrieved = [{"id": c.id, "title": c.title} for c in paragraphs]
-        return Answer(query.id, query.question, answer, retrieved, steps, meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name, details=details)
+        return Answer(
+            query.id,
+            query.question,
+            answer,
+            retrieved,
+            steps,
+            meter.calls,
+            meter.prompt_tokens,
+            meter.completion_tokens,
+            clock(),
+            reasoning,
+            self.name,
+            details=details,
+        )
 
 
 def _trained(folder: Path) -> dict:

@@ -72,7 +72,9 @@ def _torch():
         import torch
         import transformers
     except ImportError:
-        raise UsageError("EfficientRAG's models need torch and transformers: pip install 'mhindex[efficientrag]'") from None
+        raise UsageError(
+            "EfficientRAG's models need torch and transformers: pip install 'mhindex[efficientrag]'"
+        ) from None
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     transformers.logging.set_verbosity_error()
@@ -103,7 +105,9 @@ def _module_class():
             extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
             hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
             token_logits = self.token_head(self.dropout(hidden))
-            sequence_logits = self.sequence_head(self.dropout(self.pooler(hidden[:, 0]))) if self.sequence_labels else None
+            sequence_logits = (
+                self.sequence_head(self.dropout(self.pooler(hidden[:, 0]))) if self.sequence_labels else None
+            )
             return token_logits, sequence_logits
 
     return WordClassifier
@@ -147,7 +151,9 @@ class WordModel:
 
         meta_path = folder / META
         if not meta_path.is_file():
-            raise UsageError(f"{folder}: not an EfficientRAG model folder (no {META}); train one with 'mhindex train efficientrag'")
+            raise UsageError(
+                f"{folder}: not an EfficientRAG model folder (no {META}); train one with 'mhindex train efficientrag'"
+            )
         meta = orjson.loads(meta_path.read_bytes())
         if meta.get("role") != role:
             raise UsageError(f"{folder}: holds a {meta.get('role')} model, not a {role}")
@@ -167,7 +173,10 @@ class WordModel:
         partial.mkdir(parents=True)
         self.network.encoder.config.save_pretrained(partial)
         self.tokenizer.save_pretrained(partial)
-        save_file({k: v.detach().contiguous().cpu() for k, v in self.network.state_dict().items()}, partial / "model.safetensors")
+        save_file(
+            {k: v.detach().contiguous().cpu() for k, v in self.network.state_dict().items()},
+            partial / "model.safetensors",
+        )
         self.meta = {**self.meta, **meta}
         (partial / META).write_bytes(orjson.dumps(self.meta, option=orjson.OPT_INDENT_2))
         shutil.rmtree(folder, ignore_errors=True)
@@ -178,10 +187,25 @@ class WordModel:
         of each labelled word's first sub-token: the chunk's words for a pair, else all words."""
         if seconds is not None:
             firsts = [first[:QUERY_MAX_WORDS] for first in firsts]
-            batch = self.tokenizer(list(firsts), list(seconds), is_split_into_words=True, truncation="only_second", max_length=self.max_length, padding=True, return_tensors="pt")
+            batch = self.tokenizer(
+                list(firsts),
+                list(seconds),
+                is_split_into_words=True,
+                truncation="only_second",
+                max_length=self.max_length,
+                padding=True,
+                return_tensors="pt",
+            )
             labelled = 1
         else:
-            batch = self.tokenizer(list(firsts), is_split_into_words=True, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+            batch = self.tokenizer(
+                list(firsts),
+                is_split_into_words=True,
+                truncation=True,
+                max_length=self.max_length,
+                padding=True,
+                return_tensors="pt",
+            )
             labelled = 0
         positions = []
         for i in range(len(firsts)):
@@ -193,10 +217,14 @@ class WordModel:
         return batch, positions
 
     def forward(self, batch):
-        inputs = {k: v.to(self.device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = {
+            k: v.to(self.device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")
+        }
         return self.network(**inputs)
 
-    def predict(self, firsts: Sequence[list[str]], seconds: Sequence[list[str]] | None = None, batch_size: int = 16) -> list[Prediction]:
+    def predict(
+        self, firsts: Sequence[list[str]], seconds: Sequence[list[str]] | None = None, batch_size: int = 16
+    ) -> list[Prediction]:
         torch, _ = _torch()
         results: list[Prediction] = []
         self.network.eval()
@@ -206,9 +234,17 @@ class WordModel:
                 batch, positions = self.encode(firsts[start : start + batch_size], chunk_seconds)
                 token_logits, sequence_logits = self.forward(batch)
                 keep = token_logits.argmax(-1).cpu()
-                tags = sequence_logits.argmax(-1).cpu().tolist() if sequence_logits is not None else [None] * len(positions)
+                tags = (
+                    sequence_logits.argmax(-1).cpu().tolist()
+                    if sequence_logits is not None
+                    else [None] * len(positions)
+                )
                 for row, (first_token, tag) in enumerate(zip(positions, tags, strict=True)):
-                    results.append(Prediction([w for w, p in sorted(first_token.items()) if keep[row, p] == 1], tag, len(first_token)))
+                    results.append(
+                        Prediction(
+                            [w for w, p in sorted(first_token.items()) if keep[row, p] == 1], tag, len(first_token)
+                        )
+                    )
         return results
 
 

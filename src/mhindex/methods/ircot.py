@@ -47,11 +47,15 @@ class IRCoTSettings(ReaderSettings):
     """The paper's values as defaults; it tunes K in {2,4,6,8} per dataset on development data."""
 
     k: int = option(4, "Paragraphs per retrieval (K).", flag="-k", min=1)
-    max_steps: int = option(8, "Most reasoning steps before giving up on \"answer is\".", min=1)
+    max_steps: int = option(8, 'Most reasoning steps before giving up on "answer is".', min=1)
     max_paragraphs: int = option(15, "Most paragraphs collected (the paper's budget).", min=1)
     step_tokens: int = option(100, "Most tokens generated for one reasoning step (its first sentence is kept).", min=1)
     iirc_pages: int = option(2, "IIRC: pages the model names before retrieval.", min=1)
-    early_stop: bool = option(True, "Stop each reasoning step as soon as its first sentence is complete (--no-early-stop generates up to --step-tokens, then cuts).")
+    early_stop: bool = option(
+        True,
+        "Stop each reasoning step as soon as its first sentence is complete (--no-early-stop generates up to "
+        "--step-tokens, then cuts).",
+    )
     clean_queries: bool = option(True, CLEAN_QUERIES_HELP)
 
     def recorded(self, dataset: str | None) -> dict:
@@ -98,27 +102,52 @@ class IRCoT(Method):
                 hits = self.retriever.search(query_text, self.k, titles=pages)
                 new = [h for h in hits if h.id not in have][: max(0, s.max_paragraphs - len(collected))]
                 collected.extend(new)
-            steps.append(Step(
-                sentence, query_text, [h.id for h in new], [h.title for h in new], clock() - started,
-                meter.prompt_tokens - tokens_before[0], meter.completion_tokens - tokens_before[1],
-            ))  # fmt: skip
+            steps.append(
+                Step(
+                    sentence,
+                    query_text,
+                    [h.id for h in new],
+                    [h.title for h in new],
+                    clock() - started,
+                    meter.prompt_tokens - tokens_before[0],
+                    meter.completion_tokens - tokens_before[1],
+                )
+            )
 
-        step("", retrieval_query(query.question, [], s.clean_queries), clock(), (meter.prompt_tokens, meter.completion_tokens))
+        step(
+            "",
+            retrieval_query(query.question, [], s.clean_queries),
+            clock(),
+            (meter.prompt_tokens, meter.completion_tokens),
+        )
         reasoning: list[str] = []
         for _ in range(s.max_steps):
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
-            blocks = [paragraph_block(t, x, s.max_paragraph_words) for t, x in pinned + [(h.title, h.text) for h in collected]]
-            instance = "\n\n".join([*blocks, question_block(query.question, self.style, cot=True, answer_so_far=" ".join(reasoning))])
+            blocks = [
+                paragraph_block(t, x, s.max_paragraph_words) for t, x in pinned + [(h.title, h.text) for h in collected]
+            ]
+            instance = "\n\n".join(
+                [*blocks, question_block(query.question, self.style, cot=True, answer_so_far=" ".join(reasoning))]
+            )
             prompt = self.packer.render(self.demos, instance, s.step_tokens)
             until = sentence_complete if s.early_stop else None
-            sentence = first_sentence(meter.complete(prompt, s.step_tokens, stop=["\n"], label=f"reasoning step {len(reasoning) + 1}", stop_when=until).text)
+            sentence = first_sentence(
+                meter.complete(
+                    prompt, s.step_tokens, stop=["\n"], label=f"reasoning step {len(reasoning) + 1}", stop_when=until
+                ).text
+            )
             if not sentence or sentence in reasoning:  # nothing new: a loop, not reasoning
                 break
             reasoning.append(sentence)
             done = mentions_answer(sentence)
             # The answer sentence is not a query; past the paragraph budget, reasoning goes on without retrieval.
             retrieves = not done and len(collected) < s.max_paragraphs
-            step(sentence, retrieval_query(query.question, reasoning, s.clean_queries) if retrieves else "", started, before)
+            step(
+                sentence,
+                retrieval_query(query.question, reasoning, s.clean_queries) if retrieves else "",
+                started,
+                before,
+            )
             if done:
                 break
 
@@ -132,9 +161,19 @@ class IRCoT(Method):
         if reader_output and reader_output != answer:
             trace = f"{trace}\n[reader] {reader_output}" if trace else f"[reader] {reader_output}"
         return Answer(
-            query.id, query.question, answer, retrieved, steps,
-            meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), trace, self.name, pages,
-        )  # fmt: skip
+            query.id,
+            query.question,
+            answer,
+            retrieved,
+            steps,
+            meter.calls,
+            meter.prompt_tokens,
+            meter.completion_tokens,
+            clock(),
+            trace,
+            self.name,
+            pages,
+        )
 
     # -- IIRC: which pages to read ------------------------------------------------------------
 
@@ -145,11 +184,16 @@ class IRCoT(Method):
         if self._page_demos is None:
             pool = demonstrations("iirc", "no_context_open_llm_retrieval", self.style)
             self._page_demos = self.packer.choose(pool, s.demo_budget or self.lm.context_length // 2, s.max_demos)
-        ask = f"The question is: '{query.question}'. Generate titles of {s.iirc_pages} Wikipedia pages that have relevant information to answer this question."
+        ask = (
+            f"The question is: '{query.question}'. Generate titles of {s.iirc_pages} Wikipedia pages that "
+            "have relevant information to answer this question."
+        )
         if self.style == "flan_t5":
             ask = f"Answer the following question.\n{ask}"
         instance = paragraph_block(main["title"], main["text"], s.max_paragraph_words) + f"\n\nQ: {ask}\nA:"
-        generation = meter.complete(self.packer.render(self._page_demos, instance, 60), 60, stop=["\n"], label="choosing pages to read").text.strip()
+        generation = meter.complete(
+            self.packer.render(self._page_demos, instance, 60), 60, stop=["\n"], label="choosing pages to read"
+        ).text.strip()
         named = _titles(generation)
         pages: list[str] = []
         for title in named:  # the released code maps each with a title search (document_type "title")

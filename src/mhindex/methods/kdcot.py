@@ -62,12 +62,33 @@ READ_INSTRUCTION = {
 @dataclass(frozen=True)
 class KDCoTSettings:
     rounds: int = option(3, "Most Question rounds of KD-CoT before the LM must finish (the released code's 3).", min=1)
-    k: int = option(5, "Passages retrieved for each sub-question, which the reader reads (the paper's QA system reads 100; 5 keeps a local model's prompt within seconds).", flag="-k", min=1)
-    demos: str | None = option(None, "KD-CoT demonstration collection: a JSON list of {question, gpt_out} (KD-CoT's CoT_collection files) \\[default: mhindex's, of the corpus's dataset: webqsp or cwq].")
-    demo_encoder: str | None = option(None, "Sentence encoder (a local folder) that picks each question's demonstration \\[default: the packaged MiniLM].")
-    instruction: str | None = option(None, "A file with KD-CoT's instruction, put before the demonstration \\[default: mhindex's wording of the paper's format].")
-    reader_lm: str | None = option(None, "KD-CoT's reader: an LM spec (as --lm) \\[default: the LM reads the passages].")
-    verifier_lm: str | None = option(None, "KD-CoT's verifier: an LM spec (as --lm) \\[default: the LM, zero-shot with the released prompt].")
+    k: int = option(
+        5,
+        "Passages retrieved for each sub-question, which the reader reads (the paper's QA system reads 100; 5 "
+        "keeps a local model's prompt within seconds).",
+        flag="-k",
+        min=1,
+    )
+    demos: str | None = option(
+        None,
+        "KD-CoT demonstration collection: a JSON list of {question, gpt_out} (KD-CoT's CoT_collection files) "
+        "\\[default: mhindex's, of the corpus's dataset: webqsp or cwq].",
+    )
+    demo_encoder: str | None = option(
+        None,
+        "Sentence encoder (a local folder) that picks each question's demonstration \\[default: the packaged MiniLM].",
+    )
+    instruction: str | None = option(
+        None,
+        "A file with KD-CoT's instruction, put before the demonstration \\[default: mhindex's wording of the "
+        "paper's format].",
+    )
+    reader_lm: str | None = option(
+        None, "KD-CoT's reader: an LM spec (as --lm) \\[default: the LM reads the passages]."
+    )
+    verifier_lm: str | None = option(
+        None, "KD-CoT's verifier: an LM spec (as --lm) \\[default: the LM, zero-shot with the released prompt]."
+    )
     step_tokens: int = option(96, "Most tokens for one Thought/Action/Answer round.", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
 
@@ -108,10 +129,18 @@ def read_demos(path: str | None, dataset: str | None) -> list[Demo]:
         except orjson.JSONDecodeError as error:
             raise UsageError(f"--demos {where}: neither a JSON list nor JSON lines ({error})") from None
     demos = []
-    for i, record in enumerate(records if isinstance(records, list) else [records]):  # one JSON line parses as one object
-        if isinstance(record, dict) and isinstance(record.get("question"), str) and isinstance(record.get("gpt_out"), str):
+    for i, record in enumerate(
+        records if isinstance(records, list) else [records]
+    ):  # one JSON line parses as one object
+        if (
+            isinstance(record, dict)
+            and isinstance(record.get("question"), str)
+            and isinstance(record.get("gpt_out"), str)
+        ):
             question, chain = record["question"], record["gpt_out"]
-        elif isinstance(record, dict) and isinstance(record.get("input"), str) and isinstance(record.get("target"), str):
+        elif (
+            isinstance(record, dict) and isinstance(record.get("input"), str) and isinstance(record.get("target"), str)
+        ):
             found = re.search(r"Question:?\s*(.*?)(?:\s*Let's think step by step:.*)?$", record["input"], re.S)
             question, chain = (found.group(1).strip() if found else ""), record["target"]
         else:
@@ -272,14 +301,23 @@ class KDCoT(Method):
     @staticmethod
     def _instruction(path: str | None) -> str:
         if path is None:
-            return resources.files("mhindex").joinpath("prompts", "kdcot", "instruction.txt").read_text(encoding="utf-8")
+            return (
+                resources.files("mhindex").joinpath("prompts", "kdcot", "instruction.txt").read_text(encoding="utf-8")
+            )
         try:
             return Path(path).expanduser().read_text(encoding="utf-8")
         except OSError as error:
             raise UsageError(f"--instruction {path}: {error.strerror or error}") from None
 
     def prompt(self, demo: Demo, question: str, rounds: list[Round]) -> str:
-        return "\n".join([f"{self.instruction.rstrip()}\n\n{demo.text.strip()}\n", f"Question {question}", *transcript(rounds), f"Thought {len(rounds) + 1}"])
+        return "\n".join(
+            [
+                f"{self.instruction.rstrip()}\n\n{demo.text.strip()}\n",
+                f"Question {question}",
+                *transcript(rounds),
+                f"Thought {len(rounds) + 1}",
+            ]
+        )
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)
@@ -292,7 +330,12 @@ class KDCoT(Method):
             # A round ends where the next begins; the last one runs on to its Finish.
             stops = ["\nQuestion "] if last else [f"\nThought {number + 1}", "\nQuestion "]
             tokens = self.settings.step_tokens * (2 if last else 1)
-            output = meter.complete(self.prompt(demo, query.question, rounds), tokens, stop=stops, label=f"round {number}: thought and action").text
+            output = meter.complete(
+                self.prompt(demo, query.question, rounds),
+                tokens,
+                stop=stops,
+                label=f"round {number}: thought and action",
+            ).text
             turn = parse_turn(output, number)
             if last or turn is None or turn.action == "Finish":
                 final = turn.argument if turn is not None and turn.action == "Finish" else finish_answer(output)
@@ -300,16 +343,39 @@ class KDCoT(Method):
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
             current = self._check(meter, Round(number, turn.thought, turn.action, turn.argument, turn.lm_answer))
             rounds.append(current)
-            text = f"{current.action}[{current.argument}] -> LM: {current.lm_answer or '-'}; reader: {current.reader_answer or '-'}; {current.verdict}: {current.answer}"
-            step = Step(text, current.argument, [p["id"] for p in current.passages], [p["title"] for p in current.passages], clock() - started)
-            step.prompt_tokens, step.completion_tokens = meter.prompt_tokens - before[0], meter.completion_tokens - before[1]
+            text = (
+                f"{current.action}[{current.argument}] -> LM: {current.lm_answer or '-'}; reader: "
+                f"{current.reader_answer or '-'}; {current.verdict}: {current.answer}"
+            )
+            step = Step(
+                text,
+                current.argument,
+                [p["id"] for p in current.passages],
+                [p["title"] for p in current.passages],
+                clock() - started,
+            )
+            step.prompt_tokens, step.completion_tokens = (
+                meter.prompt_tokens - before[0],
+                meter.completion_tokens - before[1],
+            )
             steps.append(step)
         retrieved = list({p["id"]: p for r in rounds for p in r.passages}.values())
         reasoning = "\n".join([*transcript(rounds), f"Thought {len(rounds) + 1} {output.strip()}"])
         details = {"rounds": len(rounds), "demonstration": demo.question, "trace": [asdict(r) for r in rounds]}
         return Answer(
-            query.id, query.question, final, retrieved, steps, meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name, details=details,
-        )  # fmt: skip
+            query.id,
+            query.question,
+            final,
+            retrieved,
+            steps,
+            meter.calls,
+            meter.prompt_tokens,
+            meter.completion_tokens,
+            clock(),
+            reasoning,
+            self.name,
+            details=details,
+        )
 
     def _check(self, meter: Meter, current: Round) -> Round:
         """Retrieve, read, verify: the answer that goes into the next round."""
@@ -324,7 +390,9 @@ class KDCoT(Method):
         elif not current.lm_answer or normalize_answer(current.lm_answer) == normalize_answer(current.reader_answer):
             current.verdict, current.answer = ("agreed" if current.lm_answer else "completed"), current.reader_answer
         else:
-            prompt = VERIFY_PROMPT.format(question=current.argument, choice_1=current.lm_answer, choice_2=current.reader_answer)
+            prompt = VERIFY_PROMPT.format(
+                question=current.argument, choice_1=current.lm_answer, choice_2=current.reader_answer
+            )
             current.verifier_reply = _ask(meter, self.verifier_lm, prompt, 32, "verifying the answer")
             current.answer = verified_answer(current.verifier_reply, current.lm_answer, current.reader_answer)
             current.verdict = "kept" if current.answer == current.lm_answer else "replaced"
@@ -335,7 +403,11 @@ def transcript(rounds: list[Round]) -> list[str]:
     """The rounds so far as the prompt shows them, each with its verified answer."""
     lines = []
     for r in rounds:
-        lines += [f"Thought {r.number} {r.thought}", f"Action {r.number} {r.action}[{r.argument}]", f"Answer {r.number} {r.answer}"]
+        lines += [
+            f"Thought {r.number} {r.thought}",
+            f"Action {r.number} {r.action}[{r.argument}]",
+            f"Answer {r.number} {r.answer}",
+        ]
     return lines
 
 

@@ -19,4 +19,16 @@ class NoRetrieval(Method):
         clock, meter = Clock(), Meter(self.lm)
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
         answer, reasoning = self.reader.read(meter, query.question, pinned)
-        return Answer(query.id, query.question, answer, [], [], meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name)
+        return Answer(
+            query.id,
+            query.question,
+            answer,
+            [],
+            [],
+            meter.calls,
+            meter.prompt_tokens,
+            meter.completion_tokens,
+            clock(),
+            reasoning,
+            self.name,
+        )

@@ -38,4 +38,16 @@ class OneRetrieval(Method):
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
         answer, reasoning = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in hits])
         retrieved = [{"id": h.id, "title": h.title} for h in hits]
-        return Answer(query.id, query.question, answer, retrieved, [step], meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), reasoning, self.name)
+        return Answer(
+            query.id,
+            query.question,
+            answer,
+            retrieved,
+            [step],
+            meter.calls,
+            meter.prompt_tokens,
+            meter.completion_tokens,
+            clock(),
+            reasoning,
+            self.name,
+        )

@@ -31,7 +31,9 @@ def demonstrations(dataset: str, kind: str, style: str) -> tuple[str, ...]:
     kind: "gold_with_1_distractors_context_cot_qa", "no_context_direct_qa", ...; style: codex|flan_t5.
     """
     if dataset not in DEMO_DATASETS:
-        raise UsageError(f"no IRCoT demonstrations for '{dataset}'; use --demos-from with one of {', '.join(DEMO_DATASETS)}")
+        raise UsageError(
+            f"no IRCoT demonstrations for '{dataset}'; use --demos-from with one of {', '.join(DEMO_DATASETS)}"
+        )
     name = f"{kind}_{style}.txt"
     try:
         text = resources.files("mhindex").joinpath("prompts", "ircot", dataset, name).read_text(encoding="utf-8")

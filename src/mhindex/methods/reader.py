@@ -48,5 +48,7 @@ class Reader:
         blocks = [paragraph_block(t, x, self.settings.max_paragraph_words) for t, x in paragraphs]
         instance = "\n\n".join([*blocks, question_block(question, self.style, cot=self.kind == "cot")])
         prompt = self.packer.render(self.demos, instance, self.settings.answer_tokens)
-        completion = meter.complete(prompt, self.settings.answer_tokens, stop=["\n"], label=f"answering from {len(paragraphs)} paragraphs")
+        completion = meter.complete(
+            prompt, self.settings.answer_tokens, stop=["\n"], label=f"answering from {len(paragraphs)} paragraphs"
+        )
         return extract_answer(completion.text), completion.text.strip()

@@ -33,7 +33,9 @@ def _answer(method: Method, number: int, item: Query | str) -> dict:
         return {"line": number, "id": item.id, "error": f"{type(error).__name__}: {error}"}
 
 
-def run_questions(method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict], None], workers: int = 1) -> RunStats:
+def run_questions(
+    method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict], None], workers: int = 1
+) -> RunStats:
     """items: (line number, query) or (line number, why the line is not a query)."""
     stats = RunStats()
 

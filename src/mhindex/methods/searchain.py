@@ -73,7 +73,8 @@ CHAIN_STOPS = ["\n\n", "[Question]"]
 TRACE_REQUEST = (
     "The reasoning chain for [Question]: {question} has been checked with a search engine. Each [Reference n] is the "
     "document found for [Query n], and each [Answer n] is the answer that was verified.\n\n{chain}\n\n"
-    "Generate the final content for the [Question] from this chain: mark each sentence with the number of the reference "
+    "Generate the final content for the [Question] from this chain: mark each sentence with the number of the "
+    "reference "
     'that supports it, as [n], and end with "So the final answer is" and a short answer.'
 )
 TRACE_START = "[Final Content]:"
@@ -85,24 +86,44 @@ class SearChainSettings:
     rounds: int = option(5, "Most rounds of SearChain's Tree-of-Reasoning (a new chain after each feedback).", min=1)
     verify_threshold: float | None = option(
         None,
-        f"Reader confidence above which a contradicting answer is fed back \\[default: {LM_READER_THRESHOLD} for the LM reader's answer probability, {DPR_READER_THRESHOLD} for a DPR reader's relevance logit].",
+        f"Reader confidence above which a contradicting answer is fed back \\[default: {LM_READER_THRESHOLD} "
+        f"for the LM reader's answer probability, {DPR_READER_THRESHOLD} for a DPR reader's relevance logit].",
     )
-    reader_model: str | None = option(None, "SearChain's reader: hf:PATH of a DPR reader (e.g. facebook/dpr-reader-multiset-base) \\[default: the LM reads; its confidence comes from its token log-probabilities].")
-    chain_prompt: str | None = option(None, "A file with SearChain's Chain-of-Query prompt, {question} where the question goes \\[default: mhindex's, in the paper's format].")
+    reader_model: str | None = option(
+        None,
+        "SearChain's reader: hf:PATH of a DPR reader (e.g. facebook/dpr-reader-multiset-base) \\[default: the "
+        "LM reads; its confidence comes from its token log-probabilities].",
+    )
+    chain_prompt: str | None = option(
+        None,
+        "A file with SearChain's Chain-of-Query prompt, {question} where the question goes \\[default: "
+        "mhindex's, in the paper's format].",
+    )
     chain_tokens: int = option(300, "Most tokens for one Chain-of-Query (and for Tracing's final content).", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
-    tracing: bool = option(True, "SearChain's last step: the LM writes the final content from the verified chain, citing each claim's document, and the answer comes from it (--no-tracing: from the last chain's [Final Content]).")
+    tracing: bool = option(
+        True,
+        "SearChain's last step: the LM writes the final content from the verified chain, citing each claim's "
+        "document, and the answer comes from it (--no-tracing: from the last chain's [Final Content]).",
+    )
 
     def recorded(self, dataset: str | None) -> dict:
         """The settings as run.json records them, with the threshold that applies."""
         reader = DPRReader if self.reader_model else LMReader
-        return {**asdict(self), "verify_threshold": self.verify_threshold if self.verify_threshold is not None else reader.default_threshold}
+        return {
+            **asdict(self),
+            "verify_threshold": self.verify_threshold
+            if self.verify_threshold is not None
+            else reader.default_threshold,
+        }
 
 
 # -- the chain --------------------------------------------------------------------------------
 
 _CITATION = re.compile(r"\s*\[\d+\]")
-_TAG = re.compile(r"^\s*\[(?P<tag>query|answer|unsolved query|final content)(?:\s*(?P<n>\d+))?\]\s*:?\s*(?P<text>.*)$", re.I)
+_TAG = re.compile(
+    r"^\s*\[(?P<tag>query|answer|unsolved query|final content)(?:\s*(?P<n>\d+))?\]\s*:?\s*(?P<text>.*)$", re.I
+)
 
 
 @dataclass
@@ -152,10 +173,14 @@ class Chain:
         return extract_answer(_CITATION.sub("", conclusion))
 
 
-
 def cited(content: str) -> list[int]:
     """The node numbers a final content cites, in order of first citation."""
     return list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", content)))
+
+
+def _reference(passage: str) -> str:
+    """A document as Tracing shows it: "Title: text"."""
+    return passage.removeprefix("Wikipedia Title: ").replace("\n", ": ", 1)
 
 
 def _words(text: str, count: int) -> str:
@@ -196,7 +221,10 @@ class LMReader:
         prompt = f"{READ_INSTRUCTION}\n\n{passage}\n\nQ: {query}\nA:"
         completion = meter.complete(prompt, 32, stop=["\n"], label="reading the top document", logprobs=True)
         if completion.token_logprobs is None:
-            raise LMError(f"{self.lm.name} returned no token log-probabilities; SearChain's LM reader needs them (or pass --reader-model hf:PATH)")
+            raise LMError(
+                f"{self.lm.name} returned no token log-probabilities; SearChain's LM reader needs them (or "
+                "pass --reader-model hf:PATH)"
+            )
         mean = completion.mean_logprob
         return extract_answer(completion.text), math.exp(mean) if mean is not None else 0.0
 
@@ -217,19 +245,30 @@ class DPRReader:
             from transformers import DPRReader as Model
             from transformers import DPRReaderTokenizer
         except ImportError:
-            raise UsageError("--reader-model hf:PATH needs transformers and torch: pip install 'mhindex[transformers]'") from None
+            raise UsageError(
+                "--reader-model hf:PATH needs transformers and torch: pip install 'mhindex[transformers]'"
+            ) from None
         try:
             self.tokenizer = DPRReaderTokenizer.from_pretrained(source, local_files_only=True)
             self.model = Model.from_pretrained(source, local_files_only=True).eval()
         except (OSError, ValueError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise UsageError(f"--reader-model: cannot load a DPR reader from {source} without the network: {first}") from None
+            raise UsageError(
+                f"--reader-model: cannot load a DPR reader from {source} without the network: {first}"
+            ) from None
         transformers.utils.logging.set_verbosity_error()
         self._torch = torch
 
     def read(self, meter: Meter, query: str, passage: str) -> tuple[str, float]:
         title, _, text = passage.partition("\n")
-        encoded = self.tokenizer(questions=[query], titles=[title.removeprefix("Wikipedia Title: ")], texts=[text], return_tensors="pt", truncation=True, max_length=512)
+        encoded = self.tokenizer(
+            questions=[query],
+            titles=[title.removeprefix("Wikipedia Title: ")],
+            texts=[text],
+            return_tensors="pt",
+            truncation=True,
+            max_length=512,
+        )
         with self._torch.inference_mode():
             outputs = self.model(**encoded)
         spans = self.tokenizer.decode_best_spans(encoded, outputs, num_spans=1, max_answer_length=16)
@@ -293,7 +332,9 @@ class SearChain(Method):
     def __init__(self, retriever, lm, settings: SearChainSettings, context: MethodContext) -> None:
         super().__init__(retriever, lm, settings, context)
         self.reader = make_reader(settings.reader_model, lm)
-        self.threshold = settings.verify_threshold if settings.verify_threshold is not None else self.reader.default_threshold
+        self.threshold = (
+            settings.verify_threshold if settings.verify_threshold is not None else self.reader.default_threshold
+        )
         self.prompt = self._prompt_template(settings.chain_prompt)
 
     @staticmethod
@@ -301,7 +342,11 @@ class SearChain(Method):
         if path is None:
             from importlib import resources
 
-            return resources.files("mhindex").joinpath("prompts", "searchain", "chain_of_query.txt").read_text(encoding="utf-8")
+            return (
+                resources.files("mhindex")
+                .joinpath("prompts", "searchain", "chain_of_query.txt")
+                .read_text(encoding="utf-8")
+            )
         try:
             text = Path(path).expanduser().read_text(encoding="utf-8")
         except OSError as error:
@@ -316,14 +361,23 @@ class SearChain(Method):
         rounds: list[Round] = []
         for number in range(1, self.settings.rounds + 1):
             prefilled = [*conversation, {"role": "assistant", "content": CHAIN_START}]
-            generation = asked.meter.chat(prefilled, self.settings.chain_tokens, stop=CHAIN_STOPS, label=f"round {number}: writing the chain").text.strip()
-            chain_text = generation if _TAG.match(generation.splitlines()[0] if generation else "") else f"{CHAIN_START} {generation}"
+            generation = asked.meter.chat(
+                prefilled, self.settings.chain_tokens, stop=CHAIN_STOPS, label=f"round {number}: writing the chain"
+            ).text.strip()
+            chain_text = (
+                generation
+                if _TAG.match(generation.splitlines()[0] if generation else "")
+                else f"{CHAIN_START} {generation}"
+            )
             current = Round(Chain.parse(chain_text))
             rounds.append(current)
             current.feedback = self._walk(asked, current, number)
             if current.feedback is None or number == self.settings.rounds:
                 break
-            conversation += [{"role": "assistant", "content": chain_text}, {"role": "user", "content": current.feedback}]
+            conversation += [
+                {"role": "assistant", "content": chain_text},
+                {"role": "user", "content": current.feedback},
+            ]
         final = rounds[-1].chain
         generated = [r.chain.text for r in rounds]
         content, answer, source = final.final_content or "", final.answer(), "chain"
@@ -342,12 +396,24 @@ class SearChain(Method):
             "generated": "\n".join(generated),
         }
         # Every document checked, in the order first checked (what recall counts).
-        retrieved = list({c.doc["id"]: {"id": c.doc["id"], "title": c.doc["title"]} for c in asked.seen.values() if c.doc}.values())
+        retrieved = list(
+            {c.doc["id"]: {"id": c.doc["id"], "title": c.doc["title"]} for c in asked.seen.values() if c.doc}.values()
+        )
         meter = asked.meter
         return Answer(
-            query.id, query.question, answer, retrieved, asked.steps, meter.calls, meter.prompt_tokens,
-            meter.completion_tokens, asked.clock(), final.text, self.name, details=details,
-        )  # fmt: skip
+            query.id,
+            query.question,
+            answer,
+            retrieved,
+            asked.steps,
+            meter.calls,
+            meter.prompt_tokens,
+            meter.completion_tokens,
+            asked.clock(),
+            final.text,
+            self.name,
+            details=details,
+        )
 
     def _trace(self, asked: _Asked, conversation: list[dict], last: Round) -> str:
         """Tracing: the verified chain, each node's answer (the reader's where feedback corrected or
@@ -362,14 +428,24 @@ class SearChain(Method):
                 answer = check.reader_answer or answer
             lines += [f"[Query {node.number}]: {node.query}", f"[Answer {node.number}]: {answer or 'unknown'}"]
             if check is not None and check.doc is not None:
-                lines.append(f"[Reference {node.number}]: {_words(check.doc['passage'].removeprefix('Wikipedia Title: ').replace(chr(10), ': ', 1), TRACE_REFERENCE_WORDS)}")
+                lines.append(
+                    f"[Reference {node.number}]: {_words(_reference(check.doc['passage']), TRACE_REFERENCE_WORDS)}"
+                )
         request = TRACE_REQUEST.format(question=asked.question, chain="\n".join(lines))
         messages = [*conversation, {"role": "user", "content": request}, {"role": "assistant", "content": TRACE_START}]
         started, before = asked.clock(), (asked.meter.prompt_tokens, asked.meter.completion_tokens)
-        text = asked.meter.chat(messages, self.settings.chain_tokens, stop=[*CHAIN_STOPS, "[Query"], label="tracing: writing the final content").text.strip()
+        text = asked.meter.chat(
+            messages,
+            self.settings.chain_tokens,
+            stop=[*CHAIN_STOPS, "[Query"],
+            label="tracing: writing the final content",
+        ).text.strip()
         text = text.removeprefix(TRACE_START).strip()
         step = Step(f"tracing: {text}", "", [], [], asked.clock() - started)
-        step.prompt_tokens, step.completion_tokens = asked.meter.prompt_tokens - before[0], asked.meter.completion_tokens - before[1]
+        step.prompt_tokens, step.completion_tokens = (
+            asked.meter.prompt_tokens - before[0],
+            asked.meter.completion_tokens - before[1],
+        )
         asked.steps.append(step)
         return text
 
@@ -387,23 +463,39 @@ class SearChain(Method):
                 verdict = self._verdict(node, check)
             current.nodes.append(
                 {
-                    "n": node.number, "query": node.query, "lm_answer": node.lm_answer, "unsolved": node.unsolved, "verdict": verdict,
-                    "reader_answer": check.reader_answer, "confidence": check.confidence,
+                    "n": node.number,
+                    "query": node.query,
+                    "lm_answer": node.lm_answer,
+                    "unsolved": node.unsolved,
+                    "verdict": verdict,
+                    "reader_answer": check.reader_answer,
+                    "confidence": check.confidence,
                     "doc": {"id": check.doc["id"], "title": check.doc["title"]} if check.doc else None,
                 }
-            )  # fmt: skip
+            )
             if verdict != "seen":
                 shown = node.lm_answer if not node.unsolved else "(unsolved)"
                 confidence = f"{check.confidence:.2f}" if check.confidence is not None else "-"
-                text = f"round {number}, [Query {node.number}] {node.query} -> {shown}; reader: {check.reader_answer or '-'} ({confidence}): {verdict}"
+                text = (
+                    f"round {number}, [Query {node.number}] {node.query} -> {shown}; reader: "
+                    f"{check.reader_answer or '-'} ({confidence}): {verdict}"
+                )
                 titles = [check.doc["title"]] if check.doc else []
                 step = Step(text, node.query, [check.doc["id"]] if check.doc else [], titles, asked.clock() - started)
-                step.prompt_tokens, step.completion_tokens = meter.prompt_tokens - tokens_before[0], meter.completion_tokens - tokens_before[1]
+                step.prompt_tokens, step.completion_tokens = (
+                    meter.prompt_tokens - tokens_before[0],
+                    meter.completion_tokens - tokens_before[1],
+                )
                 asked.steps.append(step)
             if verdict in ("completed", "corrected"):
                 assert check.doc is not None  # a node is completed or corrected from its document
                 template = COMPLETE_FEEDBACK if verdict == "completed" else VERIFY_FEEDBACK
-                return template.format(query=node.query, answer=check.reader_answer, question=asked.question, reference=check.doc["passage"])
+                return template.format(
+                    query=node.query,
+                    answer=check.reader_answer,
+                    question=asked.question,
+                    reference=check.doc["passage"],
+                )
         return None
 
     def _check(self, meter: Meter, query: str) -> NodeCheck:
@@ -436,5 +528,7 @@ class SearChain(Method):
             node = by_number.get(number)
             check = seen.get(normalize_answer(node.query)) if node else None
             if node is not None and check is not None and check.doc is not None:
-                references.append({"n": number, "query": node.query, "id": check.doc["id"], "title": check.doc["title"]})
+                references.append(
+                    {"n": number, "query": node.query, "id": check.doc["id"], "title": check.doc["title"]}
+                )
         return references

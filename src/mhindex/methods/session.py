@@ -37,7 +37,9 @@ class Session:
         self.retriever = self.index.retriever if self.index else None
         self.home = home
         # A local model gets one slot per question answered at once, so `workers` questions decode together.
-        self.load_lm = functools.partial(load_lm, home=home, threads=model.lm_threads, cache=model.cache, slots=workers, timeout=model.lm_timeout)
+        self.load_lm = functools.partial(
+            load_lm, home=home, threads=model.lm_threads, cache=model.cache, slots=workers, timeout=model.lm_timeout
+        )
         try:
             self.lm = model.load(home, slots=workers)
         except BaseException:
@@ -46,7 +48,18 @@ class Session:
 
     def method(self, name: str, settings: Any):
         retriever = self.retriever if method_class(name).needs_retriever else None
-        return make_method(name, retriever, self.lm, settings, MethodContext(dataset=self.dataset, load_lm=self.load_lm, home=self.home, corpus=self.corpus.name if self.corpus else None))
+        return make_method(
+            name,
+            retriever,
+            self.lm,
+            settings,
+            MethodContext(
+                dataset=self.dataset,
+                load_lm=self.load_lm,
+                home=self.home,
+                corpus=self.corpus.name if self.corpus else None,
+            ),
+        )
 
     def close(self) -> None:
         if getattr(self, "lm", None) is not None:

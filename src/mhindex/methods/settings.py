@@ -22,10 +22,23 @@ CLEAN_QUERIES_HELP = (
 
 @dataclass(frozen=True)
 class ReaderSettings:
-    reader: str = option("auto", "Reader prompting: direct, cot, or auto (direct for Flan-T5 and models under 3B parameters, else cot).", choices=("auto", "direct", "cot"))
-    prompt_style: str = option("auto", "Demonstration style: codex, flan_t5, or auto (flan_t5 for seq2seq hf: models).", choices=("auto", "codex", "flan_t5"))
+    reader: str = option(
+        "auto",
+        "Reader prompting: direct, cot, or auto (direct for Flan-T5 and models under 3B parameters, else cot).",
+        choices=("auto", "direct", "cot"),
+    )
+    prompt_style: str = option(
+        "auto",
+        "Demonstration style: codex, flan_t5, or auto (flan_t5 for seq2seq hf: models).",
+        choices=("auto", "codex", "flan_t5"),
+    )
     distractors: int = option(2, "M: distractor paragraphs in each demonstration (1-3).", min=1, max=3)
-    demos_from: str | None = option(None, "Demonstration set: hotpotqa, 2wikimultihopqa, musique or iirc \\[default: the corpus's dataset, else musique].", choices=DEMO_SETS)
+    demos_from: str | None = option(
+        None,
+        "Demonstration set: hotpotqa, 2wikimultihopqa, musique or iirc "
+        "\\[default: the corpus's dataset, else musique].",
+        choices=DEMO_SETS,
+    )
     max_demos: int | None = option(None, "At most this many demonstrations \\[default: as many as fit].", min=0)
     demo_budget: int | None = option(None, "Tokens for demonstrations \\[default: half the context].", min=1)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)

@@ -42,7 +42,14 @@ class Limits:
         return {"max_k": self.max_k, "max_batch": self.max_batch, "max_body_bytes": self.max_body_bytes}
 
 
-def make_app(retriever: Any, info: dict, limits: Limits = Limits(), api_key: str | None = None, positions: Any = None, access_log: bool = True):
+def make_app(
+    retriever: Any,
+    info: dict,
+    limits: Limits = Limits(),
+    api_key: str | None = None,
+    positions: Any = None,
+    access_log: bool = True,
+):
     """The ASGI application over an open retriever. `positions(id) -> int` gives ColBERT's pid;
     `info` says what is served (its "corpus" and "dataset" are the corpus names IRCoT may ask for)."""
     from starlette.applications import Starlette
@@ -95,19 +102,33 @@ class Guard:
             refusal = self._refusal(scope, given)
             if refusal is not None:
                 scope["mhindex.error"] = str(refusal)
-                await reply(error_body(protocol_of(scope["path"]), str(refusal)), refusal.status)(scope, receive, sending)
+                await reply(error_body(protocol_of(scope["path"]), str(refusal)), refusal.status)(
+                    scope, receive, sending
+                )
             else:
                 await self.app(scope, _LimitedBody(receive, self.limits), sending)
         finally:
             if self.access_log:
-                line = {"time": round(time.time(), 3), "method": scope.get("method"), "path": scope.get("path"), "status": status[0], "ms": round((time.perf_counter() - started) * 1000, 2)}
+                line = {
+                    "time": round(time.time(), 3),
+                    "method": scope.get("method"),
+                    "path": scope.get("path"),
+                    "status": status[0],
+                    "ms": round((time.perf_counter() - started) * 1000, 2),
+                }
                 if "mhindex.error" in scope:
                     line["error"] = scope["mhindex.error"]
                 sys.stderr.write(orjson.dumps(line).decode() + "\n")
 
     def _refusal(self, scope: dict, given: list[str]) -> Refused | None:
-        if self.api_key is not None and not any(secrets.compare_digest(k.encode(), self.api_key.encode()) for k in given):
-            return Refused("a valid API key is required: Authorization: Bearer KEY, X-API-Key: KEY, http://key:KEY@HOST, /k/KEY/... or ?api_key=KEY", 401)
+        if self.api_key is not None and not any(
+            secrets.compare_digest(k.encode(), self.api_key.encode()) for k in given
+        ):
+            return Refused(
+                "a valid API key is required: Authorization: Bearer KEY, X-API-Key: KEY, http://key:KEY@HOST, "
+                "/k/KEY/... or ?api_key=KEY",
+                401,
+            )
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.limits.max_body_bytes:
@@ -139,7 +160,9 @@ def _take_keys(scope: dict) -> list[str]:
                 given.append(credentials.strip())
             elif scheme.lower() == "basic":  # http://key:KEY@HOST: the key as password (or as user)
                 try:
-                    user, _, password = base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")
+                    user, _, password = (
+                        base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")
+                    )
                 except (binascii.Error, UnicodeDecodeError):
                     continue
                 given += [password, user]

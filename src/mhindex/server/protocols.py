@@ -99,7 +99,9 @@ def ircot_request(body: Any, served: Sequence[str], cap: int) -> dict[str, Any]:
         raise Refused(f"document_type should be one of {', '.join(IRCOT_DOCUMENT_TYPES)}")
     corpus = field(body, "corpus_name", str, None)
     if corpus is not None and corpus not in served:
-        raise Refused(f"corpus_name '{corpus}' is not served here; this server holds {' or '.join(repr(s) for s in served)}", 404)
+        raise Refused(
+            f"corpus_name '{corpus}' is not served here; this server holds {' or '.join(repr(s) for s in served)}", 404
+        )
     return {
         "query": field(body, "query_text", str, ""),
         "k": hits_wanted(field(body, "max_hits_count", int, None), "max_hits_count", DEFAULT_K["ircot"], cap),
@@ -109,7 +111,9 @@ def ircot_request(body: Any, served: Sequence[str], cap: int) -> dict[str, Any]:
     }
 
 
-def ircot_retrieve(request: dict[str, Any], search: Callable[..., list[Hit]], search_titles: Callable[[str, int], list[Hit]]) -> list[dict]:
+def ircot_retrieve(
+    request: dict[str, Any], search: Callable[..., list[Hit]], search_titles: Callable[[str, int], list[Hit]]
+) -> list[dict]:
     """The `retrieval` list: hits with the same lower-cased text kept once, the better ranked, from
     a ranking twice as deep as asked so that k remain (IRCoT's server dedupes 100 deep)."""
     k = request["k"]
@@ -126,7 +130,16 @@ def ircot_retrieve(request: dict[str, Any], search: Callable[..., list[Hit]], se
                 hits.append(hit)
         hits = hits[:k]
     return [
-        {"id": h.id, "title": h.title, "paragraph_text": h.text, "url": "", "is_abstract": False, "paragraph_index": 0, "score": h.score, "corpus_name": request["corpus_name"]}
+        {
+            "id": h.id,
+            "title": h.title,
+            "paragraph_text": h.text,
+            "url": "",
+            "is_abstract": False,
+            "paragraph_index": 0,
+            "score": h.score,
+            "corpus_name": request["corpus_name"],
+        }
         for h in hits
     ]
 
@@ -160,7 +173,15 @@ def colbert_answer(query: str, hits: Sequence[Hit], position: Callable[[str], in
     return {
         "query": query,
         "topk": [
-            {"text": text, "pid": position(h.id), "rank": rank, "score": h.score, "prob": w / total, "long_text": text, "id": h.id}
+            {
+                "text": text,
+                "pid": position(h.id),
+                "rank": rank,
+                "score": h.score,
+                "prob": w / total,
+                "long_text": text,
+                "id": h.id,
+            }
             for rank, (h, w) in enumerate(zip(hits, weights, strict=True), start=1)
             for text in (f"{h.title} | {h.text}",)
         ],
@@ -179,5 +200,9 @@ def search_r1_answer(results: Sequence[Sequence[Hit]], with_scores: bool) -> dic
     def document(hit: Hit) -> dict:
         return {"id": hit.id, "contents": search_r1_contents(hit)}
 
-    return {"result": [[{"document": document(h), "score": h.score} if with_scores else document(h) for h in hits] for hits in results]}
-
+    return {
+        "result": [
+            [{"document": document(h), "score": h.score} if with_scores else document(h) for h in hits]
+            for hits in results
+        ]
+    }

@@ -61,7 +61,9 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
                 note(request, "the client disconnected before its request was read")
                 return Response(status_code=499)  # nobody reads it: the status is for the log
             except Exception as error:  # noqa: BLE001 - a failing search is one error answer and one log line
-                reason = f"{type(error).__name__}: {error}" if isinstance(error, MhindexError) else one_line(error)  # ours are one line already
+                reason = (
+                    f"{type(error).__name__}: {error}" if isinstance(error, MhindexError) else one_line(error)
+                )  # ours are one line already
                 message = f"the search failed: {reason}"
                 note(request, message)
                 return reply(error_body(protocol, message), 500)
@@ -73,7 +75,9 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
 
 async def in_thread(request: Request, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run a search in a worker thread, so that a slow one does not hold up the others."""
-    return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), limiter=request.app.state.searches)
+    return await anyio.to_thread.run_sync(
+        functools.partial(function, *args, **kwargs), limiter=request.app.state.searches
+    )
 
 
 async def json_body(request: Request) -> Any:
@@ -87,7 +91,9 @@ async def json_body(request: Request) -> Any:
 def batch(request: Request, queries: list[str] | None) -> list[str]:
     limit = request.app.state.limits.max_batch
     if queries is not None and len(queries) > limit:
-        raise Refused(f"{len(queries)} queries in one request; this server takes at most {limit} (mhindex serve --max-batch)", 413)
+        raise Refused(
+            f"{len(queries)} queries in one request; this server takes at most {limit} (mhindex serve --max-batch)", 413
+        )
     return queries or []
 
 
@@ -122,8 +128,16 @@ async def search_batch(request: Request) -> Response:
     body = await json_body(request)
     queries = batch(request, strings(body, "queries", required=True))
     k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
-    results = await in_thread(request, state.retriever.search_many, queries, k) if queries and k else [[] for _ in queries]
-    return reply({"results": [{"query": q, "hits": [h.record() for h in hits]} for q, hits in zip(queries, results, strict=True)]})
+    results = (
+        await in_thread(request, state.retriever.search_many, queries, k) if queries and k else [[] for _ in queries]
+    )
+    return reply(
+        {
+            "results": [
+                {"query": q, "hits": [h.record() for h in hits]} for q, hits in zip(queries, results, strict=True)
+            ]
+        }
+    )
 
 
 # -- IRCoT and Search-R1: both POST /retrieve, told apart by their bodies ----------------------
@@ -149,7 +163,9 @@ async def _ircot(request: Request, body: Any) -> Response:
 async def _search_r1(request: Request, body: dict) -> Response:
     state = request.app.state
     queries = batch(request, strings(body, "queries", required=True))
-    k = hits_wanted(field(body, "topk", int, None), "topk", DEFAULT_K["search-r1"], state.limits.max_k, zero_is_default=True)
+    k = hits_wanted(
+        field(body, "topk", int, None), "topk", DEFAULT_K["search-r1"], state.limits.max_k, zero_is_default=True
+    )
     with_scores = bool(field(body, "return_scores", (bool, int), False))
     results = await in_thread(request, state.retriever.search_many, queries, k) if queries else []
     return reply(search_r1_answer(results, with_scores))
@@ -204,12 +220,25 @@ class Endpoint:
 
 
 ENDPOINTS = (
-    Endpoint("/", ("GET", "POST"), root, "colbert", "this page; with ?query= (or a POST), ColBERT's search, for DSPy's ColBERTv2(url=...)"),
+    Endpoint(
+        "/",
+        ("GET", "POST"),
+        root,
+        "colbert",
+        "this page; with ?query= (or a POST), ColBERT's search, for DSPy's ColBERTv2(url=...)",
+    ),
     Endpoint("/health", ("GET",), health, "mhindex", "mhindex: {'status': 'ok'}"),
     Endpoint("/info", ("GET",), about, "mhindex", "mhindex: corpus, backend, index options, limits"),
     Endpoint("/search", ("POST",), search, "mhindex", 'mhindex: {"query", "k", "titles"} -> {"query", "hits"}'),
     Endpoint("/search/batch", ("POST",), search_batch, "mhindex", 'mhindex: {"queries", "k"} -> {"results"}'),
-    Endpoint("/retrieve/", ("POST",), retrieve, "ircot", 'IRCoT: {"retrieval_method", "query_text", "max_hits_count", ...}; Search-R1: {"queries", "topk", "return_scores"}'),
+    Endpoint(
+        "/retrieve/",
+        ("POST",),
+        retrieve,
+        "ircot",
+        'IRCoT: {"retrieval_method", "query_text", "max_hits_count", ...}; Search-R1: {"queries", "topk", '
+        '"return_scores"}',
+    ),
     Endpoint("/retrieve", ("POST",), retrieve, "ircot", "the same as /retrieve/"),
     Endpoint("/api/search", ("GET", "POST"), colbert, "colbert", "ColBERT: ?query=&k= -> {'query', 'topk'}"),
 )

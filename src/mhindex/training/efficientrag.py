@@ -46,12 +46,23 @@ import orjson
 from mhindex import ui
 from mhindex.errors import Interrupted, UsageError
 from mhindex.home import CorpusDir
-from mhindex.methods.efficientrag_models import CONTINUE, IGNORED, TERMINATE, WordModel, filter_input, join_words, models_root, resolve_device, words
+from mhindex.methods.efficientrag_models import (
+    CONTINUE,
+    IGNORED,
+    TERMINATE,
+    WordModel,
+    filter_input,
+    join_words,
+    models_root,
+    resolve_device,
+    words,
+)
 
 BUILDER_VERSION = 1
 # Lucene's English stop set plus question words: not content words for coverage and fallbacks.
 FUNCTION_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with "
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with "
     "what which who whom whose when where why how does did do were has have had".split()
 )
 
@@ -78,7 +89,9 @@ def resolve_hops(decomposition: list) -> list[Hop] | None:
     lacks a field or refers to a hop that has not come yet."""
     hops: list[Hop] = []
     for hop in decomposition:
-        if not isinstance(hop, dict) or not all(isinstance(hop.get(k), str) for k in ("question", "answer", "paragraph_id")):
+        if not isinstance(hop, dict) or not all(
+            isinstance(hop.get(k), str) for k in ("question", "answer", "paragraph_id")
+        ):
             return None
         unresolved = [int(n) for n in re.findall(r"#(\d+)", hop["question"]) if not 0 < int(n) <= len(hops)]
         if unresolved:
@@ -135,12 +148,18 @@ def useful_words(chunk: list[str], hop: Hop, following: Hop | None) -> list[int]
         return None
     marked = set(answer)
     if following is not None:
-        entities = {w for w in words(following.question) if (w[:1].isupper() or w[:1].isdigit()) and w.lower() not in FUNCTION_WORDS}
+        entities = {
+            w
+            for w in words(following.question)
+            if (w[:1].isupper() or w[:1].isdigit()) and w.lower() not in FUNCTION_WORDS
+        }
         marked.update(i for i, w in enumerate(chunk) if w in entities)
     return [1 if i in marked else 0 for i in range(len(chunk))]
 
 
-def next_query_labels(sentence: list[str], query_end: int, current: Hop, following: Hop, stems: _Stems) -> tuple[list[int], dict]:
+def next_query_labels(
+    sentence: list[str], query_end: int, current: Hop, following: Hop, stems: _Stems
+) -> tuple[list[int], dict]:
     """The Filter's keep labels over `Query: q Info: i` (words; the query part ends at
     `query_end`): the words that make up the next resolved sub-question. See the module's
     docstring for the fallback."""
@@ -163,8 +182,14 @@ def next_query_labels(sentence: list[str], query_end: int, current: Hop, followi
     fallback = not own_found
     if fallback:  # the crowd's paraphrase: keep the part of the question still unasked
         asked = {stems(w) for w in words(current.question)}
-        kept.update(i for i in in_query if sentence[i].lower() not in FUNCTION_WORDS and stems(sentence[i]) not in asked)
-    return [1 if i in kept else 0 for i in range(len(sentence))], {"content_words": content, "content_found": found, "fallback": fallback}
+        kept.update(
+            i for i in in_query if sentence[i].lower() not in FUNCTION_WORDS and stems(sentence[i]) not in asked
+        )
+    return [1 if i in kept else 0 for i in range(len(sentence))], {
+        "content_words": content,
+        "content_found": found,
+        "fallback": fallback,
+    }
 
 
 def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> TrainingData:
@@ -175,7 +200,8 @@ def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> 
     usable = [(q, hops) for q, hops in resolved if hops]
     if not usable:
         raise UsageError(
-            f"corpus '{corpus.name}' has no questions with a gold decomposition (MuSiQue's question_decomposition, with paragraph ids):"
+            f"corpus '{corpus.name}' has no questions with a gold decomposition (MuSiQue's "
+            "question_decomposition, with paragraph ids):"
             " build it from MuSiQue with this version ('mhindex build musique --force')"
         )
     needed = {hop.paragraph_id for _, hops in usable for hop in hops}
@@ -185,12 +211,26 @@ def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> 
     finally:
         reader.close()
     data = TrainingData()
-    counts = dict.fromkeys(("questions", "hops", "answer_not_in_paragraph", "no_negative", "filter_fallbacks", "content_words", "content_found"), 0)
+    counts = dict.fromkeys(
+        (
+            "questions",
+            "hops",
+            "answer_not_in_paragraph",
+            "no_negative",
+            "filter_fallbacks",
+            "content_words",
+            "content_found",
+        ),
+        0,
+    )
     counts["questions_without_decomposition"] = len(questions) - len(usable)
     with ui.reporter().progress("building EfficientRAG's training data", total=len(usable)) as bar:
         for question, hops in usable:
             if any(hop.paragraph_id not in paragraphs for hop in hops):
-                raise UsageError(f"{corpus.questions}: question {question['id']} names a supporting paragraph that is not in {corpus.corpus}")
+                raise UsageError(
+                    f"{corpus.questions}: question {question['id']} names a supporting paragraph that is not "
+                    f"in {corpus.corpus}"
+                )
             counts["questions"] += 1
             gold = set(question.get("gold_ids") or ()) | {hop.paragraph_id for hop in hops}
             query = question["question"]
@@ -201,13 +241,23 @@ def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> 
                 useful = useful_words(chunk, hop, following)
                 counts["answer_not_in_paragraph"] += useful is None
                 base = {"question_id": question["id"], "hop": number + 1, "query": words(query)}
-                data.labeler.append({**base, "paragraph_id": hop.paragraph_id, "chunk": chunk, "useful": useful, "tag": CONTINUE})
+                data.labeler.append(
+                    {**base, "paragraph_id": hop.paragraph_id, "chunk": chunk, "useful": useful, "tag": CONTINUE}
+                )
                 negative = next((hit for hit in retriever.search(query, top) if hit.id not in gold), None)
                 if negative is None:
                     counts["no_negative"] += 1
                 else:
                     negative_words = words(negative.text)
-                    data.labeler.append({**base, "paragraph_id": negative.id, "chunk": negative_words, "useful": [0] * len(negative_words), "tag": TERMINATE})
+                    data.labeler.append(
+                        {
+                            **base,
+                            "paragraph_id": negative.id,
+                            "chunk": negative_words,
+                            "useful": [0] * len(negative_words),
+                            "tag": TERMINATE,
+                        }
+                    )
                 if following is None:
                     continue
                 info = join_words([w for w, u in zip(chunk, useful, strict=True) if u]) if useful else hop.answer
@@ -221,7 +271,12 @@ def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> 
             bar.advance()
     content = counts.pop("content_words")
     found = counts.pop("content_found")
-    data.stats = {**counts, "labeler_examples": len(data.labeler), "filter_examples": len(data.filter), "filter_target_coverage": round(found / content, 4) if content else None}
+    data.stats = {
+        **counts,
+        "labeler_examples": len(data.labeler),
+        "filter_examples": len(data.filter),
+        "filter_target_coverage": round(found / content, 4) if content else None,
+    }
     return data
 
 
@@ -257,7 +312,9 @@ class TrainResult:
     report: dict
 
 
-def train(home: Path, corpus: CorpusDir, settings: TrainSettings, backend_options: dict | None = None, restart: bool = False) -> TrainResult:
+def train(
+    home: Path, corpus: CorpusDir, settings: TrainSettings, backend_options: dict | None = None, restart: bool = False
+) -> TrainResult:
     """Build the training data, train the Labeler & Tagger then the Filter (resuming from the
     last checkpoint of the same data and settings), score both on the held-out questions, and
     put them where `ask --method efficientrag` finds them."""
@@ -282,15 +339,28 @@ def train(home: Path, corpus: CorpusDir, settings: TrainSettings, backend_option
         retriever.close()
     # What a checkpoint must share to be resumed: not where or how often it runs or stops.
     ignored = dict.fromkeys(("device", "threads", "stop_after", "checkpoint_every"))
-    recorded = {**asdict(settings), **ignored, "encoder": encoder, "data_sha256": data.digest(), "builder": BUILDER_VERSION}
-    if not restart and all(_same(target / role / "training.json", recorded) for role in ("labeler", "filter")) and (target / "trained.json").is_file():
-        ui.reporter().info(f"the models in {target} are up to date with this corpus and these settings (--restart trains them again)")
+    recorded = {
+        **asdict(settings),
+        **ignored,
+        "encoder": encoder,
+        "data_sha256": data.digest(),
+        "builder": BUILDER_VERSION,
+    }
+    if (
+        not restart
+        and all(_same(target / role / "training.json", recorded) for role in ("labeler", "filter"))
+        and (target / "trained.json").is_file()
+    ):
+        ui.reporter().info(
+            f"the models in {target} are up to date with this corpus and these settings (--restart trains them again)"
+        )
         return TrainResult(target, True, 0, 0, orjson.loads((target / "trained.json").read_bytes()))
     work.mkdir(parents=True, exist_ok=True)
     _write_data(work / "data", data, settings.held_out)
     log = ui.reporter()
     log.info(
-        f"training data from {data.stats['questions']} questions: {len(data.labeler)} labeler and {len(data.filter)} filter examples",
+        f"training data from {data.stats['questions']} questions: {len(data.labeler)} labeler and "
+        f"{len(data.filter)} filter examples",
         **{k: v for k, v in data.stats.items() if v is not None},
     )
     steps_done, resumed_from, complete = 0, 0, True
@@ -348,7 +418,9 @@ def _loss(model: WordModel, examples: list[dict], positive_weight: float):
     weights = torch.tensor([1.0, positive_weight], device=model.device)
     loss = torch.zeros((), device=model.device)
     if (labels != IGNORED).any():
-        loss = loss + F.cross_entropy(token_logits.reshape(-1, 2), labels.reshape(-1), weight=weights, ignore_index=IGNORED)
+        loss = loss + F.cross_entropy(
+            token_logits.reshape(-1, 2), labels.reshape(-1), weight=weights, ignore_index=IGNORED
+        )
     if sequence_logits is not None:
         loss = loss + F.cross_entropy(sequence_logits, tags.to(model.device))
     return loss
@@ -363,7 +435,16 @@ def _positive_weight(role: str, examples: list[dict]) -> float:
     return 1.0 if not ones else float(min(10.0, max(1.0, (total - ones) / ones)))
 
 
-def _train_role(role: str, examples: list[dict], work: Path, encoder: str, device: str, settings: TrainSettings, recorded: dict, budget: int | None) -> dict:
+def _train_role(
+    role: str,
+    examples: list[dict],
+    work: Path,
+    encoder: str,
+    device: str,
+    settings: TrainSettings,
+    recorded: dict,
+    budget: int | None,
+) -> dict:
     import numpy as np
     import torch
     from transformers import get_linear_schedule_with_warmup
@@ -377,7 +458,9 @@ def _train_role(role: str, examples: list[dict], work: Path, encoder: str, devic
     total = per_epoch * settings.epochs
     model = WordModel.fresh(encoder, role, device)
     optimizer = torch.optim.AdamW(model.network.parameters(), lr=settings.learning_rate, weight_decay=0.01)
-    schedule = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=max(1, total // 10), num_training_steps=total)
+    schedule = get_linear_schedule_with_warmup(
+        optimizer, num_warmup_steps=max(1, total // 10), num_training_steps=total
+    )
     checkpoint = work / f"{role}.checkpoint.pt"
     step, losses = 0, []
     if checkpoint.is_file():
@@ -408,13 +491,27 @@ def _train_role(role: str, examples: list[dict], work: Path, encoder: str, devic
             schedule.step()
             step += 1
             losses.append(round(loss.item(), 5))
-            log.write(orjson.dumps({"step": step, "epoch": epoch + 1, "loss": losses[-1], "lr": schedule.get_last_lr()[0], "resumed_from": resumed_from}) + b"\n")
+            log.write(
+                orjson.dumps(
+                    {
+                        "step": step,
+                        "epoch": epoch + 1,
+                        "loss": losses[-1],
+                        "lr": schedule.get_last_lr()[0],
+                        "resumed_from": resumed_from,
+                    }
+                )
+                + b"\n"
+            )
             log.flush()
             bar.update(completed=step, description=f"training the {role} (loss {losses[-1]:.3f})")
             if step % settings.checkpoint_every == 0 or step == stop_at or ui.stop_requested():
                 _save_checkpoint(checkpoint, model, optimizer, schedule, step, losses, recorded)
             if ui.stop_requested():
-                raise Interrupted(f"training the {role} stopped at step {step} of {total}; the checkpoint is in {work}: the same command resumes")
+                raise Interrupted(
+                    f"training the {role} stopped at step {step} of {total}; the checkpoint is in {work}: the "
+                    "same command resumes"
+                )
     if step < total:
         return {"steps": step - resumed_from, "resumed_from": resumed_from, "complete": False}
     model.save(done_dir, trained_steps=step, examples=len(examples), positive_weight=positive_weight)
@@ -430,16 +527,27 @@ def _same(path: Path, recorded: dict) -> bool:
     return {k: v for k, v in found.items() if k != "losses"} == recorded
 
 
-def _save_checkpoint(path: Path, model: WordModel, optimizer, schedule, step: int, losses: list[float], recorded: dict) -> None:
+def _save_checkpoint(
+    path: Path, model: WordModel, optimizer, schedule, step: int, losses: list[float], recorded: dict
+) -> None:
     import torch
 
     partial = path.with_name(path.name + ".partial")
-    state = {"network": model.network.state_dict(), "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step, "losses": losses, "recorded": recorded}
+    state = {
+        "network": model.network.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "schedule": schedule.state_dict(),
+        "step": step,
+        "losses": losses,
+        "recorded": recorded,
+    }
     torch.save(state, partial)
     os.replace(partial, path)
 
 
-def score(labeler: WordModel, query_filter: WordModel, labeler_examples: Iterable[dict], filter_examples: Iterable[dict]) -> dict:
+def score(
+    labeler: WordModel, query_filter: WordModel, labeler_examples: Iterable[dict], filter_examples: Iterable[dict]
+) -> dict:
     """Held-out scores: the Labeler's useful-word F1 and tag accuracy, the Filter's kept-word F1
     and the share of next queries it rebuilds exactly."""
     labeler_examples, filter_examples = list(labeler_examples), list(filter_examples)
@@ -472,13 +580,26 @@ def _f1(tp: int, fp: int, fn: int) -> float:
     return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
-def _finish(work: Path, target: Path, corpus: CorpusDir, data: TrainingData, settings: TrainSettings, recorded: dict, device: str) -> dict:
+def _finish(
+    work: Path,
+    target: Path,
+    corpus: CorpusDir,
+    data: TrainingData,
+    settings: TrainSettings,
+    recorded: dict,
+    device: str,
+) -> dict:
     """Score on the held-out questions, record what the models were trained on, and move them
     where the method looks, replacing earlier ones only now that these are complete."""
     labeler = WordModel.load(work / "labeler", "labeler", device)
     query_filter = WordModel.load(work / "filter", "filter", device)
     with ui.reporter().activity("scoring on the held-out questions"):
-        scores = score(labeler, query_filter, (e for e in data.labeler if held_out(e["question_id"], settings.held_out)), (e for e in data.filter if held_out(e["question_id"], settings.held_out)))
+        scores = score(
+            labeler,
+            query_filter,
+            (e for e in data.labeler if held_out(e["question_id"], settings.held_out)),
+            (e for e in data.filter if held_out(e["question_id"], settings.held_out)),
+        )
     questions = {e["question_id"] for e in data.labeler}
     manifest = corpus.manifest()
     report = {
