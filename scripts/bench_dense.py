@@ -1,8 +1,10 @@
 """Dense (FAISS), and with --colbert ColBERT, against Lucene BM25 on the bundled samples, side by side in one run:
 paragraphs encoded per second, index build time, query latency, and recall of the gold
-paragraphs of each sample's questions at 5 and 15.
+paragraphs of each sample's questions at 5 and 15; with --hybrid, also Lucene and dense fused
+(`--backend lucene+dense`: reciprocal rank fusion, and weighted normalised scores 0.5/0.5).
 
     .venv/bin/python scripts/bench_dense.py [--datasets musique,hotpotqa,2wikimultihopqa] [--faiss-index flat]
+        [--hybrid]
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def main() -> None:
     parser.add_argument(
         "--colbert", action="store_true", help="also ColBERT (slow on CPU: minutes per thousand paragraphs)"
     )
+    parser.add_argument("--hybrid", action="store_true", help="also lucene+dense fused (rrf and weighted)")
     args = parser.parse_args()
     # ColBERT compiles its C++ extensions once per cache folder; keep them between runs so that the
     # build time of the first dataset is indexing, not compiling.
@@ -78,6 +81,15 @@ def main() -> None:
                 print(
                     f"{name:16}{backend:9}{paragraphs:>7}{seconds:>9.1f}{paragraphs / seconds:>9.0f}"
                     f"{p50:>8.1f}{p99:>8.1f}"
+                    f"{recall(retriever, questions, 5):>7.3f}{recall(retriever, questions, 15):>7.3f}"
+                )
+                retriever.close()
+            fusions = [("rrf", {"fusion": "rrf"}), ("weighted", {"fusion": "weighted"})] if args.hybrid else []
+            for label, options in fusions:
+                retriever = open_retriever(corpus, "lucene+dense", {**options, "threads": args.threads})
+                p50, p99 = latency_ms(retriever, questions)
+                print(
+                    f"{name:16}{label:9}{paragraphs:>7}{'-':>9}{'-':>9}{p50:>8.1f}{p99:>8.1f}"
                     f"{recall(retriever, questions, 5):>7.3f}{recall(retriever, questions, 15):>7.3f}"
                 )
                 retriever.close()

@@ -3,7 +3,8 @@ them and imports each only when it is used, so `mhindex --help` and a Lucene que
 for torch or an Elasticsearch client.
 
 Adding a backend: a module with a class that has `name`, `Options` (a dataclass of its options,
-each saying when it takes effect), `build` and `open`, and one line in BACKENDS.
+each saying when it takes effect), `build` and `open`, and one line in BACKENDS. Any two or more
+built backends fuse as one (`--backend lucene+dense`, backends/hybrid.py).
 
 `--backend` and its options are parsed once, where a command starts, into a `BackendSpec` (the
 backend, the options given, checked to be its own); everything below receives that value. An
@@ -52,6 +53,7 @@ BACKENDS = {
     "colbert": "mhindex.backends.colbert:ColbertBackend",
     "bm25s": "mhindex.backends.bm25s:Bm25sBackend",
     "remote": "mhindex.backends.remote:RemoteBackend",
+    "hybrid": "mhindex.backends.hybrid:HybridBackend",
 }
 DEFAULT_BACKEND = "lucene"
 INDEX_STAGES = ("index", "both", "connection")
@@ -79,12 +81,15 @@ class BackendSpec:
     backend: type[Backend]
     given: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""  # as the user wrote it (an address, for a served index), for run.json and titles
+    parts: tuple[BackendSpec, ...] = ()  # a hybrid's (`lucene+dense`), each with the options it declares
 
     @classmethod
     def parse(cls, backend: BackendSpec | str, given: Mapping[str, Any] | None = None) -> BackendSpec:
         if isinstance(backend, BackendSpec):
             return backend
         given = {k: v for k, v in (given or {}).items() if v is not None}
+        if "+" in backend or backend == "hybrid":
+            return cls._hybrid(backend, given)
         label = backend
         if backend.startswith(("http://", "https://")):
             backend, given = "remote", {**given, "remote_url": backend}
@@ -99,10 +104,43 @@ class BackendSpec:
                 )
         return cls(backend, backend_type, given, label)
 
+    @classmethod
+    def _hybrid(cls, backend: str, given: Mapping[str, Any]) -> BackendSpec:
+        """`lucene+dense`: the parts, each given the options it declares; the fusion's own to the hybrid."""
+        from mhindex.backends.hybrid import DEFAULT_PARTS, HybridOptions
+
+        names = list(DEFAULT_PARTS) if backend == "hybrid" else [n.strip() for n in backend.split("+")]
+        for name in names:
+            if name not in BACKENDS or not getattr(backend_class(name), "builds_index", True) or name == "hybrid":
+                built = ", ".join(n for n in BACKENDS if n not in ("remote", "hybrid"))
+                raise UsageError(f"--backend {backend}: a hybrid fuses indexes built here ({built}), not {name!r}")
+        if len(set(names)) != len(names) or len(names) < 2:
+            raise UsageError(f"--backend {backend}: a hybrid fuses two or more different backends, e.g. lucene+dense")
+        own = declared(HybridOptions)
+        parts = tuple(
+            cls(
+                name,
+                backend_class(name),
+                {k: v for k, v in given.items() if k in declared(backend_class(name).Options)},
+                name,
+            )
+            for name in names
+        )
+        for name in given:
+            if name not in own and not any(name in part.given for part in parts):
+                owners = [b for b, t in options_types().items() if name in declared(t)]
+                raise UsageError(
+                    f"{flag_among(name, options_types().values())} is an option of the "
+                    f"{' and '.join(owners) or 'no'} backend, not of {'+'.join(names)}"
+                )
+        fusion = {k: v for k, v in given.items() if k in own}
+        return cls("hybrid", backend_class("hybrid"), fusion, "+".join(names), parts)
+
     @property
     def builds_index(self) -> bool:
-        """False for an index served elsewhere: no local corpus index is needed to search it."""
-        return getattr(self.backend, "builds_index", True)
+        """False for an index served elsewhere: no local corpus index is needed to search it. A
+        hybrid's parts are built here."""
+        return bool(self.parts) or getattr(self.backend, "builds_index", True)
 
     def index_options(self) -> Any:
         """The options of a build: a search-time option given to `index` is refused."""
@@ -218,6 +256,8 @@ def build_index(
     """Index the corpus, unless an index of the same corpus and options exists. The new index is
     built beside the old one and replaces it only when complete."""
     spec = BackendSpec.parse(backend, given)
+    if spec.parts:
+        raise UsageError(f"a hybrid has no index of its own: build each part ({', '.join(p.name for p in spec.parts)})")
     if not spec.builds_index:
         raise UsageError(
             f"the {spec.name} backend searches an index that lives elsewhere: there is nothing to build here"
@@ -301,6 +341,8 @@ def open_index(
     """The corpus's index opened for searching, or a one-line error saying what to run. An index
     served elsewhere needs no local corpus (`corpus` may be None)."""
     spec = BackendSpec.parse(backend, given)
+    if spec.parts:
+        return _open_hybrid(corpus, spec)
     engine = spec.backend()
     if not spec.builds_index:
         options = spec.search_options()
@@ -331,6 +373,24 @@ def open_index(
     return OpenedIndex(
         _Checked(opened, f"searching {what}", _rebuild(corpus, spec.name)), _in_effect(options, manifest)
     )
+
+
+def _open_hybrid(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
+    """Each part's index opened as itself (its own one-line errors), the rankings fused."""
+    from mhindex.backends.hybrid import Fused
+
+    options = spec.search_options()
+    opened: list[OpenedIndex] = []
+    try:
+        for part in spec.parts:
+            opened.append(open_index(corpus, part))
+        retriever = Fused([(part.name, o.retriever) for part, o in zip(spec.parts, opened)], options)
+    except BaseException:
+        for o in opened:
+            o.close()
+        raise
+    parts = {part.name: o.settings for part, o in zip(spec.parts, opened)}
+    return OpenedIndex(retriever, {**_in_effect(options, {}), "parts": parts})
 
 
 def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -204,20 +204,22 @@ def build(
 
     root = setup(home, quiet)
     spec = BackendSpec.parse(backend, backend_options)
-    spec.index_options()  # a wrong option fails before any work
+    parts = spec.parts or (spec,)  # a hybrid's parts, each built as itself
+    for part in parts:
+        part.index_options()  # a wrong option fails before any work
     built = _convert(root, dataset, corpus_options, converter_options, force)
-    indexed = build_index(built.corpus, spec, force=force)
+    indexed = [build_index(built.corpus, part, force=force) for part in parts]
     if json:
+        indexes = [{"rebuilt": i.rebuilt, **i.manifest} for i in indexed]
         print_json(
-            {
-                "corpus": {"rebuilt": built.rebuilt, **built.manifest},
-                "index": {"rebuilt": indexed.rebuilt, **indexed.manifest},
-            }
+            {"corpus": {"rebuilt": built.rebuilt, **built.manifest}}
+            | ({"indexes": indexes} if spec.parts else {"index": indexes[0]})
         )
         return
     _report_build(built, False)
-    report_index(indexed, False)
-    if indexed.rebuilt or built.rebuilt:
+    for index in indexed:
+        report_index(index, False)
+    if any(i.rebuilt for i in indexed) or built.rebuilt:
         console().print(
             f'next: mhindex search {built.corpus.name} "your query"   or   mhindex ask "your question" '
             f"--corpus {built.corpus.name}"

@@ -49,7 +49,9 @@ def index(
 
     root = setup(home, quiet)
     spec = BackendSpec.parse(backend, backend_options)
-    report_index(build_index(open_corpus(root, name), spec, force=force), json)
+    corpus = open_corpus(root, name)
+    for part in spec.parts or (spec,):  # a hybrid's parts, each built as itself
+        report_index(build_index(corpus, part, force=force), json)
 
 
 @app.command()

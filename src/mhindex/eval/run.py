@@ -348,7 +348,7 @@ def evaluate(
     if not questions:
         raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
     spec = BackendSpec.parse(backend)
-    folder = out or default_folder(corpus, lm_spec, spec.name, seed, limit)
+    folder = out or default_folder(corpus, lm_spec, spec.label if spec.parts else spec.name, seed, limit)
     session = Session(
         corpus, methods=names, backend=spec, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers
     )

@@ -1,0 +1,125 @@
+"""Two or more indexes of one corpus searched together, their rankings fused.
+
+`--backend lucene+dense` (any built backends of the corpus joined by "+"; `hybrid` alone is
+`lucene+dense`) searches each part's own index, as it was built, and fuses the rankings. Each
+part is asked for `--fusion-depth` candidates (at least k) and the parts are searched at once,
+in threads (Lucene keeps its own calls serialised). Options go to the parts that declare them
+(`--k1` to Lucene, `--encoder` to dense); the fusion's own are these:
+
+- `rrf` (the default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009, as
+  Pyserini's and Elasticsearch's fusion do it): a paragraph scores the sum of 1 / (k + rank) over
+  the rankings it is in, rank counted from 1, `--rrf-k` 60.
+- `weighted`: each ranking's scores min-max normalised to [0, 1] (BM25 scores are unbounded,
+  cosine similarities are not: raw scores do not add up), then summed with `--weights`, one a
+  part in order (equal by default); a paragraph a ranking lacks adds 0 from it.
+
+Ties keep the order of the first ranking that holds them. Title-scoped search goes to every part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from mhindex.backends.base import BackendContext, Hit, Retriever
+from mhindex.errors import UsageError
+from mhindex.options import option
+
+DEFAULT_PARTS = ("lucene", "dense")
+FUSIONS = ("rrf", "weighted")
+# The parts' searches run here; a small shared pool, since a search mostly waits on an engine.
+_PARTS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hybrid")
+
+
+@dataclass(frozen=True)
+class HybridOptions:
+    fusion: str = option(
+        "rrf",
+        "hybrid: how the parts' rankings are fused: rrf (reciprocal rank) or weighted (normalised scores).",
+        choices=FUSIONS,
+        stage="search",
+    )
+    rrf_k: int = option(60, "hybrid: RRF's k: a paragraph scores 1/(k + rank) in each ranking.", min=1, stage="search")
+    weights: str | None = option(
+        None,
+        "hybrid: --fusion weighted: one weight a part, in order, e.g. 0.7,0.3 \\[default: equal].",
+        metavar="W,W",
+        stage="search",
+    )
+    fusion_depth: int = option(100, "hybrid: candidates asked of each part (at least k).", min=1, stage="search")
+
+
+def part_weights(options: HybridOptions, parts: int) -> list[float]:
+    if options.weights is not None and options.fusion != "weighted":
+        raise UsageError("--weights weighs the parts' normalised scores: give it with --fusion weighted")
+    if options.weights is None:
+        return [1.0 / parts] * parts
+    try:
+        weights = [float(w) for w in options.weights.split(",")]
+    except ValueError:
+        raise UsageError(f"--weights takes numbers separated by commas, one a part, not {options.weights!r}") from None
+    if len(weights) != parts or any(w < 0 for w in weights) or not any(weights):
+        raise UsageError(
+            f"--weights needs {parts} numbers of 0 or more (one a part, in order), not {options.weights!r}"
+        )
+    return weights
+
+
+def fuse(rankings: Sequence[Sequence[Hit]], options: HybridOptions, weights: Sequence[float], k: int) -> list[Hit]:
+    """The top `k` of the rankings fused (see the module's docstring)."""
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for ranking, weight in zip(rankings, weights):
+        if options.fusion == "rrf":
+            gains = [1.0 / (options.rrf_k + rank) for rank in range(1, len(ranking) + 1)]
+        else:
+            values = [hit.score for hit in ranking]
+            low, high = (min(values), max(values)) if values else (0.0, 0.0)
+            gains = [weight * ((v - low) / (high - low) if high > low else 1.0) for v in values]
+        for hit, gain in zip(ranking, gains):
+            scores[hit.id] = scores.get(hit.id, 0.0) + gain
+            first.setdefault(hit.id, hit)
+    order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable: ties keep first-seen order
+    return [Hit(i, first[i].title, first[i].text, scores[i]) for i in order[:k]]
+
+
+class Fused:
+    """The retriever over the parts: each asked at once, the rankings fused."""
+
+    def __init__(self, parts: Sequence[tuple[str, Retriever]], options: HybridOptions) -> None:
+        self.parts = list(parts)
+        self.options = options
+        self.weights = part_weights(options, len(self.parts))
+
+    def _each(self, call: Callable[[Retriever], Any]) -> list[Any]:
+        return [future.result() for future in [_PARTS.submit(call, retriever) for _, retriever in self.parts]]
+
+    def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
+        depth = max(k, self.options.fusion_depth)
+        return fuse(self._each(lambda r: r.search(query, depth, titles)), self.options, self.weights, k)
+
+    def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        depth = max(k, self.options.fusion_depth)
+        per_part = self._each(lambda r: r.search_many(queries, depth))
+        return [fuse(rankings, self.options, self.weights, k) for rankings in zip(*per_part)]
+
+    def close(self) -> None:
+        for _, retriever in self.parts:
+            retriever.close()
+
+
+class HybridBackend:
+    """Registered for its options and its name; `backends.open_index` opens the parts and fuses
+    them (a hybrid has no index of its own: each part is built as itself)."""
+
+    name = "hybrid"
+    Options = HybridOptions
+    builds_index = False
+
+    def build(self, corpus, target, options: HybridOptions, context: BackendContext) -> dict[str, Any]:
+        raise UsageError("a hybrid has no index of its own: build each part (mhindex index NAME --backend PART)")
+
+    def open(self, corpus, index_dir, manifest, options: HybridOptions, context: BackendContext) -> Retriever:
+        raise UsageError("a hybrid opens its parts' indexes: --backend lucene+dense")
