@@ -37,8 +37,8 @@ class Counting:
         self.name, self.context_length = model.name, model.context_length
         self.sent = self.evaluated = 0
 
-    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None):
-        completion = self.model.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0):
+        completion = self.model.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
         self.sent += completion.prompt_tokens
         self.evaluated += completion.prompt_tokens_evaluated or 0
         return completion

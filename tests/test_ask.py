@@ -12,6 +12,7 @@ import pytest
 
 from conftest import SAMPLES, Result, read_jsonl
 from mhindex.cli import main
+from mhindex.methods.prompts import extract_answer
 from mhindex.methods.queries import remove_wh_words, retrieval_query
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
@@ -81,6 +82,14 @@ def test_ircot_trace_has_the_papers_shape(mh, home):
         "completion_tokens",
         "seconds",
     }
+    # The reader's call is on record whole: why the answer is what it is.
+    reader = record["reader"]
+    assert reader["paragraphs"] == len(ids) and reader["prompt_tokens"] > 0 and reader["seconds"] > 0
+    assert record["answer"] == extract_answer(reader["output"])
+    assert record["chain_answer"] == extract_answer(steps[-1]["text"])
+    shown = mh("ask", question["question"], *FAST).out  # the same call again, from the call cache
+    assert f"reader: {reader['output']}" in " ".join(shown.split())
+    assert f"read {len(ids)} paragraphs: {reader['prompt_tokens']:,} prompt tokens" in shown
 
 
 def test_paragraph_budget_caps_retrieval(mh, home):

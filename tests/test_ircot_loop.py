@@ -41,6 +41,7 @@ class ScriptedLM(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when=None,
+        keep: int = 0,
     ) -> Completion:
         self.prompts.append(prompt)
         text = self.replies.pop(0) if self.replies else "So the answer is: nothing."

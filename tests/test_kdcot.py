@@ -42,7 +42,9 @@ class ScriptedLM(LanguageModel):
         self.script = {"round": rounds, "read": reads, "verify": verdicts}
         self.prompts: list[tuple[str, str]] = []
 
-    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None) -> Completion:
+    def complete(
+        self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0
+    ) -> Completion:
         kind = (
             "verify" if prompt.startswith("Which is the correct answer") else "read" if "\nQ: " in prompt else "round"
         )

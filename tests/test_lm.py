@@ -310,3 +310,32 @@ def test_sentence_complete_keeps_the_first_sentence_identical():
         prefixes = [text[:i] for i in range(1, len(text) + 1)]
         first_stop = next((p for p in prefixes if sentence_complete(p)), text)
         assert first_sentence(first_stop) == first_sentence(text), text
+
+
+def test_a_model_in_parts_is_joined_once_and_checked(tmp_path, monkeypatch):
+    """Packaged models in parts (qwen2.5-0.5b, qwen2.5-1.5b) are joined from the packages' data/
+    files found on the path, checked against their sha256, and never left half-written."""
+    import hashlib
+
+    from mhindex.lm.packaged import _joined
+
+    site = tmp_path / "site"
+    pieces = [b"GGUF first part ", b"second part ", b"last"]
+    for number, piece in enumerate(pieces, start=1):
+        (site / f"model_part{number}" / "data").mkdir(parents=True)
+        (site / f"model_part{number}" / "__init__.py").write_text("")
+        (site / f"model_part{number}" / "data" / f"part{number:02d}.bin").write_bytes(piece)
+    monkeypatch.syspath_prepend(str(site))
+    parts = [(f"model_part{n}", f"part{n:02d}.bin") for n in range(1, 4)]
+    whole = b"".join(pieces)
+    models = tmp_path / "models"
+
+    with pytest.raises(LMError) as wrong:
+        _joined(models, "tiny", "tiny.gguf", "0" * 64, parts, "pip install tiny-parts")
+    assert "expected 0000" in str(wrong.value) and "reinstall: pip install tiny-parts" in str(wrong.value)
+    assert not list(models.iterdir())  # nothing half-written
+
+    joined = _joined(models, "tiny", "tiny.gguf", hashlib.sha256(whole).hexdigest(), parts, "pip install tiny-parts")
+    assert joined == models / "tiny.gguf" and joined.read_bytes() == whole
+    with pytest.raises(LMError, match="model_part9 is not installed: pip install tiny-parts"):
+        _joined(tmp_path / "other", "tiny", "tiny.gguf", "0" * 64, [("model_part9", "x.bin")], "pip install tiny-parts")

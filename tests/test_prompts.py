@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mhindex.methods.prompts import extract_answer, first_sentence
+from mhindex.methods.prompts import cut_repetition, extract_answer, first_sentence
 
 
 @pytest.mark.parametrize(
@@ -59,3 +59,26 @@ def test_the_packer_drops_demonstrations_from_the_end_to_fit() -> None:
     assert (
         packer.render(demos, "Q: " + "y" * 200, max_tokens=20) == "Q: " + "y" * 200
     )  # never drops the question itself
+
+
+@pytest.mark.parametrize(
+    ("generation", "kept"),
+    [
+        ("The answer is: " * 70 + "Paris.", "The answer is:"),  # SearChain's loop, as the 0.5B model wrote it
+        (
+            "Ogro came out in 1979. Kalavar King came out in 1980. Ogro came out in 1979. Ogro came out in 1979.",
+            "Ogro came out in 1979. Kalavar King came out in 1980.",
+        ),
+        ("So the answer is: 12.\nSo the answer is: 12.\n", "So the answer is: 12."),
+        (
+            "[Query 1]: Who is she?\n[Answer 1]: Ann.\n[Query 2]: Who is she?",
+            "[Query 1]: Who is she?\n[Answer 1]: Ann.\n[Query 2]:",
+        ),
+        ("[Unsolved Query]: Who?\n[Unsolved Query]: Where?", "[Unsolved Query]: Who?\n[Unsolved Query]: Where?"),
+        ("Paris", "Paris"),
+        ("A. B. A. B.", "A. B. A. B."),  # one-word sentences may repeat: "Yes. No. Yes."
+        ("", ""),
+    ],
+)
+def test_cut_repetition(generation: str, kept: str) -> None:
+    assert cut_repetition(generation) == kept

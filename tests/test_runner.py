@@ -47,7 +47,7 @@ class Echo(LanguageModel):
         self.calls = 0
         self._lock = threading.Lock()
 
-    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None):
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0):
         with self._lock:
             self.calls += 1
         time.sleep(0.01)

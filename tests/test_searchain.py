@@ -46,7 +46,9 @@ class ScriptedLM(LanguageModel):
         self.traced: list[list[dict]] = []  # the Tracing calls' conversations
         self.read_queries: list[str] = []
 
-    def chat(self, messages, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None) -> Completion:
+    def chat(
+        self, messages, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0
+    ) -> Completion:
         if messages[-1]["content"] == "[Final Content]:":
             self.traced.append([dict(m) for m in messages])
             return Completion(self.trace, 1, 1, 0.0)
@@ -54,7 +56,9 @@ class ScriptedLM(LanguageModel):
         text = self.chains.pop(0) if self.chains else "[Final Content]: I do not know. So the final answer is unknown."
         return Completion(text, 1, 1, 0.0)
 
-    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None) -> Completion:
+    def complete(
+        self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0
+    ) -> Completion:
         query = prompt.rsplit("\nQ: ", 1)[1].removesuffix("\nA:")
         self.read_queries.append(query)
         answer, probability = self.reads.get(query, ("unknown", 0.05))

@@ -276,6 +276,7 @@ def leftovers(home: Path) -> tuple[list[Path], list[Path]]:
     folders = [
         home,
         home / "models",
+        home / "cache" / "llama-state",
         *(p for p in (home / "models").glob("*") if p.is_dir()),
         *(c.indexes for c in built_corpora(home)),
     ]

@@ -107,6 +107,18 @@ def trace(answer) -> list:
         cited = tree.add(Text(f"final content: {answer.details['final_content']}", style="italic"))
         for reference in answer.details.get("references", []):
             cited.add(Text(f"[{reference['n']}] {reference['title']} ({reference['id']})", style="dim"))
+    elif (call := answer.details.get("reader")) is not None:  # the reader's call, whole: why this answer
+        node = tree.add(Text(f"reader: {call['output'] or '(nothing)'}", style="italic"))
+        node.add(
+            Text(
+                f"read {plural(call['paragraphs'], 'paragraph')}: {call['prompt_tokens']:,} prompt tokens, "
+                f"{call['seconds']:.1f}s",
+                style="dim",
+            )
+        )
+        chained = answer.details.get("chain_answer")
+        if chained and chained.lower() != answer.answer.lower():
+            node.add(Text(f"the chain concluded {chained!r}; the reader's answer stands", style="dim"))
     elif reader.strip() and reader.strip() != answer.answer:
         tree.add(Text(f"reader: {reader.strip()}", style="italic"))
     shown = [Text(answer.answer or "(no answer)", style="bold green"), tree]

@@ -139,6 +139,16 @@ def lm_(
     chat: Annotated[
         bool, typer.Option("--chat", metavar="", help="Send the prompt as one user turn through the chat template.")
     ] = False,
+    keep: Annotated[
+        int,
+        typer.Option(
+            "--keep",
+            min=0,
+            metavar="CHARS",
+            help="How many leading characters open every prompt alike (demonstrations): a local model keeps their "
+            "evaluation on disk for the next process, as methods do with theirs.",
+        ),
+    ] = 0,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -149,7 +159,7 @@ def lm_(
     prompt, stops = _unescape(prompt), [_unescape(s) for s in stop or []]
     with model_from(model_options).load(root) as model:
         call = model.chat if chat else model.complete
-        completion = call(prompt, max_tokens=max_tokens, stop=stops, temperature=temperature)
+        completion = call(prompt, max_tokens=max_tokens, stop=stops, temperature=temperature, keep=keep)
         if json:
             print_json({"lm": model.name, "context_length": model.context_length, **completion.record()})
             return

@@ -111,7 +111,14 @@ def load_lm(
             path = packaged_model_path(rest, root / "models")
         else:
             path = Path(rest).expanduser()
-        model = LlamaCppModel(path, name=spec, threads=threads, context_length=context_length or 8192, slots=slots)
+        from mhindex.lm.state import private_folder
+
+        # Prompt openings kept evaluated on disk (lm/state.py); this process's own without the cache.
+        states = root / "cache" / "llama-state"
+        states = states if cache else private_folder(states)
+        model = LlamaCppModel(
+            path, name=spec, threads=threads, context_length=context_length or 8192, slots=slots, state_folder=states
+        )
     elif kind == "hf":
         from mhindex.lm.transformers_lm import TransformersModel
 

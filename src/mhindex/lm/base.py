@@ -117,7 +117,11 @@ class LanguageModel(ABC):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
-    ) -> Completion: ...
+        keep: int = 0,
+    ) -> Completion:
+        """`keep`: how many leading characters of the prompt every question of the run shares (the
+        demonstrations). A local model keeps their evaluation on disk for the next process and
+        restores it between prompt families (lm/state.py); other models ignore it."""
 
     def chat(
         self,
@@ -127,6 +131,7 @@ class LanguageModel(ABC):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
         """A conversation through the model's chat template; the answer is the next assistant turn.
         Models without a template complete a plain transcript of the turns."""

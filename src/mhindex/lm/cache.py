@@ -97,6 +97,7 @@ class CachedModel(LanguageModel):
         temperature: float,
         logprobs: bool,
         stop_when: StopWhen | None,
+        keep: int = 0,
     ) -> Completion:
         """A generation that ended on its own is stored under the call's key, and also serves a call
         that would have stopped early (it goes on past the stopping point, which such callers
@@ -111,9 +112,9 @@ class CachedModel(LanguageModel):
             stop_when: StopWhen | None,
         ) -> Completion:
             if kind == "chat":
-                return self.inner.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+                return self.inner.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
             assert isinstance(prompt, str)
-            return self.inner.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+            return self.inner.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
 
         if temperature > 0:
             return call(prompt, max_tokens, stop, temperature, logprobs, stop_when)
@@ -146,8 +147,9 @@ class CachedModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
-        return self._call("complete", prompt, max_tokens, stop, temperature, logprobs, stop_when)
+        return self._call("complete", prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
 
     def chat(
         self,
@@ -157,8 +159,9 @@ class CachedModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
-        return self._call("chat", messages, max_tokens, stop, temperature, logprobs, stop_when)
+        return self._call("chat", messages, max_tokens, stop, temperature, logprobs, stop_when, keep)
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -12,19 +12,41 @@ with its prompt, so a question's next call mostly finds its own prefix where it 
 Calls stream their tokens through a callback and run in a helper thread: the caller's thread
 stays free for Ctrl-C (which stops the generation at the next token) and the live status line
 can count tokens as they come. Streamed and whole answers are the same greedy tokens.
+
+With one slot, the demonstrations' evaluation outlives the process. A caller says how many
+characters open every question's prompt alike (`keep`); the first call of such a family in a
+process starts from exactly the first M tokens of that opening, M a multiple of llama.cpp's
+micro-batch: restored from a state file kept by lm/state.py when there is one, else evaluated
+(and saved for the next process). Starting on a micro-batch boundary is what makes a restored
+state give the same tokens as reading from scratch: llama.cpp then cuts the rest of the prompt
+into the same micro-batches, and the same floating-point sums follow. (A state cut anywhere else
+gives slightly different values, and a small model's greedy answer can change with them.)
+
+Within a process, calls of several families take turns in the slot (IRCoT's reasoning steps and
+its reader; KD-CoT's rounds, reads and checks): when one family takes the slot from another, the
+other's state is saved to a file of this process and restored when it comes back, so each goes
+on where it left off. That is what llama.cpp's own in-memory prompt cache does, which is off
+here: it chooses what to restore by its own heuristics, and a process that restored a kept
+state would fill it differently from one that did not. So the answers are the same with the
+store, without it (`--no-cache`) and from a fresh process.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import ctypes
+import hashlib
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from mhindex import ui
 from mhindex.lm.base import (
@@ -37,22 +59,47 @@ from mhindex.lm.base import (
     cut_at_stop,
     tokens_within,
 )
+from mhindex.lm.state import MIN_CHARS, PromptStates, private_folder, token_digest
 
 # One llama.cpp server per (model file, threads, context, slots) per process, shared by every model
 # object that asks for it, with one semaphore of `slots` permits: loading is paid once, and the
 # prompt caches are shared. A server is
 # never destroyed: xllamacpp's destructor joins a server thread that does not always stop (seen
 # hanging when torch had been loaded in the same process), so servers live until the process exits.
-_SERVERS: dict[tuple, tuple[Any, threading.BoundedSemaphore]] = {}
+_SERVERS: dict[tuple, _Shared] = {}
 _SERVERS_LOCK = threading.Lock()
+UBATCH = 512  # llama.cpp's micro-batch (its default), set explicitly: kept states are cut at a multiple of it
+LOOSE_CHARS = 512  # how much of a prompt with no kept opening names its family
 # Where llama.cpp calls run, so that the calling thread waits in Python and takes Ctrl-C at once.
 _CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="llama.cpp")
 
 
-def _shared_server(path: Path, threads: int, context_length: int, slots: int) -> tuple[Any, threading.BoundedSemaphore]:
+class _Shared:
+    """A server, its permits, and which family its one slot holds (None when unknown): shared by
+    every model object on the server."""
+
+    def __init__(self, server: Any, slots: int) -> None:
+        self.server = server
+        self.permits = threading.BoundedSemaphore(slots)
+        self.holding: str | None = None
+        self.tokens: dict[str, list[int]] = {}  # an opening's token ids, tokenized once a process
+        # Where each family left off in this process: its state when another took the slot
+        # (files named for this process, removed when it exits, swept by `mhindex gc` if killed).
+        self.latest: dict[str, Path] = {}
+        atexit.register(self.forget_latest)
+
+    def forget_latest(self) -> None:
+        for path in self.latest.values():
+            path.unlink(missing_ok=True)
+        self.latest.clear()
+
+
+def _shared_server(
+    path: Path, threads: int, context_length: int, slots: int, state_folder: Path | None = None
+) -> _Shared:
     import xllamacpp
 
-    key = (str(Path(path).resolve()), threads, context_length, slots)
+    key = (str(Path(path).resolve()), threads, context_length, slots, str(state_folder))
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             params = xllamacpp.CommonParams()
@@ -63,12 +110,18 @@ def _shared_server(path: Path, threads: int, context_length: int, slots: int) ->
             params.cpuparams_batch.n_threads = threads
             params.warmup = False
             params.verbosity = -1  # llama.cpp's own logs are not for our users
+            params.n_ubatch = UBATCH
+            if slots == 1:
+                params.cache_ram_mib = 0  # see the module's docstring: aligned openings replace it
+            if state_folder is not None:  # where /slots/0?action=save|restore read and write
+                params.slot_save_path = f"{state_folder}{os.sep}"  # a prefix: llama.cpp appends the file name
+                params.endpoint_slots = True
             try:
                 server = xllamacpp.Server(params)
             except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
                 raise LMError(f"llama.cpp could not load {path}: {error}") from None
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
-            _SERVERS[key] = (server, threading.BoundedSemaphore(slots))
+            _SERVERS[key] = _Shared(server, slots)
         return _SERVERS[key]
 
 
@@ -96,9 +149,10 @@ class LlamaCppModel(LanguageModel):
         context_length: int = 8192,
         reuse_prefix: bool = True,
         slots: int = 1,
+        state_folder: Path | None = None,
     ) -> None:
         try:
-            import xllamacpp  # noqa: F401
+            import xllamacpp
         except ImportError:
             raise LMError("local GGUF models need llama.cpp's runtime: pip install xllamacpp") from None
         if not Path(path).is_file():
@@ -107,7 +161,15 @@ class LlamaCppModel(LanguageModel):
         self.name = name or f"gguf:{path}"
         threads = threads or default_threads()
         self.slots = max(1, slots)
-        self._server, self._permits = _shared_server(self.path, threads, context_length, self.slots)
+        # Openings are aligned, and kept on disk, for a model of one slot (several slots share out
+        # their caches as llama.cpp sees fit: nothing there to restore into a chosen slot).
+        self._aligned = self.slots == 1 and reuse_prefix
+        if not self._aligned:
+            state_folder = None
+        elif state_folder is None:  # a model made here, not by load_lm: states of its own, gone at exit
+            state_folder = private_folder(Path(tempfile.gettempdir()) / "mhindex-llama-state")
+        self._shared = _shared_server(self.path, threads, context_length, self.slots, state_folder)
+        self._server, self._permits = self._shared.server, self._shared.permits
         self.context_length = context_length
         self.threads = threads
         self.reuse_prefix = reuse_prefix  # off only to measure what reuse saves
@@ -115,6 +177,14 @@ class LlamaCppModel(LanguageModel):
         self._identity = f"gguf:{self.path.name}:{stat.st_size}:{stat.st_mtime_ns}"
         self._http = None
         self._parameters: int | None = None
+        self._states: PromptStates | None = None
+        # Everything besides the tokens that decides a state's values (threads too: they can change
+        # the order of floating-point sums).
+        self._runtime = (
+            f"{self._identity}|xllamacpp {xllamacpp.__version__}|ctx {context_length}|threads {threads}|ubatch {UBATCH}"
+        )
+        if state_folder is not None:
+            self._states = PromptStates(state_folder)
 
     @property
     def identity(self) -> str:
@@ -139,13 +209,14 @@ class LlamaCppModel(LanguageModel):
         return self._http
 
     def _stream(
-        self, kind: str, body: dict, stop_when: StopWhen | None
-    ) -> tuple[str, list[dict], list[tuple[str, float]]]:
+        self, kind: str, body: dict, stop_when: StopWhen | None, keep: int = 0
+    ) -> tuple[str, list[dict], list[tuple[str, float]], tuple[int, float]]:
         """Run one streamed call; returns the text, the chunks and any token log-probabilities.
         Stops early on Ctrl-C, and once `stop_when` holds for the text so far."""
         chunks: list[dict] = []
         pieces: list[str] = []
         logprobs: list[tuple[str, float]] = []
+        prefilled: list[tuple[int, float]] = []  # the opening, where it was evaluated first
 
         def on_chunk(chunk: dict) -> bool:
             chunks.append(chunk)
@@ -162,6 +233,10 @@ class LlamaCppModel(LanguageModel):
 
         def call() -> None:
             with self._permits:
+                if self._aligned:
+                    prefilled.append(self._enter(kind, body, keep))
+                if ui.stop_requested():
+                    return
                 handle = self._server.handle_chat_completions if kind == "chat" else self._server.handle_completions
                 handle({**body, "stream": True, "stream_options": {"include_usage": True}}, on_chunk)
 
@@ -175,11 +250,125 @@ class LlamaCppModel(LanguageModel):
                 else (errors[0] if errors else "no output")
             )
             raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
-        return "".join(pieces), chunks, logprobs
+        return "".join(pieces), chunks, logprobs, (prefilled[0] if prefilled else (0, 0.0))
 
-    def _completion(self, kind: str, body: dict, stop: Sequence[str], stop_when: StopWhen | None = None) -> Completion:
+    # -- the opening every question shares, aligned and kept on disk (lm/state.py) ------------
+
+    def _opening_tokens(self, kind: str, body: dict, keep: int) -> list[int] | None:
+        """The first M tokens of the call's kept opening, M a multiple of UBATCH, checked to be the
+        first M tokens of the whole prompt too; None when the opening is too short to be worth it."""
+        if keep < MIN_CHARS:
+            return None
+        prompt = self._prompt_of(kind, body)
+        if kind == "complete":
+            opening = prompt[:keep]
+        else:  # the opening is in the first message: render it alone and cut after it
+            first = body["messages"][0]
+            alone = self._prompt_of(kind, {"messages": [{"role": first["role"], "content": first["content"][:keep]}]})
+            at = alone.find(first["content"][:keep])
+            opening = alone[: at + keep] if at >= 0 else ""
+        if not opening or not prompt.startswith(opening):
+            return None
+        tokens = self._shared.tokens.get(opening)
+        if tokens is None:
+            tokens = self._tokenize(opening)
+            self._shared.tokens[opening] = tokens
+        # The opening's last tokens can merge with what follows it: at least one is left out.
+        m = (len(tokens) - 1) // UBATCH * UBATCH
+        if m < UBATCH or self._tokenize(prompt)[:m] != tokens[:m]:
+            return None
+        return tokens[:m]
+
+    def _family(self, kind: str, body: dict, opening: list[int] | None) -> str:
+        """What a call continues: its kept opening where it has one, else how its prompt begins
+        (KD-CoT's rounds, reads and checks), so each goes back to where it left off."""
+        if opening is not None:
+            return token_digest(self._runtime, opening)
+        text = body["prompt"] if kind == "complete" else orjson.dumps(body["messages"][:1]).decode()
+        return "loose-" + hashlib.sha256(text[:LOOSE_CHARS].encode()).hexdigest()[:24]
+
+    def _enter(self, kind: str, body: dict, keep: int) -> tuple[int, float]:
+        """Before a call: the slot is made to hold the call's family. The family it held is saved
+        (this process's own file), and the call's is restored from where it left off in this
+        process; a family's first call starts from its opening's aligned tokens, restored from the
+        kept states where there is one, else evaluated (and kept). Returns the tokens evaluated for
+        the opening and the milliseconds that took."""
+        shared, states = self._shared, self._states
+        assert states is not None
+        opening = self._opening_tokens(kind, body, keep)
+        family = self._family(kind, body, opening)
+        if shared.holding == family:
+            return 0, 0.0
+        if shared.holding is not None:
+            shared.latest[shared.holding] = self._save_slot(states, f".latest.tmp-{os.getpid()}-{shared.holding}.bin")
+        shared.holding = None
+        latest = shared.latest.get(family)
+        if latest is not None and self._restore(latest) is not None:
+            shared.holding = family
+            return 0, 0.0
+        if opening is None:  # a loose family's first call: llama.cpp reuses what the slot shares with it
+            shared.holding = family
+            return 0, 0.0
+        if (path := states.lookup(family)) is not None:
+            restored = self._restore(path)
+            if restored == len(opening):
+                shared.holding = family
+                return 0, 0.0
+            states.forget(family, f"llama.cpp could not restore the saved prompt state {path}")
+        # cache_prompt off: evaluated from the first token, in micro-batches from there.
+        timings: list[dict] = []
+
+        def on_chunk(chunk: dict) -> bool:
+            if isinstance(chunk, dict) and chunk.get("timings"):
+                timings.append(chunk["timings"])
+            return ui.stop_requested()
+
+        self._server.handle_completions(
+            {"prompt": opening, "max_tokens": 1, "temperature": 0.0, "cache_prompt": False, "seed": 0, "stream": True},
+            on_chunk,
+        )
+        if ui.stop_requested():
+            return 0, 0.0
+        shared.holding = family
+        self._keep(states, family)
+        return (int(timings[-1].get("prompt_n", 0)), float(timings[-1].get("prompt_ms", 0.0))) if timings else (0, 0.0)
+
+    def _restore(self, path: Path) -> int | None:
+        """The slot's state from `path` (in the states folder); the tokens restored, None if refused."""
+        response = self._client().post("/slots/0?action=restore", json={"filename": path.name})
+        return int(response.json().get("n_restored", -1)) if response.status_code == 200 else None
+
+    def _save_slot(self, states: PromptStates, name: str) -> Path:
+        response = self._client().post("/slots/0?action=save", json={"filename": name})
+        if response.status_code != 200:
+            raise LMError(f"llama.cpp could not save its state in {states.folder}: {response.text[:200]}")
+        return states.folder / name
+
+    def _keep(self, states: PromptStates, key: str) -> None:
+        """The slot's state, kept for the next process, whole or not at all."""
+        temporary = states.temporary()
+        try:
+            response = self._client().post("/slots/0?action=save", json={"filename": temporary.name})
+            if response.status_code == 200 and temporary.is_file():
+                final = states.file_of(key)
+                os.replace(temporary, final)
+                states.record(key, final)
+        except OSError as error:  # a full disk: the answer stands, the state is not kept
+            ui.reporter().warning(f"the prompt state could not be saved in {states.folder}: {error}")
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def _tokenize(self, text: str) -> list[int]:
+        """As llama.cpp tokenizes a prompt (with its special tokens, BOS included)."""
+        response = self._client().post("/tokenize", json={"content": text, "add_special": True})
+        response.raise_for_status()
+        return list(response.json()["tokens"])
+
+    def _completion(
+        self, kind: str, body: dict, stop: Sequence[str], stop_when: StopWhen | None = None, keep: int = 0
+    ) -> Completion:
         started = time.perf_counter()
-        text, chunks, logprobs = self._stream(kind, body, stop_when)
+        text, chunks, logprobs, (opening_n, opening_ms) = self._stream(kind, body, stop_when, keep)
         text = cut_at_stop(text, stop)
         usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
         if usage is None:  # stopped by stop_when: llama.cpp sends no summary, so count here
@@ -202,9 +391,9 @@ class LlamaCppModel(LanguageModel):
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - started,
-            prompt_tokens_evaluated=timings.get("prompt_n"),
+            prompt_tokens_evaluated=timings["prompt_n"] + opening_n if "prompt_n" in timings else None,
             finish_reason=finish,
-            prompt_seconds=timings["prompt_ms"] / 1000 if "prompt_ms" in timings else None,
+            prompt_seconds=(timings["prompt_ms"] + opening_ms) / 1000 if "prompt_ms" in timings else None,
             token_logprobs=tokens_within(logprobs, text) if "logprobs" in body else None,
         )
 
@@ -236,10 +425,10 @@ class LlamaCppModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
-        return self._completion(
-            "complete", {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}, stop, stop_when
-        )
+        body = {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}
+        return self._completion("complete", body, stop, stop_when, keep)
 
     def chat(
         self,
@@ -249,11 +438,12 @@ class LlamaCppModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
         """Through the chat template in the GGUF file; the conversation's earlier turns are a
         prefix of the next call's, so llama.cpp's prompt cache evaluates only the new turns."""
         body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs)}
-        return self._completion("chat", body, stop, stop_when)
+        return self._completion("chat", body, stop, stop_when, keep)
 
     def count_tokens(self, text: str) -> int:
         # llama.cpp's server code answers /tokenize on its loopback port; no tokenizer is exposed otherwise.
@@ -265,3 +455,6 @@ class LlamaCppModel(LanguageModel):
         if self._http is not None:
             self._http.close()
             self._http = None
+        if self._states is not None:
+            self._states.close()
+            self._states = None

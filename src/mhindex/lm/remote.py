@@ -237,6 +237,7 @@ class RemoteModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
         if self.chat_only:
             return self.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when)
@@ -251,6 +252,7 @@ class RemoteModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
         body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature)} | (
             {"logprobs": True} if logprobs else {}

@@ -77,6 +77,7 @@ class TransformersModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
         """Through the tokenizer's chat template; a model without one (Flan-T5) reads the turns as
         "User:"/"Assistant:" lines, the way its instruction data looks."""
@@ -96,6 +97,7 @@ class TransformersModel(LanguageModel):
         temperature: float = 0.0,
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
         started = time.perf_counter()
         inputs = self._tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)

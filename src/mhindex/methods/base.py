@@ -121,12 +121,20 @@ class Meter:
         label: str = "generating",
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
+        keep: int = 0,
     ) -> Completion:
-        """One greedy call; `label` says what it is for on the live status line of `ask`."""
+        """One greedy call; `label` says what it is for on the live status line of `ask`, `keep` how
+        much of the prompt opens every question alike (LanguageModel.complete)."""
         self._announce(label)
         return self._count(
             self.lm.complete(
-                prompt, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, stop_when=stop_when
+                prompt,
+                max_tokens=max_tokens,
+                stop=stop,
+                temperature=0.0,
+                logprobs=logprobs,
+                stop_when=stop_when,
+                keep=keep,
             )
         )
 
@@ -137,10 +145,13 @@ class Meter:
         stop: Sequence[str],
         label: str = "generating",
         logprobs: bool = False,
+        keep: int = 0,
     ) -> Completion:
-        """One greedy turn of a conversation."""
+        """One greedy turn of a conversation; `keep` counts characters of its first message."""
         self._announce(label)
-        return self._count(self.lm.chat(messages, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs))
+        return self._count(
+            self.lm.chat(messages, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, keep=keep)
+        )
 
     def _announce(self, label: str) -> None:
         ui.check_stop()

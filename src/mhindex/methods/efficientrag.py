@@ -199,9 +199,8 @@ class EfficientRAG(Method):
         paragraphs = list(used.values())
         details: dict = {"rounds": len(rounds), "efficientrag": {"rounds": rounds, "stopped": stop}}
         if self.settings.generator == "ircot":
-            answer, reasoning = self.reader.read(
-                meter, query.question, pinned + [(c.title, c.text) for c in paragraphs]
-            )
+            read = self.reader.read(meter, query.question, pinned + [(c.title, c.text) for c in paragraphs])
+            answer, reasoning, details["reader"] = read.answer, read.output, read.record()
         else:
             answer, reasoning, details["efficientrag"]["generation"] = self._generate(
                 meter, query.question, [text for _, text in pinned] + [c.text for c in paragraphs]

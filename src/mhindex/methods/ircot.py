@@ -133,7 +133,12 @@ class IRCoT(Method):
             until = sentence_complete if s.early_stop else None
             sentence = first_sentence(
                 meter.complete(
-                    prompt, s.step_tokens, stop=["\n"], label=f"reasoning step {len(reasoning) + 1}", stop_when=until
+                    prompt,
+                    s.step_tokens,
+                    stop=["\n"],
+                    label=f"reasoning step {len(reasoning) + 1}",
+                    stop_when=until,
+                    keep=len(prompt) - len(instance),
                 ).text
             )
             if not sentence or sentence in reasoning:  # nothing new: a loop, not reasoning
@@ -151,15 +156,23 @@ class IRCoT(Method):
             if done:
                 break
 
-        answer, reader_output = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in collected])
-        if self.reader.kind == "cot" and not concludes(reader_output) and reasoning and mentions_answer(reasoning[-1]):
+        read = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in collected])
+        answer = read.answer
+        details: dict = {"reader": read.record()}
+        concluded = bool(reasoning) and mentions_answer(reasoning[-1])
+        if concluded:
+            details["chain_answer"] = extract_answer(reasoning[-1])
+        if self.reader.kind == "cot" and not concludes(read.output) and concluded:
             # A CoT reader that never reaches "answer is" answers with its whole ramble; the chain
             # itself concluded, so its answer is the short one (measured in benchmarks/README.md).
-            answer = extract_answer(reasoning[-1])
+            answer = details["chain_answer"]
+        # Where the chain concluded one answer and the reader says another, the reader's stands, as
+        # in the paper: with the Direct reader (small models' default) that measured better in every
+        # stored run (benchmarks/README.md, "The reader or the chain").
         retrieved = [{"id": h.id, "title": h.title} for h in collected]
         trace = " ".join(reasoning)
-        if reader_output and reader_output != answer:
-            trace = f"{trace}\n[reader] {reader_output}" if trace else f"[reader] {reader_output}"
+        if read.output and read.output != answer:
+            trace = f"{trace}\n[reader] {read.output}" if trace else f"[reader] {read.output}"
         return Answer(
             query.id,
             query.question,
@@ -173,6 +186,7 @@ class IRCoT(Method):
             trace,
             self.name,
             pages,
+            details,
         )
 
     # -- IIRC: which pages to read ------------------------------------------------------------
@@ -191,8 +205,9 @@ class IRCoT(Method):
         if self.style == "flan_t5":
             ask = f"Answer the following question.\n{ask}"
         instance = paragraph_block(main["title"], main["text"], s.max_paragraph_words) + f"\n\nQ: {ask}\nA:"
+        prompt = self.packer.render(self._page_demos, instance, 60)
         generation = meter.complete(
-            self.packer.render(self._page_demos, instance, 60), 60, stop=["\n"], label="choosing pages to read"
+            prompt, 60, stop=["\n"], label="choosing pages to read", keep=len(prompt) - len(instance)
         ).text.strip()
         named = _titles(generation)
         pages: list[str] = []

@@ -18,17 +18,18 @@ class NoRetrieval(Method):
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
-        answer, reasoning = self.reader.read(meter, query.question, pinned)
+        read = self.reader.read(meter, query.question, pinned)
         return Answer(
             query.id,
             query.question,
-            answer,
+            read.answer,
             [],
             [],
             meter.calls,
             meter.prompt_tokens,
             meter.completion_tokens,
             clock(),
-            reasoning,
+            read.output,
             self.name,
+            details={"reader": read.record()},
         )

@@ -36,18 +36,19 @@ class OneRetrieval(Method):
         hits = self.retriever.search(sent, self.k)
         step = Step("", sent, [h.id for h in hits], [h.title for h in hits], clock())
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
-        answer, reasoning = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in hits])
+        read = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in hits])
         retrieved = [{"id": h.id, "title": h.title} for h in hits]
         return Answer(
             query.id,
             query.question,
-            answer,
+            read.answer,
             retrieved,
             [step],
             meter.calls,
             meter.prompt_tokens,
             meter.completion_tokens,
             clock(),
-            reasoning,
+            read.output,
             self.name,
+            details={"reader": read.record()},
         )

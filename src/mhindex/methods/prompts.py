@@ -114,6 +114,25 @@ def concludes(generation: str) -> bool:
     return bool(_ANSWER.search(generation))
 
 
+_UNIT = re.compile(r"[^\n]*?(?:[.!?:](?=\s)|\n|$)")
+
+
+def cut_repetition(text: str) -> str:
+    """The text up to the first sentence (or line, or "...:" clause) of three words or more that it
+    already said: small models loop ("The answer is: The answer is: ..."), and the loop says nothing new.
+    Shorter ones may repeat (SearChain's "[Unsolved Query]:" tags, "Yes. No. Yes.")."""
+    seen: set[str] = set()
+    for unit in _UNIT.finditer(text):
+        said = " ".join(unit.group().lower().split())
+        if said in seen:
+            return text[: unit.start()].rstrip()
+        if len(said.split()) >= 3:
+            seen.add(said)
+        if unit.end() >= len(text):
+            break
+    return text
+
+
 def first_sentence(text: str) -> str:
     """The first sentence of a generation (IRCoT keeps one per step); abbreviations do not end one."""
     text = text.strip()

@@ -3,11 +3,20 @@ NoR), with direct or chain-of-thought prompting, using IRCoT's demonstrations.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Meter
-from mhindex.methods.prompts import PromptPacker, demonstrations, extract_answer, paragraph_block, question_block
+from mhindex.methods.prompts import (
+    PromptPacker,
+    cut_repetition,
+    demonstrations,
+    extract_answer,
+    paragraph_block,
+    question_block,
+)
 from mhindex.methods.settings import ReaderSettings
 
 # Below this size a model answers better with the Direct reader than with CoT: Qwen2.5-0.5B's F1
@@ -32,6 +41,26 @@ def resolve_reader(settings: ReaderSettings, style: str, lm: LanguageModel) -> s
     return "direct" if parameters is not None and parameters < SMALL_MODEL_PARAMETERS else "cot"
 
 
+@dataclass(frozen=True)
+class ReaderCall:
+    """The reader's call, kept whole in the trace and the JSON record: when its answer differs
+    from what a chain concluded, this is where a user sees why."""
+
+    answer: str
+    output: str  # what the model wrote, cut at its first repetition
+    paragraphs: int
+    prompt_tokens: int
+    seconds: float
+
+    def record(self) -> dict:
+        return {
+            "paragraphs": self.paragraphs,
+            "prompt_tokens": self.prompt_tokens,
+            "seconds": round(self.seconds, 3),
+            "output": self.output,
+        }
+
+
 class Reader:
     def __init__(self, lm: LanguageModel, settings: ReaderSettings, demo_set: str, with_context: bool) -> None:
         self.settings = settings
@@ -43,12 +72,19 @@ class Reader:
         budget = settings.demo_budget or lm.context_length // 2
         self.demos = self.packer.choose(pool, budget, settings.max_demos)
 
-    def read(self, meter: Meter, question: str, paragraphs: Sequence[tuple[str, str]]) -> tuple[str, str]:
-        """(answer, the reader's generation)."""
+    def read(self, meter: Meter, question: str, paragraphs: Sequence[tuple[str, str]]) -> ReaderCall:
         blocks = [paragraph_block(t, x, self.settings.max_paragraph_words) for t, x in paragraphs]
         instance = "\n\n".join([*blocks, question_block(question, self.style, cot=self.kind == "cot")])
         prompt = self.packer.render(self.demos, instance, self.settings.answer_tokens)
+        started = time.perf_counter()
         completion = meter.complete(
-            prompt, self.settings.answer_tokens, stop=["\n"], label=f"answering from {len(paragraphs)} paragraphs"
+            prompt,
+            self.settings.answer_tokens,
+            stop=["\n"],
+            label=f"answering from {len(paragraphs)} paragraphs",
+            keep=len(prompt) - len(instance),
         )
-        return extract_answer(completion.text), completion.text.strip()
+        output = cut_repetition(completion.text.strip())
+        return ReaderCall(
+            extract_answer(output), output, len(paragraphs), completion.prompt_tokens, time.perf_counter() - started
+        )

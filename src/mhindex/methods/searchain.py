@@ -42,7 +42,7 @@ from pathlib import Path
 from mhindex.errors import UsageError
 from mhindex.lm.base import LMError
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
-from mhindex.methods.prompts import concludes, extract_answer, paragraph_block
+from mhindex.methods.prompts import concludes, cut_repetition, extract_answer, paragraph_block
 from mhindex.options import option
 from mhindex.text import normalize_answer
 
@@ -362,8 +362,13 @@ class SearChain(Method):
         for number in range(1, self.settings.rounds + 1):
             prefilled = [*conversation, {"role": "assistant", "content": CHAIN_START}]
             generation = asked.meter.chat(
-                prefilled, self.settings.chain_tokens, stop=CHAIN_STOPS, label=f"round {number}: writing the chain"
+                prefilled,
+                self.settings.chain_tokens,
+                stop=CHAIN_STOPS,
+                label=f"round {number}: writing the chain",
+                keep=self.prompt.index("{question}"),
             ).text.strip()
+            generation = cut_repetition(generation)
             chain_text = (
                 generation
                 if _TAG.match(generation.splitlines()[0] if generation else "")
@@ -439,8 +444,9 @@ class SearChain(Method):
             self.settings.chain_tokens,
             stop=[*CHAIN_STOPS, "[Query"],
             label="tracing: writing the final content",
+            keep=self.prompt.index("{question}"),
         ).text.strip()
-        text = text.removeprefix(TRACE_START).strip()
+        text = cut_repetition(text.removeprefix(TRACE_START).strip())
         step = Step(f"tracing: {text}", "", [], [], asked.clock() - started)
         step.prompt_tokens, step.completion_tokens = (
             asked.meter.prompt_tokens - before[0],

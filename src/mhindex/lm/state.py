@@ -1,0 +1,138 @@
+"""Evaluated prompt openings kept on disk, so that a new process does not read the demonstrations again.
+
+A local model spends most of a first question reading its demonstrations (IRCoT's two sets are
+some 4,000 tokens each). llama.cpp can save a slot's evaluated prompt (its KV cache and tokens)
+to a file and restore it. lm/llamacpp.py saves the slot when it holds exactly a prompt opening's
+first M tokens (M a multiple of its micro-batch, so that what follows a restore is evaluated as
+from scratch), under a key made of everything that shapes the saved values: the model file, the
+runtime and its settings (context, micro-batch, threads) and the tokens themselves. A later
+process restores it before its first call that opens the same way.
+
+The files live under `<home>/cache/llama-state/`, at most 2 GB of them (`$MHINDEX_PROMPT_STATES_MB`;
+the least recently used go first). Each is checked against the sha256 recorded when it was saved before it
+is restored: one that does not match, or that llama.cpp cannot read, is removed with a one-line
+warning and saved anew by the next call. `--no-cache` bypasses the store: the process keeps its
+states in a folder of its own (`.private.tmp-PID-...`, removed when it exits; `mhindex gc` removes
+one a killed process left), so that it still switches between its prompt families as quickly,
+with the same answers, and reads nothing another process saved.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from array import array
+from pathlib import Path
+
+from mhindex.files import file_digest
+
+# Openings shorter than this (about 500 tokens, one micro-batch) are quick to read again: not worth a file.
+MIN_CHARS = 2000
+DEFAULT_LIMIT_MB = 2048  # $MHINDEX_PROMPT_STATES_MB sets another
+
+
+def token_digest(runtime: str, tokens: list[int]) -> str:
+    """The key of a state: the runtime that computed it and the tokens it holds."""
+    digest = hashlib.sha256(runtime.encode())
+    digest.update(b"\0" + array("i", tokens).tobytes())
+    return digest.hexdigest()[:32]
+
+
+_PRIVATE: dict[Path, Path] = {}
+
+
+def private_folder(shared: Path) -> Path:
+    """This process's own state folder beside the shared one (--no-cache), removed at exit."""
+    if shared not in _PRIVATE:
+        shared.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f".private.tmp-{os.getpid()}-", dir=shared))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _PRIVATE[shared] = folder
+    return _PRIVATE[shared]
+
+
+def limit_bytes() -> int:
+    return int(float(os.environ.get("MHINDEX_PROMPT_STATES_MB") or DEFAULT_LIMIT_MB) * (1 << 20))
+
+
+class PromptStates:
+    def __init__(self, folder: Path, limit: int | None = None) -> None:
+        self.folder = folder
+        self.limit = limit if limit is not None else limit_bytes()
+        folder.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(folder / "index.sqlite", check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, file TEXT NOT NULL, bytes INTEGER NOT NULL, "
+            "sha256 TEXT NOT NULL, used REAL NOT NULL)"
+        )
+        self._lock = threading.Lock()
+        self._checked: set[str] = set()  # files whose digest this process has seen match
+
+    def file_of(self, key: str) -> Path:
+        return self.folder / f"{key}.bin"
+
+    def lookup(self, key: str) -> Path | None:
+        """The kept state of `key`, its digest checked (once a process); None when there is none
+        or it was damaged (then it is removed, with a warning, and made again)."""
+        with self._lock:
+            row = self._db.execute("SELECT file, sha256 FROM states WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        path = self.folder / row[0]
+        if key not in self._checked:
+            try:
+                matches = path.is_file() and file_digest(path) == row[1]
+            except OSError:
+                matches = False
+            if not matches:
+                self.forget(key, f"the saved prompt state {path} is missing or damaged")
+                return None
+            self._checked.add(key)
+        with self._lock, self._db:
+            self._db.execute("UPDATE states SET used = ? WHERE key = ?", (time.time(), key))
+        return path
+
+    def record(self, key: str, path: Path) -> None:
+        """Keep the state just saved at `path` (a file in the folder), then evict beyond the limit."""
+        digest, size = file_digest(path), path.stat().st_size
+        with self._lock, self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO states VALUES (?, ?, ?, ?, ?)", (key, path.name, size, digest, time.time())
+            )
+        self._checked.add(key)
+        self._evict()
+
+    def forget(self, key: str, why: str | None = None) -> None:
+        from mhindex.ui import reporter
+
+        with self._lock, self._db:
+            row = self._db.execute("SELECT file FROM states WHERE key = ?", (key,)).fetchone()
+            self._db.execute("DELETE FROM states WHERE key = ?", (key,))
+        if row:
+            (self.folder / row[0]).unlink(missing_ok=True)
+        self._checked.discard(key)
+        if why:
+            reporter().warning(f"{why}; the prompt is read again and its state saved anew")
+
+    def _evict(self) -> None:
+        with self._lock:
+            rows = self._db.execute("SELECT key, bytes FROM states ORDER BY used DESC").fetchall()
+        kept = 0
+        for key, size in rows:
+            kept += size
+            if kept > self.limit:
+                self.forget(key)
+
+    def temporary(self) -> Path:
+        """Where llama.cpp writes a state before it is renamed into place (whole or not at all)."""
+        return self.folder / f".state.tmp-{os.getpid()}-{threading.get_ident()}.bin"
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,112 @@
+"""Prompt openings kept evaluated on disk across processes (lm/state.py, lm/llamacpp.py) with the
+packaged SmolLM2 and llama.cpp's own slot save and restore: a new process reads only what follows
+the kept opening, answers exactly as from scratch, rebuilds a damaged state with one warning, keeps
+within its size limit, and `--no-cache` leaves it alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+
+# Long enough to be kept: some 2,300 tokens, of which the kept state holds whole micro-batches (512 tokens).
+DEMOS = "".join(
+    f"Q: What is {i} plus {i}?\nA: {i} plus {i} is {2 * i}. So the answer is: {2 * i}.\n\n" for i in range(60)
+)
+
+
+def lm(home: Path, question: str, *args: str, env: dict | None = None) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-m", "mhindex", "--home", str(home), "lm", f"{DEMOS}Q: {question}\\nA:", "--stop", "\\n",
+         "--max-tokens", "24", "--keep", str(len(DEMOS)), "--lm", "local:smollm2-135m", "--lm-threads", "1",
+         "--json", *args],
+        capture_output=True, text=True, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return {**json.loads(result.stdout), "stderr": result.stderr}
+
+
+def restored(record: dict) -> bool:
+    """Whether the call read only what follows a kept state of whole micro-batches."""
+    kept = record["prompt_tokens"] - record["prompt_tokens_evaluated"]
+    return kept >= 1024 and kept % 512 == 0 and record["prompt_tokens_evaluated"] < 512 + 20
+
+
+def states(home: Path) -> list[Path]:
+    return sorted((home / "cache" / "llama-state").glob("*.bin"))
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory):
+    home = tmp_path_factory.mktemp("states")
+    first = lm(home, "What is 7 plus 5?")
+    assert first["prompt_tokens_evaluated"] == first["prompt_tokens"] and len(states(home)) == 1
+    return home, first
+
+
+def test_a_new_process_reads_only_what_is_new_and_answers_as_from_scratch(kept, tmp_path):
+    home, first = kept
+    second = lm(home, "What is 9 plus 3?")  # a new process, another question: the call cache cannot answer it
+    fresh = lm(tmp_path / "fresh", "What is 9 plus 3?", "--no-cache")
+    assert second["text"] == fresh["text"] and second["completion_tokens"] == fresh["completion_tokens"]
+    assert fresh["prompt_tokens_evaluated"] == fresh["prompt_tokens"] > 400
+    assert restored(second)  # only what follows the kept state was read
+    assert not states(tmp_path / "fresh")  # --no-cache keeps nothing
+
+
+def test_a_damaged_state_is_read_again_with_one_warning(kept):
+    home, _ = kept
+    (state,) = states(home)
+    state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    again = lm(home, "What is 2 plus 11?")
+    assert again["prompt_tokens_evaluated"] == again["prompt_tokens"]  # read from scratch, never from the damaged file
+    warnings = [line for line in again["stderr"].splitlines() if "damaged" in line]
+    assert len(warnings) == 1 and "read again and its state saved anew" in warnings[0]
+    assert restored(lm(home, "What is 4 plus 4?"))  # saved anew
+
+
+def test_the_store_keeps_within_its_limit(tmp_path):
+    home = tmp_path / "home"
+    lm(home, "What is 1 plus 1?")
+    size = states(home)[0].stat().st_size
+    limit_mb = str(1.5 * size / (1 << 20))  # room for one state, not two
+    other = lm(
+        home, "What is 1 plus 1?", "--lm-context", "4096", env={"MHINDEX_PROMPT_STATES_MB": limit_mb}
+    )  # another runtime, another key
+    assert other["prompt_tokens_evaluated"] == other["prompt_tokens"] and len(states(home)) == 1
+
+
+def test_ircot_answers_alike_from_kept_states_and_without_them(tmp_path):
+    """Two questions in a new process that restores the kept demonstrations (and switches between
+    IRCoT's steps and its reader, each going on where it left off) answer exactly as a process that
+    reads everything itself (--no-cache)."""
+    home = tmp_path / "home"
+    musique = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+    mhindex = [sys.executable, "-m", "mhindex", "--home", str(home), "--quiet"]
+    subprocess.run([*mhindex, "build", "musique", "--input", str(musique)], check=True, capture_output=True)
+    questions = [json.loads(line) for line in (home / "musique" / "questions.jsonl").read_text().splitlines()][:4]
+    # Four demonstrations: an opening long enough to be kept (two would be under a micro-batch).
+    ask = [*mhindex, "ask", "-", "--lm", "local:smollm2-135m", "--lm-threads", "1", "--max-demos", "4",
+           "--max-paragraph-words", "60", "-k", "2", "--max-steps", "3"]  # fmt: skip
+
+    def answers(picked: list[dict], *extra: str) -> list[dict]:
+        lines = "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in picked)
+        done = subprocess.run([*ask, *extra], input=lines, capture_output=True, text=True)
+        assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+        return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in done.stdout.splitlines()]
+
+    answers(questions[:2])  # keeps the demonstrations' states
+    assert len(states(home)) == 2  # the reasoning steps' opening and the reader's
+    restored = answers(questions[2:])  # other questions: the call cache cannot answer them
+    for record in restored:
+        record["reader"].pop("seconds")
+    from_scratch = answers(questions[2:], "--no-cache")
+    for record in from_scratch:
+        record["reader"].pop("seconds")
+    assert restored == from_scratch
