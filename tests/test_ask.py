@@ -167,8 +167,11 @@ def test_same_run_twice_gives_the_same_output(mh, home):
     second = mh("ask", "-", *FAST, stdin=stdin)
     assert first.code == second.code == 0
 
-    def strip(out):
-        return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in out.splitlines()]
+    def strip(out):  # times differ: a rerun's calls come from the call cache
+        records = [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in out.splitlines()]
+        for record in records:
+            record["reader"].pop("seconds")
+        return records
 
     assert strip(first.out) == strip(second.out)
 

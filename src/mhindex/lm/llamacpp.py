@@ -300,7 +300,11 @@ class LlamaCppModel(LanguageModel):
         if shared.holding == family:
             return 0, 0.0
         if shared.holding is not None:
-            shared.latest[shared.holding] = self._save_slot(states, f".latest.tmp-{os.getpid()}-{shared.holding}.bin")
+            saved = self._save_slot(f".latest.tmp-{os.getpid()}-{shared.holding}.bin")
+            if saved:  # else (a full disk) that family starts again from its opening when it comes back
+                shared.latest[shared.holding] = states.folder / saved
+            else:
+                shared.latest.pop(shared.holding, None)
         shared.holding = None
         latest = shared.latest.get(family)
         if latest is not None and self._restore(latest) is not None:
@@ -338,11 +342,10 @@ class LlamaCppModel(LanguageModel):
         response = self._client().post("/slots/0?action=restore", json={"filename": path.name})
         return int(response.json().get("n_restored", -1)) if response.status_code == 200 else None
 
-    def _save_slot(self, states: PromptStates, name: str) -> Path:
+    def _save_slot(self, name: str) -> str | None:
+        """The slot's state saved under `name` in the states folder; None if llama.cpp could not."""
         response = self._client().post("/slots/0?action=save", json={"filename": name})
-        if response.status_code != 200:
-            raise LMError(f"llama.cpp could not save its state in {states.folder}: {response.text[:200]}")
-        return states.folder / name
+        return name if response.status_code == 200 else None
 
     def _keep(self, states: PromptStates, key: str) -> None:
         """The slot's state, kept for the next process, whole or not at all."""
