@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 
@@ -170,7 +171,16 @@ def test_ctrl_c_stays_with_python_once_the_jvm_runs(built, tmp_path):
         "except KeyboardInterrupt:\n    print('KeyboardInterrupt', flush=True); os.kill(os.getpid(), "
         "signal.SIGTERM); time.sleep(5)"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    # As from a shell: SIGINT at its default, whatever the test runner's own process inherited
+    # (a child started with SIGINT ignored never gets Python's KeyboardInterrupt).
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert result.stdout == "KeyboardInterrupt\n", (result.returncode, result.stderr)
     assert result.returncode == -15  # Python's default for SIGTERM: no JVM shutdown, no crash report
     assert not list(tmp_path.iterdir())
