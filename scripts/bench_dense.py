@@ -4,7 +4,10 @@ paragraphs of each sample's questions at 5 and 15; with --hybrid, also Lucene an
 (`--backend lucene+dense`: reciprocal rank fusion, and weighted normalised scores 0.5/0.5).
 
     .venv/bin/python scripts/bench_dense.py [--datasets musique,hotpotqa,2wikimultihopqa] [--faiss-index flat]
-        [--hybrid]
+        [--hybrid] [--combined]
+
+--combined puts every listed dataset's sample paragraphs into each corpus (`mhindex corpus D --add ...`),
+so that each dataset's questions are searched among all the Wikipedia samples together.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from mhindex.backends import build_index, open_retriever  # noqa: E402
 from mhindex.corpora import DATASETS, samples_dir  # noqa: E402
-from mhindex.corpora.build import build_corpus  # noqa: E402
+from mhindex.corpora.build import Source, build_corpus  # noqa: E402
 
 
 def recall(retriever, questions, k):
@@ -55,6 +58,7 @@ def main() -> None:
         "--colbert", action="store_true", help="also ColBERT (slow on CPU: minutes per thousand paragraphs)"
     )
     parser.add_argument("--hybrid", action="store_true", help="also lucene+dense fused (rrf and weighted)")
+    parser.add_argument("--combined", action="store_true", help="each corpus holds every listed sample")
     args = parser.parse_args()
     # ColBERT compiles its C++ extensions once per cache folder; keep them between runs so that the
     # build time of the first dataset is indexing, not compiling.
@@ -66,7 +70,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.datasets.split(","):
             spec = DATASETS[name]
-            corpus = build_corpus(spec, [samples_dir() / name / f for f in spec.samples], Path(tmp)).corpus
+            others = [other for other in args.datasets.split(",") if other != name] if args.combined else []
+            extra = [
+                Source(DATASETS[o], [samples_dir() / o / f for f in DATASETS[o].samples], questions=False)
+                for o in others
+            ]
+            corpus = build_corpus(
+                spec, [samples_dir() / name / f for f in spec.samples], Path(tmp), extra_sources=extra
+            ).corpus
             questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines()]
             backends = [("lucene", {}), ("dense", {"faiss_index": args.faiss_index, "threads": args.threads})]
             if args.colbert:

@@ -120,9 +120,25 @@ def _jvm() -> dict[str, Any]:
         "BoostQuery": "org.apache.lucene.search.BoostQuery",
         "Term": "org.apache.lucene.index.Term",
         "ArrayList": "java.util.ArrayList",
+        "IndexSearcher": "org.apache.lucene.search.IndexSearcher",
+        "IndexReader": "org.apache.lucene.index.IndexReader",
+        "DirectoryReader": "org.apache.lucene.index.DirectoryReader",
+        "FSDirectory": "org.apache.lucene.store.FSDirectory",
+        "Paths": "java.nio.file.Paths",
+        "BM25Similarity": "org.apache.lucene.search.similarities.BM25Similarity",
+        "Sort": "org.apache.lucene.search.Sort",
+        "SortField": "org.apache.lucene.search.SortField",
+        "SortFieldType": "org.apache.lucene.search.SortField$Type",
     }
     _classes.update({key: jnius.autoclass(name) for key, name in names.items()})
     return _classes
+
+
+def jnius_cast(classes: dict[str, Any], name: str, value: Any) -> Any:
+    """`value` as its superclass `name`: pyjnius matches a constructor's arguments by their declared class."""
+    import jnius
+
+    return jnius.cast(classes[name].__javaclass__, value)
 
 
 def anserini_document(corpus_line: bytes) -> bytes:
@@ -219,11 +235,36 @@ class LuceneRetriever:
         self._generator = classes["QueryGenerator"]()
         self._threads = threads
         self._total = int(self._searcher.get_total_num_docs())
+        # Single queries go to Lucene's own IndexSearcher: Anserini's SimpleSearcher.search copies
+        # every hit's stored fields into a Result object that pyjnius then wraps, field by field
+        # (5 ms a query at k = 10 on MuSiQue's sample, 9 ms at 100; this way 1 and 4 ms:
+        # scripts/bench_dense.py). Same BM25, same hits; ties ordered by id as Anserini orders them.
+        self._reader = classes["DirectoryReader"].open(classes["FSDirectory"].open(classes["Paths"].get(str(path))))
+        self._lucene = classes["IndexSearcher"](jnius_cast(classes, "IndexReader", self._reader))
+        self._lucene.setSimilarity(classes["BM25Similarity"](float(k1), float(b)))
+        self._stored = self._reader.storedFields()
+        # Anserini's order (SimpleSearcher's BREAK_SCORE_TIES_BY_DOCID): score, then id, inside Lucene,
+        # so that ties at the cut-off keep the same paragraphs too.
+        sort_field = classes["SortField"]
+        self._order = classes["Sort"](sort_field.FIELD_SCORE, sort_field("id", classes["SortFieldType"].STRING_VAL))
 
     def _hit(self, scored) -> Hit:
-        raw = orjson.loads(scored.lucene_document.get("raw"))
+        """A hit of Anserini's batch search (a Result)."""
+        return self._hit_of(scored.lucene_document.get("raw"), float(scored.score))
+
+    @staticmethod
+    def _hit_of(raw_json: str, score: float) -> Hit:
+        raw = orjson.loads(raw_json)
         title = raw["title"]
-        return Hit(raw["id"], title, raw["contents"][len(title) + 1 :], float(scored.score))
+        return Hit(raw["id"], title, raw["contents"][len(title) + 1 :], score)
+
+    def _ranked(self, query, depth: int) -> list[Hit]:
+        """The top `depth` of a Lucene query in Anserini's order."""
+        stored = self._stored
+        return [
+            self._hit_of(stored.document(s.doc).get("raw"), float(s.score))
+            for s in self._lucene.search(query, depth, self._order, True).scoreDocs
+        ]
 
     def _terms(self, text: str) -> list[str]:
         return [str(t) for t in self._c["AnalyzerUtils"].analyze(self._analyzer, text).toArray()]
@@ -264,15 +305,13 @@ class LuceneRetriever:
         c = self._c
         text_query = self._query("contents", query)
         if titles is None:
-            return [self._hit(s) for s in self._searcher.search(text_query, k)]
+            return self._ranked(text_query, k)
         allowed = {title_key(t) for t in titles}
         if not allowed or k <= 0:
             return []
         if len(allowed) > MAX_FILTER_TITLES or any(not self._terms(t) for t in titles):
             # A title of stop words alone ("It") has no term to filter on: rank, then filter.
-            return search_within_titles(
-                lambda depth: [self._hit(s) for s in self._searcher.search(text_query, depth)], k, titles, self._total
-            )
+            return search_within_titles(lambda depth: self._ranked(text_query, depth), k, titles, self._total)
         # The pages are a filter and the text is optional: every paragraph of an allowed page can
         # come back, those that match the query first (IRCoT's Elasticsearch query).
         # Bound to a name before it is passed on: pyjnius silently drops a query that a Python
@@ -284,8 +323,8 @@ class LuceneRetriever:
         built = combined.build()
         depth = k * 4 + 20
         while True:
-            scored = self._searcher.search(built, depth)
-            hits = [h for h in map(self._hit, scored) if title_key(h.title) in allowed]
+            scored = self._ranked(built, depth)
+            hits = [h for h in scored if title_key(h.title) in allowed]
             if len(hits) >= k or len(scored) < depth:
                 return hits[:k]
             depth *= 4
@@ -296,9 +335,9 @@ class LuceneRetriever:
             title_query = self._query("title", query)
             depth = k * 4 + 20
             while True:
-                scored = self._searcher.search(title_query, depth)
+                scored = self._ranked(title_query, depth)
                 best: dict[str, Hit] = {}
-                for hit in map(self._hit, scored):
+                for hit in scored:
                     best.setdefault(title_key(hit.title), hit)
                 if len(best) >= k or len(scored) < depth:
                     return list(best.values())[:k]
@@ -327,4 +366,5 @@ class LuceneRetriever:
 
     def close(self) -> None:
         with _JNI:
+            self._reader.close()
             self._searcher.close()
