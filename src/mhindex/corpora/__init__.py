@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mhindex.corpora import freebase, hotpotqa, iirc, musique, wikimultihopqa
+from mhindex.corpora import freebase, hotpotqa, iirc, musique, own, wikimultihopqa
 from mhindex.corpora.dataset import Dataset
 from mhindex.registry import unknown
 
@@ -25,6 +25,9 @@ DATASETS: dict[str, Dataset] = {
         iirc.DATASET,
         freebase.WEBQSP,
         freebase.CWQ,
+        own.JSONL,
+        own.DPR,
+        own.BEIR,
     )
 }
 

@@ -33,7 +33,7 @@ from mhindex.corpora.parallel import (
     merge_parts,
     paragraph_line,
 )
-from mhindex.corpora.records import Paragraph, Question, RecordGuard
+from mhindex.corpora.records import Paragraph, Question, RecordGuard, id_key
 from mhindex.errors import BadInput, UsageError
 from mhindex.files import atomic_directory, file_digest
 from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir
@@ -264,13 +264,13 @@ def build_corpus(
     into `<home>/<name>/`. With several sources every paragraph records its `source` dataset.
     `workers`: processes for JSON-lines releases (default: every core for inputs of 32 MB or
     more); the corpus is the same byte for byte whatever the number."""
+    if dataset.order_inputs is not None:
+        inputs = dataset.order_inputs(inputs)
     sources = [Source(dataset, inputs), *extra_sources]
     for source in sources:
         if not source.inputs:
-            raise UsageError(
-                f"no input files for {source.dataset.name}; pass --input FILE or run `mhindex download "
-                f"{source.dataset.name}`"
-            )
+            fetch = f" or run `mhindex download {source.dataset.name}`" if source.dataset.release else ""
+            raise UsageError(f"no input files for {source.dataset.name}; pass --input FILE{fetch}")
     per_source = converter_options(sources, options or {})
     recorded_options = {k: v for o in per_source for k, v in o.items()}
     recorded_sources = (
@@ -397,6 +397,8 @@ def _build(
         )
     if guard.skipped:
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
+    if dataset.given_ids and (repeated := manifest["counts"]["duplicate_paragraphs"]):
+        warnings.append(f"{repeated} paragraphs repeated an id seen before; the first paragraph of each id was kept")
     stale = (
         sorted(
             p.name
@@ -469,7 +471,7 @@ class _Questions:
             self.counts["duplicate_questions"] += 1
             return
         self.ids.add(qid)
-        missing = [g for g in gold if int(g, 16) not in kept]  # per question: rare next to paragraphs
+        missing = [g for g in gold if id_key(g) not in kept]  # per question: rare next to paragraphs
         fixed = None
         if missing:
             unmapped = [*unmapped, *(f"paragraph {g}" for g in missing)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from mhindex.corpora.download import Download
 
@@ -29,3 +30,7 @@ class Dataset:
     #: the conversion of one record of a JSON-lines input, for datasets whose `convert` is no more
     #: than that over each line: large such inputs are converted on every core (corpora/parallel.py)
     convert_line: Callable[[dict], list] | None = None
+    #: the inputs in the order conversion needs them (paragraphs before the questions that name them)
+    order_inputs: Callable[[list[Path]], list[Path]] | None = None
+    #: paragraphs keep the ids their source gives (a user's own corpus), one paragraph an id
+    given_ids: bool = False

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from mhindex.corpora.records import FieldError, Paragraph, Question, RecordGuard, first_char
+from mhindex.corpora.records import COMPRESSED, FieldError, Paragraph, Question, RecordGuard, first_char
 from mhindex.errors import MhindexError
 from mhindex.files import parse_jsonl
 from mhindex.processes import die_with_parent
@@ -53,7 +53,7 @@ def can_split(dataset, inputs: list[Path]) -> bool:
     return (
         dataset.convert_line is not None
         and "fork" in multiprocessing.get_all_start_methods()
-        and all(p.suffix not in (".bz2", ".gz") and p.is_file() and first_char(p) == "{" for p in inputs)
+        and all(p.suffix not in COMPRESSED and p.is_file() and first_char(p) == "{" for p in inputs)
     )
 
 
@@ -143,7 +143,7 @@ def _convert_part(
             for item in guard.convert(path, where, record, convert_line):
                 if type(item) is Paragraph:
                     read += 1
-                    content = hash((item.title, item.text))
+                    content = item.key if item.given else hash((item.title, item.text))
                     if content in seen:
                         continue
                     seen_add(content)
@@ -151,7 +151,7 @@ def _convert_part(
                     write(line)
                     position += len(line)
                     ends_append(position)
-                    keys_append(int(item.id, 16))
+                    keys_append(item.key)
                 elif isinstance(item, Question):
                     line = dumps(item.record()) + b"\n"
                     out.write(line)

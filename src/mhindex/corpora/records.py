@@ -11,6 +11,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -34,6 +35,17 @@ def paragraph_key(title: str, text: str) -> int:
     return int(paragraph_id(title, text), 16)
 
 
+_CONTENT_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def id_key(paragraph_id: str) -> int:
+    """Any paragraph id as the 64-bit integer the builder deduplicates on: a content id (16 hex
+    digits) is its own number, an id a source gave (DPR's "12", BEIR's "MED-10") is hashed."""
+    if len(paragraph_id) == 16 and _CONTENT_ID.fullmatch(paragraph_id):
+        return int(paragraph_id, 16)
+    return int.from_bytes(hashlib.blake2b(paragraph_id.encode(), digest_size=8).digest(), "big")
+
+
 def join_sentences(sentences: Iterable[str]) -> str:
     """Sentences to one paragraph, as IRCoT does: strip each, join with single spaces."""
     return " ".join(s.strip() for s in sentences if s.strip())
@@ -41,13 +53,15 @@ def join_sentences(sentences: Iterable[str]) -> str:
 
 class Paragraph:
     """One paragraph. Its content id is computed on first use and kept: a build meets most
-    paragraphs many times and needs the id only of the first meeting and of gold ones."""
+    paragraphs many times and needs the id only of the first meeting and of gold ones. A corpus
+    of the user's own gives its ids (`given`): those are kept, and the builder keeps one paragraph an id."""
 
-    __slots__ = ("title", "text", "meta", "_id")
+    __slots__ = ("title", "text", "meta", "_id", "given")
 
-    def __init__(self, title: str, text: str, meta: dict | None = None) -> None:
+    def __init__(self, title: str, text: str, meta: dict | None = None, id: str | None = None) -> None:
         self.title, self.text, self.meta = title, text, meta
-        self._id: str | None = None
+        self._id: str | None = id
+        self.given = id is not None
 
     @property
     def id(self) -> str:
@@ -57,7 +71,7 @@ class Paragraph:
 
     @property
     def key(self) -> int:
-        return int(self.id, 16)
+        return id_key(self.id) if self.given else int(self.id, 16)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Paragraph) and (self.title, self.text, self.meta) == (
@@ -180,12 +194,23 @@ class RecordGuard:
             return []
 
 
+COMPRESSED = (".bz2", ".gz", ".zst", ".zstd")
+
+
 def open_binary(path: Path):
-    """Open a possibly compressed file (.bz2, .gz) for binary reading."""
+    """Open a possibly compressed file (.bz2, .gz, .zst) for binary reading, streamed."""
     if path.suffix == ".bz2":
         return bz2.open(path, "rb")
     if path.suffix == ".gz":
         return gzip.open(path, "rb")
+    if path.suffix in (".zst", ".zstd"):
+        import io
+
+        import zstandard
+
+        # zstandard's reader reads whole frames, not lines: buffered, it iterates by line as the others do.
+        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
+        return io.BufferedReader(raw, 1 << 20)
     return open(path, "rb")
 
 
