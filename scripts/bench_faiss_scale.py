@@ -1,7 +1,11 @@
 """Dense retrieval past memory: the IVF-PQ path of the dense backend on synthetic vectors.
 
     .venv/bin/python scripts/bench_faiss_scale.py [--paragraphs 500000] [--dim 384] [--pq-m 16]
-        [--work /tmp/faiss-scale]
+        [--work /tmp/faiss-scale] [--raw]
+
+With --raw the vectors are also written as one raw float32 file, as FlashRAG's --save_embedding
+writes them, and the index is built from that file as `mhindex index --vectors FILE --vectors-dim D`
+builds it (memory-mapped, a chunk at a time), not from the encoding shards.
 
 Writes --paragraphs synthetic unit vectors (near a low-dimensional subspace, as text embeddings are) as the
 dense backend's encoding shards, then in separate processes, each reporting its own peak memory:
@@ -57,13 +61,18 @@ def write_shards(work: Path, count: int, dim: int) -> None:
 def build(work: Path, pq_m: int) -> None:
     import faiss
 
-    from mhindex.backends.dense import DenseOptions, build_faiss_index
+    from mhindex.backends.dense import DenseOptions, Vectors, build_faiss_index
 
     faiss.omp_set_num_threads(2)
     shards = sorted(work.glob("shard-*.npy"))
     dim = np.load(shards[0], mmap_mode="r").shape[1]
+    raw = work / "vectors.f32"
+    if raw.is_file():
+        vectors = Vectors.of_array(np.memmap(raw, dtype=np.float32, mode="r").reshape(-1, dim), None, SHARD)
+    else:
+        vectors = Vectors.of_shards(shards, dim)
     started = time.perf_counter()
-    index = build_faiss_index(faiss, shards, dim, DenseOptions(faiss_index="ivfpq", pq_m=pq_m))
+    index = build_faiss_index(faiss, vectors, DenseOptions(faiss_index="ivfpq", pq_m=pq_m))
     faiss.write_index(index, str(work / "faiss.index"))
     print(f"build {time.perf_counter() - started:.1f} {peak_mb():.0f} {index.nlist}")
 
@@ -123,6 +132,7 @@ def main() -> None:
     parser.add_argument("--pq-m", type=int, default=16)
     parser.add_argument("--work", type=Path, default=Path("/tmp/faiss-scale"))
     parser.add_argument("--phase", choices=["build", "search-mmap", "search-memory"])
+    parser.add_argument("--raw", action="store_true", help="build from one raw float32 file (--vectors)")
     args = parser.parse_args()
     if args.phase == "build":
         return build(args.work, args.pq_m)
@@ -134,6 +144,10 @@ def main() -> None:
         old.unlink()
     n, dim = args.paragraphs, args.dim
     write_shards(args.work, n, dim)
+    if args.raw:
+        with open(args.work / "vectors.f32", "wb") as out:
+            for shard in sorted(args.work.glob("shard-*.npy")):
+                out.write(np.load(shard).astype(np.float32).tobytes())
     seconds, build_peak, lists = child("--work", str(args.work), "--phase", "build", "--pq-m", str(args.pq_m))
     rows = {mode: child("--work", str(args.work), "--phase", f"search-{mode}") for mode in ("mmap", "memory")}
     truth = exact_top10(args.work)
@@ -144,7 +158,8 @@ def main() -> None:
         f"{lists} lists, {args.pq_m} bytes a code"
     )
     print(
-        f"build (train on a sample, add shard by shard): {float(seconds):.0f} s, peak memory "
+        f"build from {'one raw float32 file (--vectors)' if args.raw else 'the encoding shards'} (train on a "
+        f"sample, add chunk by chunk): {float(seconds):.0f} s, peak memory "
         f"{float(build_peak):,.0f} MB"
     )
     print(f"index on disk: {disk:,.1f} MB ({disk * 2**20 / n:.1f} bytes a paragraph)")
@@ -162,12 +177,15 @@ def main() -> None:
         )
     overhead = float(build_peak) - build_estimate(n, dim, args.pq_m, int(lists))
     print(
-        "\nfor HotpotQA's 5,233,329 abstracts, by the same sizes (codes and 8-byte ids, centroids, a "
-        "64-per-list training sample,"
+        "\nfor HotpotQA's 5,233,329 abstracts and DPR's 21,015,324 passages, by the same sizes (codes and "
+        "8-byte ids, centroids, a 64-per-list training sample,"
         f" one shard, plus the {overhead:,.0f} MB this run needed beyond them):"
     )
-    for label, d, m in (("MiniLM, 384 dims, --pq-m 16", 384, 16), ("DPR, 768 dims, --pq-m 64", 768, 64)):
-        total = 5_233_329
+    for label, d, m, total in (
+        ("5.2M, MiniLM, 384 dims, --pq-m 16", 384, 16, 5_233_329),
+        ("5.2M, DPR, 768 dims, --pq-m 64", 768, 64, 5_233_329),
+        ("21M, DPR, 768 dims, --pq-m 64", 768, 64, 21_015_324),
+    ):
         nlist = round(4 * math.sqrt(total))
         index_mb = (total * (m + 8) + nlist * d * 4) / 2**20
         shards = total * d * 4 / 2**30

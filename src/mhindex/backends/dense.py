@@ -15,7 +15,7 @@ import hashlib
 import math
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any
 
 from mhindex.backends.base import BackendContext, Hit, search_within_titles
 from mhindex.encoders import PACKAGED_ENCODER, RUNTIME_HELP, RUNTIMES, Encoder, OnnxEncoder, make_encoder
-from mhindex.errors import MhindexError, UsageError
+from mhindex.errors import BadInput, MhindexError, UsageError
 from mhindex.files import inside
 from mhindex.home import CorpusDir
 from mhindex.options import option
@@ -57,6 +57,23 @@ class DenseOptions:
         False, "Dense IVF-PQ: search the index memory-mapped from disk, for indexes larger than memory.", stage="search"
     )
     encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
+    vectors: str | None = option(
+        None,
+        "Dense: build from vectors computed elsewhere (a GPU), one a paragraph in the order of the corpus's "
+        "corpus.jsonl (or of --vector-ids): .npy, or raw numbers as FlashRAG's --save_embedding writes them "
+        "(with --vectors-dim). --encoder names their encoder: it encodes the questions.",
+        metavar="FILE",
+        stage="index",
+    )
+    vectors_dim: int | None = option(
+        None, "Dense --vectors: the dimension of a raw vectors file.", min=1, stage="index"
+    )
+    vectors_dtype: str = option(
+        "float32", "Dense --vectors: the numbers of a raw file.", choices=("float32", "float16"), stage="index"
+    )
+    vector_ids: str | None = option(
+        None, "Dense --vectors: the vectors' paragraph ids, one a line, in their order.", metavar="FILE", stage="index"
+    )
     batch_size: int = option(32, "Dense: paragraphs encoded per batch.", min=1, stage="both")
     shard_size: int = option(10_000, "Dense: paragraphs per resumable shard.", min=1, stage="both")
     threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
@@ -98,29 +115,65 @@ def _faiss():
     return faiss
 
 
-def _training_sample(shards: Sequence[Path], lengths: Sequence[int], size: int, seed: int = 0):
-    """`size` vectors drawn uniformly (seeded) from the shards, read through memory maps."""
-    import numpy as np
+@dataclass
+class Vectors:
+    """The vectors an index is built from, in corpus order, a chunk at a time: encoded shards on
+    disk, or a file of vectors computed elsewhere (`--vectors`), never all in memory at once."""
 
-    count = sum(lengths)
-    chosen = np.sort(np.random.default_rng(seed).choice(count, size=min(size, count), replace=False))
-    parts, start = [], 0
-    for shard, length in zip(shards, lengths, strict=True):
-        inside = chosen[(chosen >= start) & (chosen < start + length)] - start
-        if len(inside):
-            parts.append(np.asarray(np.load(shard, mmap_mode="r")[inside]))
-        start += length
-    return np.concatenate(parts)
+    lengths: list[int]
+    chunk: Callable[[int], Any]  # chunk i as a float32 array
+    rows: Callable[[Any], Any]  # the rows at these sorted positions (a training sample)
+    dim: int
+
+    @classmethod
+    def of_shards(cls, shards: Sequence[Path], dim: int) -> Vectors:
+        import numpy as np
+
+        lengths = [len(np.load(s, mmap_mode="r")) for s in shards]  # headers only
+
+        def rows(chosen):
+            parts, start = [], 0
+            for shard, length in zip(shards, lengths, strict=True):
+                inside = chosen[(chosen >= start) & (chosen < start + length)] - start
+                if len(inside):
+                    parts.append(np.asarray(np.load(shard, mmap_mode="r")[inside]))
+                start += length
+            return np.concatenate(parts)
+
+        return cls(lengths, lambda i: np.ascontiguousarray(np.load(shards[i], mmap_mode="r")), rows, dim)
+
+    @classmethod
+    def of_array(cls, array, order, chunk_size: int) -> Vectors:
+        """`array` (memory-mapped) row `order[i]` is paragraph i's vector (row i without an order)."""
+        import numpy as np
+
+        count = len(array) if order is None else len(order)
+        starts = range(0, count, chunk_size)
+
+        def take(positions):
+            picked = array[positions] if order is None else array[np.asarray(order)[positions]]
+            return np.ascontiguousarray(picked, dtype=np.float32)
+
+        return cls(
+            [min(chunk_size, count - s) for s in starts],
+            lambda i: take(slice(starts[i], starts[i] + chunk_size)),
+            take,
+            int(array.shape[1]),
+        )
+
+    def sample(self, size: int, seed: int = 0):
+        """`size` vectors drawn uniformly (seeded)."""
+        import numpy as np
+
+        count = sum(self.lengths)
+        return self.rows(np.sort(np.random.default_rng(seed).choice(count, size=min(size, count), replace=False)))
 
 
-def build_faiss_index(faiss, shards: Sequence[Path], dim: int, options: DenseOptions):
-    """The FAISS index of the encoded shards, added one shard at a time: flat and HNSW hold every
-    vector in memory by nature, but IVF-PQ never needs more than its codes, its training sample
-    and one shard, so it builds corpora whose vectors do not fit in memory."""
-    import numpy as np
-
-    lengths = [len(np.load(s, mmap_mode="r")) for s in shards]  # headers only
-    count = sum(lengths)
+def build_faiss_index(faiss, vectors: Vectors, options: DenseOptions):
+    """The FAISS index of the vectors, added one chunk at a time: flat and HNSW hold every vector
+    in memory by nature, but IVF-PQ never needs more than its codes, its training sample and one
+    chunk, so it builds corpora whose vectors do not fit in memory."""
+    count, dim = sum(vectors.lengths), vectors.dim
     kind = options.faiss_index
     if kind == "flat":
         index = faiss.IndexFlatIP(dim)
@@ -140,12 +193,92 @@ def build_faiss_index(faiss, shards: Sequence[Path], dim: int, options: DenseOpt
         index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, lists, options.pq_m, bits, faiss.METRIC_INNER_PRODUCT)
         # FAISS asks for at least 39 points a list (and subsamples above 256): 64 keeps k-means on
         # 5.2M paragraphs (9,121 lists, 584k points) within about 1 GB at 384 dimensions.
-        index.train(_training_sample(shards, lengths, options.ivf_train or max(64 * lists, 2**bits * 40)))
+        index.train(vectors.sample(options.ivf_train or max(64 * lists, 2**bits * 40)))
     else:
         raise UsageError(f"--faiss-index must be flat, hnsw or ivfpq, not {kind!r}")
-    for shard in shards:
-        index.add(np.ascontiguousarray(np.load(shard, mmap_mode="r")))
+    for number in range(len(vectors.lengths)):
+        index.add(vectors.chunk(number))
     return index
+
+
+def given_vectors(corpus: CorpusDir, options: DenseOptions, dim: int) -> Vectors:
+    """`--vectors FILE`, checked against the corpus and the encoder, in corpus order."""
+    import numpy as np
+
+    path = Path(options.vectors or "").expanduser()
+    if not path.is_file():
+        raise BadInput(f"{path}: no such file (--vectors)")
+    if path.suffix == ".npy":
+        try:
+            array = np.load(path, mmap_mode="r")
+        except ValueError as error:
+            raise BadInput(f"{path}: not a .npy array ({error})") from None
+        if array.ndim != 2:
+            raise BadInput(f"{path}: a {array.ndim}-dimensional array; --vectors needs one vector a row")
+    else:
+        if options.vectors_dim is None:
+            raise UsageError(f"{path} is raw numbers: give their dimension with --vectors-dim (the encoder's, {dim})")
+        dtype = np.dtype(options.vectors_dtype)
+        size = path.stat().st_size
+        if size % (options.vectors_dim * dtype.itemsize):
+            raise BadInput(
+                f"{path} holds {size:,} bytes, not a whole number of {options.vectors_dim}-dimensional "
+                f"{options.vectors_dtype} vectors: check --vectors-dim and --vectors-dtype"
+            )
+        array = np.memmap(path, dtype=dtype, mode="r").reshape(-1, options.vectors_dim)
+    if array.shape[1] != dim:
+        raise BadInput(
+            f"{path} holds {array.shape[1]}-dimensional vectors, the encoder {options.encoder} makes {dim}: "
+            "name the encoder that computed them with --encoder"
+        )
+    paragraphs = corpus.paragraphs()
+    count = len(paragraphs)
+    paragraphs.close()
+    order = None
+    if options.vector_ids:
+        order = vector_order(corpus, Path(options.vector_ids).expanduser(), len(array))
+    elif len(array) != count:
+        raise BadInput(
+            f"{path} holds {len(array):,} vectors for {count:,} paragraphs: give one a paragraph in the order of "
+            f"{corpus.corpus}, or their ids in order with --vector-ids"
+        )
+    return Vectors.of_array(array, order, options.shard_size)
+
+
+def vector_order(corpus: CorpusDir, ids_file: Path, rows: int):
+    """For each paragraph in corpus order, its row in the vectors, from the vectors' ids (one a line).
+    Matched by sorting 64-bit keys, not a dict: 21M ids take 0.5 GB, not 3."""
+    import numpy as np
+    import orjson
+
+    from mhindex.corpora.records import id_key
+
+    if not ids_file.is_file():
+        raise BadInput(f"{ids_file}: no such file (--vector-ids)")
+    with open(ids_file, "rb") as handle:
+        given = np.fromiter((id_key(line.rstrip(b"\r\n").decode()) for line in handle), dtype=np.uint64)
+    if len(given) != rows:
+        raise BadInput(f"{ids_file} names {len(given):,} ids for {rows:,} vectors: one id a vector, in order")
+    with open(corpus.corpus, "rb") as handle:
+        wanted = np.fromiter((id_key(orjson.loads(line)["id"]) for line in handle), dtype=np.uint64)
+    by_key = np.argsort(given, kind="stable")
+    found = np.searchsorted(given[by_key], wanted)
+    found = np.minimum(found, len(given) - 1)
+    missing = np.flatnonzero(given[by_key][found] != wanted)
+    if len(missing):
+        first = corpus.paragraphs()
+        try:
+            name = first[int(missing[0])]["id"]
+        finally:
+            first.close()
+        raise BadInput(f"{ids_file} has no vector for {len(missing):,} paragraphs of the corpus (first: id {name!r})")
+    return by_key[found]
+
+
+def vectors_record(options: DenseOptions) -> dict[str, Any]:
+    path = Path(options.vectors or "").expanduser().resolve()
+    stat = path.stat()
+    return {"path": str(path), "bytes": stat.st_size, "modified": stat.st_mtime}
 
 
 def read_faiss_index(faiss, path: Path, memory_map: bool):
@@ -163,15 +296,21 @@ class DenseBackend:
         faiss = _faiss()
         name = options.encoder
         encoder = make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context.models)
-        work = inside(context.home, _work_dir(corpus, options))
-        work.mkdir(parents=True, exist_ok=True)
         paragraphs = corpus.paragraphs()
-        try:
-            shards, resumed = self._encode(paragraphs, encoder, work, options)
-            count = len(paragraphs)
-        finally:
+        count = len(paragraphs)
+        resumed = 0
+        if options.vectors:
             paragraphs.close()
-        index = build_faiss_index(faiss, shards, encoder.dim, options)
+            vectors = given_vectors(corpus, options, encoder.dim)
+        else:
+            work = inside(context.home, _work_dir(corpus, options))
+            work.mkdir(parents=True, exist_ok=True)
+            try:
+                shards, resumed = self._encode(paragraphs, encoder, work, options)
+            finally:
+                paragraphs.close()
+            vectors = Vectors.of_shards(shards, encoder.dim)
+        index = build_faiss_index(faiss, vectors, options)
         if index.ntotal != count:  # never an index that holds less than it claims
             raise MhindexError(
                 f"the dense index holds {index.ntotal:,} vectors for {count:,} paragraphs; nothing was "
@@ -187,6 +326,7 @@ class DenseBackend:
             "pooling": encoder.pooling,
             "normalized": encoder.normalize,
             "resumed_shards": resumed,
+            **({"vectors": vectors_record(options)} if options.vectors else {}),
         }
 
     @staticmethod
