@@ -145,6 +145,22 @@ def test_search_stdin_stream_keeps_ids_and_order(built):
     assert all(len(r["hits"]) == 4 and set(r["hits"][0]) == {"id", "title", "text", "score"} for r in good)
 
 
+def test_search_stdin_takes_questions_files_topics_and_plain_lines(built):
+    """As Pyserini users pipe queries: the corpus's own questions.jsonl, BEIR's queries, topics TSV, plain text."""
+    root, corpus = built
+    questions = read_jsonl(corpus.questions)[:3]
+    lines = corpus.questions.read_text().splitlines()[:3]
+    lines.append(json.dumps({"_id": "beir-1", "text": questions[0]["question"], "metadata": {}}))
+    lines.append(f"topic-7\t{questions[1]['question']}")
+    lines.append(questions[2]["question"])
+    result = run_cli(root, "search", corpus.name, "-", "-k", "3", stdin="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in records] == [*(q["id"] for q in questions), "beir-1", "topic-7", "6"]
+    by_question = [[h["id"] for h in r["hits"]] for r in records]
+    assert by_question[3] == by_question[0] and by_question[4] == by_question[1] and by_question[5] == by_question[2]
+
+
 def test_search_command_loads_no_torch(built):
     root, corpus = built
     code = (

@@ -164,6 +164,39 @@ def read_jsonl_stream(stream, required: str):
         yield number, record
 
 
+QUERY_FIELDS = ("query", "question", "text")  # mhindex's, a questions.jsonl's, BEIR's queries.jsonl
+
+
+def read_query_stream(stream):
+    """(line number, {"id", "query"}) for each non-blank line of stdin as search users write them:
+    JSON lines with `query`, `question` (a corpus's own questions.jsonl) or `text` (BEIR's queries),
+    `id` or `_id`; Pyserini's topics TSV (`id<TAB>query`); or plain text, one query a line (its id is
+    its line number). A JSON line with no query field gives (line number, why) in its place."""
+    import orjson
+
+    for number, line in enumerate(stream, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            try:
+                record = orjson.loads(text)
+            except orjson.JSONDecodeError as error:
+                yield number, f"not valid JSON ({error})"
+                continue
+            query = next((record[f] for f in QUERY_FIELDS if isinstance(record.get(f), str)), None)
+            if query is None:
+                yield number, "no query: give a string field 'query' (or 'question', or 'text')"
+                continue
+            qid = next((record[f] for f in ("id", "_id", "qid") if isinstance(record.get(f), str | int)), number)
+            yield number, {"id": str(qid), "query": query}
+        elif "\t" in text:
+            qid, query = text.split("\t", 1)
+            yield number, {"id": qid, "query": query.strip()}
+        else:
+            yield number, {"id": str(number), "query": text}
+
+
 class CountingReader(io.RawIOBase):
     """A binary reader that reports how many bytes were consumed, for byte-based progress bars."""
 

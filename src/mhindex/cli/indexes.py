@@ -59,7 +59,12 @@ def index(
 def search(
     name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
     query: Annotated[
-        str, typer.Argument(help='Query text, or "-" to read JSONL {"id", "query"} from stdin.', show_default=False)
+        str,
+        typer.Argument(
+            help='Query text, or "-" for one query a line from stdin: JSONL {"id", "query"} (or "question", as '
+            "in questions.jsonl), id<TAB>query as Pyserini's topics, or plain text.",
+            show_default=False,
+        ),
     ],
     k: Annotated[int, typer.Option("-k", min=1, help="Paragraphs per query.")] = 10,
     backend: BackendOption = "lucene",
@@ -72,7 +77,7 @@ def search(
     """Search a corpus's index. With "-", one JSONL result per input line, in order:
     {"id", "hits": [{"id", "title", "text", "score"}]}; a bad line gets {"line", "error"}."""
     from mhindex.backends import BackendSpec, open_retriever, search_stream
-    from mhindex.files import read_jsonl_stream
+    from mhindex.files import read_query_stream
 
     root = setup(home, quiet)
     spec = BackendSpec.parse(backend, backend_options)
@@ -81,7 +86,7 @@ def search(
     retriever = open_retriever(corpus, spec)
     try:
         if query == "-":
-            failed = search_stream(retriever, read_jsonl_stream(sys.stdin, "query"), k, batch, write_line)
+            failed = search_stream(retriever, read_query_stream(sys.stdin), k, batch, write_line)
             if failed:
                 ui.reporter().warning(f"{failed} input lines were not valid queries")
                 raise typer.Exit(1)
