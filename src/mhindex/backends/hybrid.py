@@ -18,6 +18,7 @@ Ties keep the order of the first ranking that holds them. Title-scoped search go
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -67,22 +68,51 @@ def part_weights(options: HybridOptions, parts: int) -> list[float]:
     return weights
 
 
-def fuse(rankings: Sequence[Sequence[Hit]], options: HybridOptions, weights: Sequence[float], k: int) -> list[Hit]:
-    """The top `k` of the rankings fused (see the module's docstring)."""
+#: A part's candidate: its id, its score, and the hit itself when the fusion keeps it (Lucene reads
+#: a hit's text only then: of its 100 candidates a fusion keeps k).
+Candidate = tuple[str, float, Callable[[], Hit]]
+
+
+def fuse(
+    rankings: Sequence[Sequence[Candidate]], options: HybridOptions, weights: Sequence[float], k: int
+) -> list[tuple[str, float, Callable[[], Hit]]]:
+    """The top `k` of the rankings fused (see the module's docstring): (id, fused score, its hit)."""
     scores: dict[str, float] = {}
-    first: dict[str, Hit] = {}
+    first: dict[str, Callable[[], Hit]] = {}
     for ranking, weight in zip(rankings, weights):
         if options.fusion == "rrf":
             gains = [1.0 / (options.rrf_k + rank) for rank in range(1, len(ranking) + 1)]
         else:
-            values = [hit.score for hit in ranking]
+            values = [score for _, score, _ in ranking]
             low, high = (min(values), max(values)) if values else (0.0, 0.0)
             gains = [weight * ((v - low) / (high - low) if high > low else 1.0) for v in values]
-        for hit, gain in zip(ranking, gains):
-            scores[hit.id] = scores.get(hit.id, 0.0) + gain
-            first.setdefault(hit.id, hit)
+        for (pid, _, hit), gain in zip(ranking, gains):
+            scores[pid] = scores.get(pid, 0.0) + gain
+            first.setdefault(pid, hit)
     order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable: ties keep first-seen order
-    return [Hit(i, first[i].title, first[i].text, scores[i]) for i in order[:k]]
+    return [(i, scores[i], first[i]) for i in order[:k]]
+
+
+def _as_candidates(hits: Sequence[Hit]) -> list[Candidate]:
+    return [(hit.id, hit.score, functools.partial(_same, hit)) for hit in hits]
+
+
+def _same(hit: Hit) -> Hit:
+    return hit
+
+
+def _candidates(retriever: Retriever, query: str, depth: int) -> list[Candidate]:
+    """A part's ranking as candidates: from `scored` where the engine has it (Lucene), else its hits."""
+    scored = getattr(retriever, "scored", None)
+    return scored(query, depth) if scored is not None else _as_candidates(retriever.search(query, depth))
+
+
+def _hits(fused: Sequence[tuple[str, float, Callable[[], Hit]]]) -> list[Hit]:
+    hits = []
+    for _, score, hit in fused:
+        found = hit()
+        hits.append(Hit(found.id, found.title, found.text, score))
+    return hits
 
 
 class Fused:
@@ -98,12 +128,19 @@ class Fused:
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         depth = max(k, self.options.fusion_depth)
-        return fuse(self._each(lambda r: r.search(query, depth, titles)), self.options, self.weights, k)
+        if titles is None:
+            rankings = self._each(lambda r: _candidates(r, query, depth))
+        else:
+            rankings = [_as_candidates(hits) for hits in self._each(lambda r: r.search(query, depth, titles))]
+        return _hits(fuse(rankings, self.options, self.weights, k))
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
         depth = max(k, self.options.fusion_depth)
         per_part = self._each(lambda r: r.search_many(queries, depth))
-        return [fuse(rankings, self.options, self.weights, k) for rankings in zip(*per_part)]
+        return [
+            _hits(fuse([_as_candidates(h) for h in rankings], self.options, self.weights, k))
+            for rankings in zip(*per_part)
+        ]
 
     def close(self) -> None:
         for _, retriever in self.parts:

@@ -14,6 +14,7 @@ indexed alone, so that a search can be restricted to a set of pages.
 
 from __future__ import annotations
 
+import functools
 import glob
 import importlib.util
 import os
@@ -22,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,7 @@ def _jvm() -> dict[str, Any]:
         "Sort": "org.apache.lucene.search.Sort",
         "SortField": "org.apache.lucene.search.SortField",
         "SortFieldType": "org.apache.lucene.search.SortField$Type",
+        "ScoredDocs": "io.anserini.search.ScoredDocs",
     }
     _classes.update({key: jnius.autoclass(name) for key, name in names.items()})
     return _classes
@@ -258,13 +260,28 @@ class LuceneRetriever:
         title = raw["title"]
         return Hit(raw["id"], title, raw["contents"][len(title) + 1 :], score)
 
+    def _top(self, query, depth: int) -> list[tuple[str, float, int]]:
+        """(id, score, Lucene's doc number) of the top `depth`, in Anserini's order; ids and scores
+        come back as two arrays (ScoredDocs), not as an object a hit that pyjnius wraps one by one."""
+        docs = self._c["ScoredDocs"].fromTopDocs(self._lucene.search(query, depth, self._order, True), self._lucene)
+        return list(zip(docs.docids, docs.scores, docs.lucene_docids))
+
+    def _load(self, doc: int, score: float) -> Hit:
+        with _JNI:
+            return self._hit_of(self._stored.document(doc).get("raw"), float(score))
+
     def _ranked(self, query, depth: int) -> list[Hit]:
-        """The top `depth` of a Lucene query in Anserini's order."""
+        """The top `depth` of a Lucene query in Anserini's order, with their text."""
         stored = self._stored
         return [
-            self._hit_of(stored.document(s.doc).get("raw"), float(s.score))
-            for s in self._lucene.search(query, depth, self._order, True).scoreDocs
+            self._hit_of(stored.document(doc).get("raw"), float(score)) for _, score, doc in self._top(query, depth)
         ]
+
+    def scored(self, query: str, depth: int) -> list[tuple[str, float, Callable[[], Hit]]]:
+        """Ids and scores of the top `depth`, each hit's text read only if asked for (by a fusion)."""
+        with _JNI:
+            top = self._top(self._query("contents", query), depth)
+        return [(pid, float(score), functools.partial(self._load, doc, score)) for pid, score, doc in top]
 
     def _terms(self, text: str) -> list[str]:
         return [str(t) for t in self._c["AnalyzerUtils"].analyze(self._analyzer, text).toArray()]
