@@ -14,11 +14,13 @@ indexed alone, so that a search can be restricted to a set of pages.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -162,11 +164,18 @@ class LuceneBackend:
         docs.mkdir()
         count = 0
         log = reporter()
-        with open(corpus_file, "rb") as source, open(docs / "docs.jsonl", "wb") as sink:
-            with log.progress("preparing documents", total=corpus_file.stat().st_size, unit="bytes") as bar:
+        # Anserini gives each input file to one thread: one file a thread, so that every thread indexes
+        # (one file of 1M paragraphs took 73 s with two threads, of which 59 s Anserini alone).
+        size = corpus_file.stat().st_size
+        files = max(1, options.threads)
+        with open(corpus_file, "rb") as source, contextlib.ExitStack() as stack:
+            sinks = [stack.enter_context(open(docs / f"docs-{i:02d}.jsonl", "wb")) for i in range(files)]
+            done = 0
+            with log.progress("preparing documents", total=size, unit="bytes") as bar:
                 for line in source:
                     bar.advance(len(line))
-                    sink.write(anserini_document(line))
+                    sinks[min(files - 1, done * files // max(1, size))].write(anserini_document(line))
+                    done += len(line)
                     count += 1
         command = [
             str(java),
@@ -191,8 +200,7 @@ class LuceneBackend:
         with log.progress(f"indexing {count:,} paragraphs with Lucene", total=None):
             # The JVM dies with this process, even one killed outright (processes.py).
             result = subprocess.run(command, capture_output=True, text=True, preexec_fn=child_of_this_process())
-        (docs / "docs.jsonl").unlink()
-        docs.rmdir()
+        shutil.rmtree(docs)
         if result.returncode != 0:
             detail = next(
                 (line for line in reversed(result.stderr.splitlines()) if "Exception" in line or "Error" in line),
