@@ -59,6 +59,13 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
     assert (tmp_path / "clean" / "metrics.json").is_file() and (tmp_path / "clean" / "chart.png").stat().st_size > 1000
     for method in ("nor", "oner"):
         assert len(read_predictions(tmp_path / "clean" / f"{method}.jsonl")) == 3
+    # NoR against OneR on the same three questions: F1 and EM (NoR retrieves nothing: no recall compared).
+    paired = {row["metric"]: row for row in report["paired"]}
+    assert set(paired) == {"f1", "em"} and all(row["a"] == "nor" and row["b"] == "oner" for row in paired.values())
+    f1 = paired["f1"]
+    assert f1["questions"] == 3
+    assert f1["difference"] == pytest.approx(report["methods"]["nor"]["f1"] - report["methods"]["oner"]["f1"])
+    assert f1["ci95"][0] <= f1["difference"] <= f1["ci95"][1]
 
     # Kill a second run (its own folder) as soon as it has written one oner prediction.
     folder = tmp_path / "interrupted"

@@ -256,3 +256,48 @@ def test_paper_columns_appear_with_their_method():
     console = Console(width=400, record=True)
     console.print(table({"oner": rows["oner"]}, "t"))
     assert "EM (EfficientRAG)" not in console.export_text() and "Cover-EM (all LM text)" not in console.export_text()
+
+
+def test_paired_bootstrap_interval():
+    """The interval of a constant difference is that constant; for a large sample it matches the normal
+    approximation of the mean's spread; and it is reproducible."""
+    import random
+    import statistics
+
+    from mhindex.eval.metrics import paired_bootstrap
+
+    assert paired_bootstrap([0.5] * 40) == (0.5, (0.5, 0.5))
+    rng = random.Random(3)
+    values = [rng.choice([-1.0, 0.0, 0.0, 1.0, 1.0]) for _ in range(400)]
+    mean, (low, high) = paired_bootstrap(values)
+    assert mean == pytest.approx(statistics.mean(values))
+    normal = 1.96 * statistics.stdev(values) / len(values) ** 0.5
+    assert low < mean < high
+    assert (high - low) / 2 == pytest.approx(normal, rel=0.1)
+    assert paired_bootstrap(values) == (mean, (low, high))
+
+
+def test_paired_differences_compare_methods_question_by_question():
+    from mhindex.eval.metrics import paired_differences
+
+    questions = {
+        f"q{i}": {"id": f"q{i}", "question": "?", "answers": ["Paris"], "gold_ids": ["g"], "dataset": "musique"}
+        for i in range(40)
+    }
+    # a answers 30 right and retrieves the gold paragraph for all; b answers 10 of those 30 right
+    # (and fails one question outright: it scores 0, as in the table) and retrieves it for half.
+    a = [
+        {"id": q, "answer": "Paris" if i < 30 else "Rome", "retrieved": [{"id": "g"}]} for i, q in enumerate(questions)
+    ]
+    b = [
+        {"id": q, "answer": "Paris" if i < 10 else "Rome", "retrieved": [{"id": "g" if i % 2 else "x"}]}
+        for i, q in enumerate(questions)
+        if i != 5
+    ]
+    b.append({"id": "q5", "error": "timed out"})
+    rows = {row["metric"]: row for row in paired_differences({"a": a, "b": b}, questions)}
+    em = rows["em"]
+    assert em["difference"] == pytest.approx(21 / 40)  # q5 is right for a, failed for b
+    assert em["ci95"][0] > 0.3 and em["ci95"][1] < 0.7
+    assert (em["a_better"], em["b_better"], em["questions"]) == (21, 0, 40)
+    assert rows["recall"]["difference"] == pytest.approx(21 / 40)  # the odd ones found by b, but not q5

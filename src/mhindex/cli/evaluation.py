@@ -115,6 +115,10 @@ def eval_(
         print_json(report)
     else:
         _show_metrics(report["methods"], f"{name}: {report['questions']} questions, {report['lm']}, {backend}", None)
+        if report["paired"]:
+            from mhindex.eval.report import paired_table
+
+            console().print(paired_table(report["paired"]))
         console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
     failed = sum(summary["failed"] for summary in report["methods"].values())
     if failed:  # as `ask -`: the table is written, and the exit code says it is not whole

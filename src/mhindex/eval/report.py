@@ -71,6 +71,35 @@ def table(metrics: dict[str, dict], title: str):
     return grid
 
 
+_PAIRED_LABELS = {"f1": "F1", "em": "EM", "recall": "Recall"}
+
+
+def paired_table(paired: list[dict]):
+    """Differences between methods on the same questions, with their paired bootstrap intervals."""
+    from rich.table import Table
+
+    grid = Table(
+        title="Paired differences (first minus second, same questions)",
+        title_justify="left",
+        caption="interval: 95% paired bootstrap over the questions (10,000 resamples); * excludes 0",
+        caption_justify="left",
+    )
+    for column in ("Methods", "Metric", "Difference", "95% interval", "n", "wins"):
+        grid.add_column(column, justify="left" if column in ("Methods", "Metric") else "right")
+    for row in paired:
+        low, high = row["ci95"]
+        mark = " *" if low > 0 or high < 0 else ""
+        grid.add_row(
+            f"{row['a']} - {row['b']}",
+            _PAIRED_LABELS.get(row["metric"], row["metric"]),
+            f"{row['difference'] * 100:+.1f}{mark}",
+            f"[{low * 100:+.1f}, {high * 100:+.1f}]",
+            str(row["questions"]),
+            f"{row['a_better']}:{row['b_better']}",
+        )
+    return grid
+
+
 def terminal_bars(metrics: dict[str, dict], width: int = 40) -> str:
     lines = []
     for name, summary in metrics.items():

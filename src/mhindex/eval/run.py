@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mhindex.errors import BadInput, Interrupted, UsageError, redact
-from mhindex.eval.metrics import aggregate
+from mhindex.eval.metrics import aggregate, paired_differences
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
 
@@ -408,6 +408,7 @@ def evaluate(
         "seed": seed,
         "budget": budget,
         "methods": metrics,
+        "paired": paired_differences(predictions, {q["id"]: q for q in questions}, budget),
     }
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
