@@ -158,6 +158,23 @@ def test_several_files_go_into_one_corpus(mh, home, tmp_path):
     assert [Path(i["path"]).name for i in manifest["inputs"]] == [dev.name, full.name]
 
 
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [
+        ("musique_ans_v1.0_train.jsonl", "train"),
+        ("musique_full_v1.0_test.jsonl", "test"),
+        ("musique_ans_v1.0_dev.jsonl", "dev"),
+        ("musique-validation.jsonl", "dev"),
+        ("questions.jsonl", None),
+    ],
+)
+def test_each_question_keeps_the_split_of_its_release_file(mh, home, tmp_path, name, split):
+    path = tmp_path / name
+    path.write_text("\n".join(MUSIQUE.read_text().splitlines()[:5]) + "\n")
+    assert mh("corpus", "musique", "--input", path).code == 0
+    assert [q.get("split") for q in corpus_of(home, "musique")[1]] == [split] * 5
+
+
 def test_hotpotqa_abstracts_archive(mh, home, tmp_path):
     """The full-wiki release: a tar of folders of bz2 JSON-lines files, one page a line.
 

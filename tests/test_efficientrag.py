@@ -148,6 +148,10 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4
     report = orjson.loads((folder / "trained.json").read_bytes())
     assert report["corpus"] == "mini" and report["questions"] == 24
+    # The file names no split: every question, and the ones the models fitted on (not held out) recorded.
+    assert report["split"] == "all" and report["held_out_questions"] >= 1
+    assert len(report["trained_question_ids"]) == 24 - report["held_out_questions"]
+    assert set(report["trained_question_ids"]) <= {r["id"] for r in RECORDS[:24]}
     assert set(report["held_out"]) >= {
         "labeler_token_f1",
         "labeler_tag_accuracy",
@@ -228,6 +232,40 @@ def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
         ]
     )
     assert code == 2 and "not an EfficientRAG model folder" in capsys.readouterr().err
+
+
+def test_eval_refuses_the_questions_the_models_trained_on(trained, capsys):
+    if not (trained / "models" / "efficientrag" / "mini" / "trained.json").is_file():
+        assert run(trained, *TRAIN, capsys=capsys)[0] == 0
+    code = main(["--home", str(trained), "eval", "mini", "--method", "efficientrag", "--max-demos", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "questions sampled trained efficientrag's models" in err and "--split dev" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_training_takes_the_train_split_and_says_when_there_is_none(tmp_path, capsys):
+    from mhindex.training.efficientrag import build_training_data
+
+    home = tmp_path / "home"
+    train, dev = tmp_path / "musique_ans_v1.0_train.jsonl", tmp_path / "musique_ans_v1.0_dev.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[:6]))
+    dev.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[6:10]))
+    assert main(["--quiet", "--home", str(home), "build", "musique", "-i", str(train), "-i", str(dev)]) == 0
+    from mhindex.backends import open_retriever
+    from mhindex.home import open_corpus
+
+    corpus = open_corpus(home, "musique")
+    retriever = open_retriever(corpus, "lucene")
+    try:
+        data = build_training_data(corpus, retriever)  # "all": every question
+        assert data.split == "all" and data.stats["questions"] == 10
+        data = build_training_data(corpus, retriever, split="auto")
+        assert data.split == "train" and {e["question_id"] for e in data.labeler} <= {r["id"] for r in RECORDS[:6]}
+        data = build_training_data(corpus, retriever, split="dev")
+        assert data.split == "dev" and data.stats["questions"] == 4
+        assert "it has no train split" in capsys.readouterr().err
+    finally:
+        retriever.close()
 
 
 def test_ask_without_trained_models_says_how_to_train(mh, home):

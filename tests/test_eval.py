@@ -316,3 +316,25 @@ def test_an_llm_judges_the_answers_with_efficientrag_s_prompt(mh, home, tmp_path
     )
     assert len(CallCache(home / "cache" / "lm.sqlite")) == calls >= 3  # judged once, then read from the cache
     assert "accuracy_llm" not in mh("score", str(answers), "--questions", "musique", "--json").json()["answers"]
+
+
+def test_eval_samples_the_dev_split_unless_told(mh, home, tmp_path):
+    from mhindex.eval.run import default_folder, sample_of_split
+    from mhindex.home import open_corpus
+
+    lines = MUSIQUE.read_text().splitlines()
+    train, dev = tmp_path / "musique_ans_v1.0_train.jsonl", tmp_path / "musique_ans_v1.0_dev.jsonl"
+    train.write_text("\n".join(lines[:30]) + "\n")
+    dev.write_text("\n".join(lines[30:50]) + "\n")
+    assert mh("corpus", "musique", "-i", train, "-i", dev).code == 0
+    corpus = open_corpus(home, "musique")
+    dev_ids = {json.loads(line)["id"] for line in lines[30:50]}
+    questions, split = sample_of_split(corpus, None, 1, "auto")
+    assert split == "dev" and {q["id"] for q in questions} == dev_ids  # what the papers evaluate on
+    questions, split = sample_of_split(corpus, 5, 1, "train")
+    assert split == "train" and len(questions) == 5 and not {q["id"] for q in questions} & dev_ids
+    assert len(sample_of_split(corpus, None, 1, "all")[0]) == 50
+    assert default_folder(corpus, "local:x", "lucene", 1, 5, "train").name.endswith("-n5-train")
+    assert default_folder(corpus, "local:x", "lucene", 1, 5, "dev").name.endswith("-n5")
+    result = mh("eval", "musique", "--split", "test", "--method", "nor")
+    assert result.code == 2 and "has no test questions (its splits: train (30), dev (20))" in result.err

@@ -226,11 +226,12 @@ def test_parquet_input_is_streamed_and_converts_like_json_lines(mh, home, tmp_pa
         )
     parquet = tmp_path / "test-00000-of-00001.parquet"
     pq.write_table(pa.Table.from_pylist(rows), parquet, row_group_size=5)
-    jsonl = tmp_path / "rog.jsonl"
+    jsonl = tmp_path / "rog-test.jsonl"  # named for its split, as the parquet shard is
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     a, corpus_a, questions_a = corpus_of(mh, home, "webqsp", "--input", parquet, "--name", "parquet")
     b, corpus_b, questions_b = corpus_of(mh, home, "webqsp", "--input", jsonl, "--name", "jsonl")
     assert a["corpus_sha256"] == b["corpus_sha256"] and questions_a == questions_b and len(corpus_a) > 50
+    assert {q["split"] for q in questions_a} == {"test"}
     # Streamed: the first rows arrive before the reader has gone past the first row group.
     groups_read = []
     stream = read_parquet(parquet, on_bytes=groups_read.append, batch_rows=2)

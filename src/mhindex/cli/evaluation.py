@@ -23,6 +23,7 @@ from mhindex.cli.app import (
     print_json,
     setup,
 )
+from mhindex.eval.splits import SPLIT_HELP
 from mhindex.home import open_corpus
 from mhindex.methods import METHODS
 
@@ -65,6 +66,7 @@ def eval_(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
+    split: Annotated[str, typer.Option(help=SPLIT_HELP)] = "auto",
     out: Annotated[
         Optional[Path],
         typer.Option(
@@ -104,6 +106,7 @@ def eval_(
             method_options=method_options,
             limit=limit,
             seed=seed,
+            split=split,
             out=out,
             workers=workers,
             budget=budget,
@@ -114,7 +117,10 @@ def eval_(
     if json:
         print_json(report)
     else:
-        _show_metrics(report["methods"], f"{name}: {report['questions']} questions, {report['lm']}, {backend}", None)
+        title = (
+            f"{name}: {report['questions']} {report['split'].replace('all', '')} questions, {report['lm']}, {backend}"
+        )
+        _show_metrics(report["methods"], " ".join(title.split()), None)
         if report["paired"]:
             from mhindex.eval.report import paired_table
 

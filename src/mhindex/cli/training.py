@@ -9,6 +9,7 @@ import typer
 
 from mhindex import ui
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, console, print_json, setup
+from mhindex.eval.splits import SPLIT_HELP
 
 train_app = typer.Typer(
     help="Train the small models a method needs (EfficientRAG's Labeler & Tagger and Filter).", no_args_is_help=True
@@ -46,6 +47,7 @@ def efficientrag(
         typer.Option(min=0.0, max=0.99, help="Share of the questions kept out of training to score the models on."),
     ] = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the batch order.")] = 13370,
+    split: Annotated[str, typer.Option(help=SPLIT_HELP)] = "auto",
     device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
     backend: BackendOption = "lucene",
     checkpoint_every: Annotated[int, typer.Option(min=1, help="Optimiser steps between checkpoints.")] = 50,
@@ -84,6 +86,7 @@ def efficientrag(
         learning_rate=learning_rate,
         held_out=held_out,
         seed=seed,
+        split=split,
         device=device,
         checkpoint_every=checkpoint_every,
         stop_after=stop_after,
@@ -112,7 +115,9 @@ def efficientrag(
         return
     scores = result.report.get("held_out", {})
     shown = ", ".join(f"{key} {value}" for key, value in scores.items())
+    trained = len(result.report.get("trained_question_ids") or ()) or result.report.get("questions")
     out.print(
-        f"EfficientRAG's models are in {result.folder} (trained on {result.report.get('questions')} questions "
-        f"of '{corpus.name}'); held out: {shown}"
+        f"EfficientRAG's models are in {result.folder} (trained on {trained} {result.report.get('split', '')} "
+        f"questions of '{corpus.name}', {result.report.get('held_out_questions', 0)} more held out to score them); "
+        f"held out: {shown}"
     )

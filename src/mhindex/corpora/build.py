@@ -41,7 +41,7 @@ from mhindex.locks import changing
 from mhindex.options import declared, flag_among, option, settings_from
 from mhindex.ui import reporter
 
-FORMAT = 1  # bump when the corpus layout changes, so that old builds are rebuilt
+FORMAT = 2  # bump when the corpus layout changes, so that old builds are rebuilt (2: questions keep their split)
 
 
 @dataclass

@@ -60,6 +60,7 @@ from mhindex.corpora.records import (
     optional,
     read_json_items,
     read_records,
+    split_of,
 )
 from mhindex.errors import BadInput, UsageError
 from mhindex.options import option
@@ -394,6 +395,8 @@ def convert(
                     for facts, triples in guard.convert(path, where, record, lambda r: [read_record(r)]):
                         store.add(triples)
                         if facts is not None:
+                            if (split := split_of(path)) is not None and "split" not in facts.extra:
+                                facts.extra["split"] = split
                             if facts.id in questions:
                                 questions[facts.id].merge(facts)
                             else:

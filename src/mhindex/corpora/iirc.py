@@ -31,6 +31,7 @@ from mhindex.corpora.records import (
     need,
     optional,
     read_records,
+    stamp_split,
 )
 from mhindex.errors import BadInput
 from mhindex.files import CountingReader
@@ -166,6 +167,7 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
                 if item is None:
                     guard.notes["unanswerable questions (IRCoT drops them)"] += 1
                 else:
+                    stamp_split(item.question, path)
                     pending.append(item)
 
     wanted = {source.lower() for p in pending for source, _ in p.snippets}

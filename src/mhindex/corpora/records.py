@@ -9,6 +9,7 @@ and passed over as a whole: a record contributes all of its items or none.
 from __future__ import annotations
 
 import bz2
+import functools
 import gzip
 import hashlib
 import re
@@ -106,6 +107,25 @@ class Question:
         }
 
 
+_SPLIT_NAME = re.compile(r"(?:^|[^a-z])(train|dev|test|validation|val)(?:[^a-z]|$)")
+
+
+@functools.cache
+def split_of(path: Path | str) -> str | None:
+    """The split a release file holds, from its name (`musique_ans_v1.0_dev.jsonl`, `hotpot_train_v1.1.json`,
+    `WebQSP.test.json`, `test-00000-of-00002.parquet`); validation is dev."""
+    found = _SPLIT_NAME.search(Path(path).name.lower())
+    if found is None:
+        return None
+    return "dev" if found.group(1) in ("validation", "val") else found.group(1)
+
+
+def stamp_split(question: Question, path: Path | str) -> None:
+    """Give a question the split of the file it came from, unless its record named one."""
+    if "split" not in question.extra and (split := split_of(path)) is not None:
+        question.extra["split"] = split
+
+
 class FieldError(ValueError):
     """A record lacks a field or has one of the wrong type; the message names the field."""
 
@@ -188,10 +208,14 @@ class RecordGuard:
             self.fail(path, where, str(record))
             return []
         try:
-            return convert(record)
+            items = convert(record)
         except FieldError as error:
             self.fail(path, where, str(error))
             return []
+        for item in items:
+            if isinstance(item, Question):
+                stamp_split(item, path)
+        return items
 
 
 COMPRESSED = (".bz2", ".gz", ".zst", ".zstd")

@@ -22,6 +22,7 @@ import orjson
 
 from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate, paired_differences
+from mhindex.eval.splits import trained_overlap
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
 
@@ -58,18 +59,26 @@ def read_questions_file(path: Path) -> list[dict]:
     return questions
 
 
-def sample_questions(corpus: CorpusDir, limit: int | None, seed: int) -> list[dict]:
-    """Questions with answers, in file order; with `limit`, a seeded sample of that many.
+def sample_questions(corpus: CorpusDir, limit: int | None, seed: int, split: str = "auto") -> list[dict]:
+    """Questions with answers of `split` (eval/splits.py), in file order; with `limit`, a seeded sample of that many.
 
     Samples are nested: the first `limit` of one seeded shuffle, so a larger sample contains every
     smaller one and growing an evaluation reuses the predictions already made.
     """
-    questions = [q for q in read_questions_file(corpus.questions) if q.get("answers")]
+    return sample_of_split(corpus, limit, seed, split)[0]
+
+
+def sample_of_split(corpus: CorpusDir, limit: int | None, seed: int, split: str) -> tuple[list[dict], str]:
+    """`sample_questions`, and the split it resolved to."""
+    from mhindex.eval.splits import select_split
+
+    answered = [q for q in read_questions_file(corpus.questions) if q.get("answers")]
+    questions, resolved = select_split(answered, split, corpus.name)
     if limit is not None and limit < len(questions):
         order = list(range(len(questions)))
         random.Random(seed).shuffle(order)
         questions = [questions[i] for i in sorted(order[:limit])]
-    return questions
+    return questions, resolved
 
 
 _COSTS = ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")
@@ -306,9 +315,13 @@ class Evaluation:
     report: dict  # what metrics.json holds
 
 
-def default_folder(corpus: CorpusDir, lm_spec: str, backend: str, seed: int, limit: int | None) -> Path:
+def default_folder(
+    corpus: CorpusDir, lm_spec: str, backend: str, seed: int, limit: int | None, split: str = "dev"
+) -> Path:
+    """`<lm>-<backend>-s<seed>-n<limit>`, and `-<split>` for a split other than the usual dev (or all)."""
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", redact(lm_spec)).strip("-")
-    return corpus.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}"
+    suffix = "" if split in ("dev", "all") else f"-{split}"
+    return corpus.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}{suffix}"
 
 
 def evaluate(
@@ -320,6 +333,7 @@ def evaluate(
     method_options: dict[str, Any] | None = None,
     limit: int | None = None,
     seed: int = 13370,
+    split: str = "auto",
     out: Path | None = None,
     workers: int = 1,
     budget: int = 15,
@@ -344,16 +358,18 @@ def evaluate(
     settings = settings_for(names, method_options or {})
     manifest = corpus.manifest()
     dataset = manifest.get("dataset")
-    questions = sample_questions(corpus, limit, seed)
+    questions, split = sample_of_split(corpus, limit, seed, split)
     if not questions:
         raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
     spec = BackendSpec.parse(backend)
-    folder = out or default_folder(corpus, lm_spec, spec.label if spec.parts else spec.name, seed, limit)
+    folder = out or default_folder(corpus, lm_spec, spec.label if spec.parts else spec.name, seed, limit, split)
     session = Session(
         corpus, methods=names, backend=spec, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers
     )
     try:
         solvers = {name: session.method(name, settings[name]) for name in names}
+        for name, solver in solvers.items():
+            trained_overlap(name, solver.trained_on(), questions)
         configuration = {
             "corpus": corpus.name,
             "corpus_sha256": manifest.get("corpus_sha256"),
@@ -406,6 +422,7 @@ def evaluate(
         "questions": len(questions),
         "limit": limit,
         "seed": seed,
+        "split": split,
         "budget": budget,
         "methods": metrics,
         "paired": paired_differences(predictions, {q["id"]: q for q in questions}, budget),

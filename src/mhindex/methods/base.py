@@ -209,6 +209,10 @@ class Method(ABC):
         models found by default), so that other models make another configuration."""
         return {}
 
+    def trained_on(self) -> set[str]:
+        """Ids of the questions the method's trained models learnt from: `eval` will not score it on them."""
+        return set()
+
 
 class Clock:
     def __init__(self) -> None:

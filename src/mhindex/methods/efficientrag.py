@@ -90,6 +90,7 @@ class EfficientRAG(Method):
         self.labeler = WordModel.load(labeler_dir, "labeler", device)
         self.filter = WordModel.load(filter_dir, "filter", device)
         self.models = {"labeler": str(labeler_dir), "filter": str(filter_dir), "trained": _trained(labeler_dir.parent)}
+        self._trained_ids = _trained_ids(labeler_dir.parent)
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
         self.answer_prompt_name = f"answer_{context.dataset if context.dataset in ANSWER_PROMPTS else 'musique'}"
         self.answer_prompt = (
@@ -144,6 +145,9 @@ class EfficientRAG(Method):
 
     def recorded_models(self) -> dict:
         return {"models": self.models}
+
+    def trained_on(self) -> set[str]:
+        return self._trained_ids
 
     def answer(self, query: Query) -> Answer:
         from mhindex.methods.efficientrag_models import CONTINUE, TAGS, TERMINATE, filter_input, join_words, words
@@ -228,7 +232,16 @@ def _trained(folder: Path) -> dict:
     if not path.is_file():
         return {}
     trained = orjson.loads(path.read_bytes())
-    return {k: trained[k] for k in ("corpus", "corpus_sha256", "encoder", "trained_at", "questions") if k in trained}
+    kept = ("corpus", "corpus_sha256", "encoder", "trained_at", "questions", "split")
+    return {k: trained[k] for k in kept if k in trained}
+
+
+def _trained_ids(folder: Path) -> set[str]:
+    """The questions `mhindex train` fitted the models on (not those it held out to score them)."""
+    path = folder / "trained.json"
+    if not path.is_file():
+        return set()
+    return set(orjson.loads(path.read_bytes()).get("trained_question_ids") or ())
 
 
 def parse_json_object(text: str) -> dict | None:

@@ -79,6 +79,7 @@ class TrainingData:
     labeler: list[dict] = field(default_factory=list)
     filter: list[dict] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    split: str = "all"  # the questions' split, as eval/splits.py resolved it
 
     def digest(self) -> str:
         return hashlib.sha256(orjson.dumps([self.labeler, self.filter])).hexdigest()
@@ -192,10 +193,18 @@ def next_query_labels(
     }
 
 
-def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> TrainingData:
-    """Labeler and Filter examples from the corpus's questions with a gold decomposition."""
+def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10, split: str = "all") -> TrainingData:
+    """Labeler and Filter examples from the corpus's questions of `split` with a gold decomposition."""
+    from mhindex.eval.splits import select_split
+
     stems = _Stems()
-    questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines() if line.strip()]
+    every = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines() if line.strip()]
+    questions, chosen = select_split(every, split, corpus.name, training=True)
+    if chosen != "train":
+        ui.reporter().warning(
+            f"training on {len(questions)} {'' if chosen == 'all' else chosen + ' '}questions of '{corpus.name}' "
+            "(it has no train split): `mhindex eval` will refuse to score efficientrag on the ones trained on"
+        )
     resolved = [(q, resolve_hops(q["decomposition"])) for q in questions if isinstance(q.get("decomposition"), list)]
     usable = [(q, hops) for q, hops in resolved if hops]
     if not usable:
@@ -210,7 +219,7 @@ def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10) -> 
         paragraphs = {record["id"]: record["text"] for record in reader if record["id"] in needed}
     finally:
         reader.close()
-    data = TrainingData()
+    data = TrainingData(split=chosen)
     counts = dict.fromkeys(
         (
             "questions",
@@ -295,6 +304,7 @@ class TrainSettings:
     learning_rate: float = 3e-4
     held_out: float = 0.1
     seed: int = 13370
+    split: str = "auto"  # eval/splits.py: train where the corpus has a train split, else every question
     device: str = "auto"
     checkpoint_every: int = 50
     stop_after: int | None = None  # optimiser steps (both models together) before stopping, to resume later
@@ -334,7 +344,7 @@ def train(
         shutil.rmtree(work, ignore_errors=True)
     retriever = open_retriever(corpus, settings.backend, backend_options)
     try:
-        data = build_training_data(corpus, retriever, top=settings.negatives_from_top)
+        data = build_training_data(corpus, retriever, top=settings.negatives_from_top, split=settings.split)
     finally:
         retriever.close()
     # What a checkpoint must share to be resumed: not where or how often it runs or stops.
@@ -607,7 +617,10 @@ def _finish(
         "corpus_sha256": manifest.get("corpus_sha256"),
         "dataset": manifest.get("dataset"),
         "questions": len(questions),
+        "split": data.split,
         "held_out_questions": sum(held_out(q, settings.held_out) for q in questions),
+        # The questions the models learnt from (not those held out to score them): eval refuses them.
+        "trained_question_ids": sorted(q for q in questions if not held_out(q, settings.held_out)),
         "encoder": recorded["encoder"],
         "settings": {k: v for k, v in recorded.items() if k not in ("data_sha256",)},
         "data_sha256": recorded["data_sha256"],
