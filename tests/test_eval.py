@@ -338,3 +338,48 @@ def test_eval_samples_the_dev_split_unless_told(mh, home, tmp_path):
     assert default_folder(corpus, "local:x", "lucene", 1, 5, "dev").name.endswith("-n5")
     result = mh("eval", "musique", "--split", "test", "--method", "nor")
     assert result.code == 2 and "has no test questions (its splits: train (30), dev (20))" in result.err
+
+
+def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, capsys):
+    """OneR over K = 2 and 4 in one run, K tuned by recall on 3 questions and reported on 3 others,
+    then the recall-budget curve of an untuned sweep."""
+    common = ["--method", "oner", "--seed", "7", "--max-demos", "1", "--max-paragraph-words", "40", "--json"]
+    code = main(["--home", str(root), "eval", "musique", *common, "--limit", "3", "--sweep", "k=2,4"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    swept = report["methods"]
+    assert set(swept) == {"oner@k=2", "oner@k=4"}
+    assert (swept["oner@k=2"]["retrieved_per_question"], swept["oner@k=4"]["retrieved_per_question"]) == (2, 4)
+    assert swept["oner@k=4"]["recall"] >= swept["oner@k=2"]["recall"]  # Lucene's top 4 holds its top 2
+    folder = root / "musique" / "eval"
+    swept_folder = next(p for p in folder.iterdir() if p.name.endswith("-n3"))
+    assert {p.name for p in swept_folder.glob("oner@*.jsonl")} == {"oner@k=2.jsonl", "oner@k=4.jsonl"}
+    run_json = json.loads((swept_folder / "run.json").read_text())
+    assert run_json["settings"]["oner@k=2"]["k"] == 2 and run_json["settings"]["oner@k=4"]["k"] == 4
+
+    code = main(["--home", str(root), "eval", "musique", *common, "--limit", "3", "--sweep", "k=2,4", "--tune-on", "3"])
+    assert code == 0
+    tuned = json.loads(capsys.readouterr().out)
+    choice = tuned["tuned"]["oner"]
+    assert choice["metric"] == "recall" and choice["chosen_on"]["questions"] == 3
+    best = max(choice["scores"].values())
+    assert choice["scores"][choice["chosen"]] == best and choice["chosen"] == next(
+        name for name, value in choice["scores"].items() if value == best
+    )
+    assert list(tuned["methods"]) == [choice["chosen"]]
+    from mhindex.eval.run import sample_of_split
+    from mhindex.home import open_corpus
+
+    reported = {q["id"] for q in sample_of_split(open_corpus(root, "musique"), 3, 7, "auto", skip=3)[0]}
+    assert len(reported) == 3 and reported.isdisjoint(choice["chosen_on"]["ids"])  # disjoint by id
+    answered = {r["id"] for r in read_predictions(next(folder.glob("*-tuned3")) / f"{choice['chosen']}.jsonl")}
+    assert answered == reported | set(choice["chosen_on"]["ids"])  # its tuning answers, then the reported ones
+
+    assert main(["--home", str(root), "curve", str(swept_folder), "-o", str(tmp_path / "curve.png"), "--json"]) == 0
+    curve = json.loads(capsys.readouterr().out)
+    assert [(p["variant"], p["paragraphs"]) for p in curve["points"]] == [("oner@k=2", 2), ("oner@k=4", 4)]
+    assert all(0 <= p["interval"][0] <= p["recall"] <= p["interval"][1] <= 1 for p in curve["points"])
+    assert (tmp_path / "curve.png").stat().st_size > 5000
+
+    code = main(["--home", str(root), "eval", "musique", *common, "--sweep", "ircot.k=2"])
+    assert code == 2 and "ircot is not among the methods evaluated" in capsys.readouterr().err

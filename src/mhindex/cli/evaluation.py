@@ -67,6 +67,25 @@ def eval_(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
     split: Annotated[str, typer.Option(help=SPLIT_HELP)] = "auto",
+    sweep: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            metavar="[METHOD.]SETTING=V,V,...",
+            help="Run each method once per value, as METHOD@SETTING=V with its own predictions file (repeatable; "
+            "several multiply): --sweep oner.k=5,10,15 --sweep ircot.k=2,4,6,8.",
+            show_default=False,
+        ),
+    ] = None,
+    tune_on: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1,
+            help="Pick each method's best --sweep setting on this many questions, then report it on --limit others "
+            "(disjoint, as IRCoT's paper chose K on 100 dev questions).",
+            show_default=False,
+        ),
+    ] = None,
+    tune_metric: Annotated[str, typer.Option(help="What --tune-on maximises: recall, f1 or em.")] = "recall",
     out: Annotated[
         Optional[Path],
         typer.Option(
@@ -107,6 +126,9 @@ def eval_(
             limit=limit,
             seed=seed,
             split=split,
+            sweeps=sweep or [],
+            tune_limit=tune_on,
+            tune_metric=tune_metric,
             out=out,
             workers=workers,
             budget=budget,
@@ -125,6 +147,15 @@ def eval_(
             from mhindex.eval.report import paired_table
 
             console().print(paired_table(report["paired"]))
+        for method, tuned in report.get("tuned", {}).items():
+            scores = ", ".join(
+                f"{name.partition('@')[2]} {'-' if v is None else f'{v * 100:.1f}'}"
+                for name, v in tuned["scores"].items()
+            )
+            console().print(
+                f"{method}: {tuned['chosen'].partition('@')[2]} chosen on {tuned['chosen_on']['questions']} other "
+                f"{tuned['chosen_on']['split']} questions by {tuned['metric']} ({scores})"
+            )
         console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
     failed = sum(summary["failed"] for summary in report["methods"].values())
     if failed:  # as `ask -`: the table is written, and the exit code says it is not whole
@@ -183,3 +214,28 @@ def chart(
 
     setup(None, quiet)
     console().print(f"chart: {chart_runs(runs, out, title)}")
+
+
+@app.command()
+def curve(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Evaluation folders with --sweep runs (or their metrics.json), a panel each.", show_default=False
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The PNG to write.")] = Path("curve.png"),
+    title: Annotated[Optional[str], typer.Option(help="Title \\[default: the model].", show_default=False)] = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """Recall of gold paragraphs against paragraphs retrieved, a line per method over its sweep (IRCoT's Figure 3)."""
+    from mhindex.eval.report import budget_curve, curve_table
+
+    setup(None, quiet)
+    path, rows = budget_curve(runs, out, title)
+    if json:
+        print_json({"figure": str(path), "points": rows})
+        return
+    console().print(curve_table(rows))
+    console().print(f"curve: {path}")

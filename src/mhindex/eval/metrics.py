@@ -284,6 +284,9 @@ def aggregate(
             "recall": sum(recalls) / len(recalls) if recalls else None,
             "f1_ci95": ci95_half_width([r["f1"] for r in rows]),
             "recall_ci95": ci95_half_width(recalls),
+            # Percentile bootstrap intervals: inside 0-100% by construction, unlike mean ± 1.96 SE.
+            "f1_interval": paired_bootstrap([r["f1"] for r in rows])[1] if len(rows) > 1 else None,
+            "recall_interval": paired_bootstrap(recalls)[1] if len(recalls) > 1 else None,
             "paragraph_budget": budget,
             "retrieved_per_question": sum(r["retrieved"] for r in rows) / n,
             "questions": len(rows),

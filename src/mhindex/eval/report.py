@@ -3,6 +3,7 @@ as a PNG and, on a terminal, as text bars (like the paper's Figure 3)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -146,18 +147,23 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
                 if value is None:
                     axis.text(x, 1, "n/a", ha="center", va="bottom", fontsize=7, color="0.4", rotation=90)
                     continue
-                spread = summary.get(f"{key}_ci95")
+                # The bootstrap interval where the run has one (inside 0-100%), else the older ± half-width, clipped.
+                interval = summary.get(f"{key}_interval")
+                if interval is None and summary.get(f"{key}_ci95") is not None:
+                    spread = summary[f"{key}_ci95"]
+                    interval = (max(0.0, value - spread), min(1.0, value + spread))
+                errors = None if interval is None else [[(value - interval[0]) * 100], [(interval[1] - value) * 100]]
                 axis.bar(
                     x,
                     value * 100,
                     width * 0.92,
                     color=colours[j % len(colours)],
                     label=method if i == 0 else None,
-                    yerr=None if spread is None else spread * 100,
+                    yerr=errors,
                     capsize=2,
                     error_kw={"elinewidth": 0.8, "ecolor": "0.25"},
                 )
-                top = value * 100 + (spread or 0) * 100
+                top = (interval[1] if interval else value) * 100
                 axis.text(x, top + 1.5, f"{value * 100:.0f}", ha="center", va="bottom", fontsize=7)
         axis.set_title(label.replace(" (%)", ""), fontsize=10)
         axis.set_ylabel(label)
@@ -217,3 +223,87 @@ def read_metrics(path: Path) -> dict:
     if not isinstance(report, dict) or not isinstance(report.get("methods"), dict):
         raise UsageError(f"{file}: field 'methods' is missing; is this the metrics.json of `mhindex eval`?")
     return report
+
+
+def budget_curve(paths: list[Path], out: Path, title: str | None = None) -> tuple[Path, list[dict]]:
+    """Recall of gold paragraphs against paragraphs retrieved a question, one line per method over
+    its sweep (IRCoT's Figure 3), a panel per evaluation folder, with 95% bootstrap intervals; and the
+    points as rows for a table. A method that retrieves nothing (NoR) has no point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mhindex.eval.sweep import base_method
+
+    reports = [read_metrics(path) for path in paths]
+    rows: list[dict] = []
+    figure, axes = plt.subplots(
+        1, len(reports), figsize=(4.2 * len(reports) + 0.6, 3.6), sharey=True, constrained_layout=True, squeeze=False
+    )
+    colours = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]  # a ListedColormap
+    methods = list(dict.fromkeys(base_method(n) for r in reports for n in r["methods"]))
+    for axis, path, report in zip(axes[0], paths, reports, strict=True):
+        dataset = report.get("dataset") or report.get("corpus") or str(path)
+        for colour, method in zip(itertools.cycle(colours), methods):
+            points = sorted(
+                (
+                    (summary["retrieved_per_question"], summary["recall"], summary.get("recall_interval"), name)
+                    for name, summary in report["methods"].items()
+                    if base_method(name) == method and summary.get("recall") is not None
+                ),
+                key=lambda point: point[0],
+            )
+            if not points:
+                continue
+            xs, ys = [p[0] for p in points], [p[1] * 100 for p in points]
+            low = [y - (p[2][0] * 100 if p[2] else y) for p, y in zip(points, ys, strict=True)]
+            high = [(p[2][1] * 100 if p[2] else y) - y for p, y in zip(points, ys, strict=True)]
+            axis.errorbar(xs, ys, yerr=[low, high], marker="o", markersize=3.5, capsize=2, color=colour, label=method)
+            rows.extend(
+                {
+                    "dataset": dataset,
+                    "method": method,
+                    "variant": name,
+                    "paragraphs": x,
+                    "recall": y / 100,
+                    "interval": interval,
+                    "questions": report["methods"][name]["questions"],
+                }
+                for x, y, interval, name in ((p[0], p[1] * 100, p[2], p[3]) for p in points)
+            )
+        axis.set_title(dataset, fontsize=10)
+        axis.set_xlabel("paragraphs retrieved per question")
+        axis.set_ylim(0, 100)
+        axis.grid(color="0.9")
+        axis.spines[["top", "right"]].set_visible(False)
+    axes[0][0].set_ylabel("recall of gold paragraphs (%)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False, fontsize=9)
+    models = sorted({str(report.get("lm")) for report in reports})
+    figure.suptitle(title or f"Recall against paragraphs retrieved ({', '.join(models)})", fontsize=10)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=160)
+    plt.close(figure)
+    return out, rows
+
+
+def curve_table(rows: list[dict]):
+    from rich.table import Table
+
+    grid = Table(title="Recall against paragraphs retrieved", title_justify="left")
+    for column in ("Dataset", "Method", "Setting", "Paragraphs/q", "Recall", "95% interval", "n"):
+        grid.add_column(column, justify="left" if column in ("Dataset", "Method", "Setting") else "right")
+    for row in rows:
+        interval = row["interval"]
+        grid.add_row(
+            row["dataset"],
+            row["method"],
+            row["variant"].partition("@")[2] or "-",
+            f"{row['paragraphs']:.1f}",
+            f"{row['recall'] * 100:.1f}",
+            "-" if not interval else f"{interval[0] * 100:.1f}-{interval[1] * 100:.1f}",
+            str(row["questions"]),
+        )
+    return grid

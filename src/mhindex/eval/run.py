@@ -23,6 +23,7 @@ import orjson
 from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate, paired_differences
 from mhindex.eval.splits import trained_overlap
+from mhindex.eval.sweep import TUNE_METRICS, choose_settings, parse_sweeps, variants, with_overrides
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
 
@@ -68,16 +69,20 @@ def sample_questions(corpus: CorpusDir, limit: int | None, seed: int, split: str
     return sample_of_split(corpus, limit, seed, split)[0]
 
 
-def sample_of_split(corpus: CorpusDir, limit: int | None, seed: int, split: str) -> tuple[list[dict], str]:
-    """`sample_questions`, and the split it resolved to."""
+def sample_of_split(
+    corpus: CorpusDir, limit: int | None, seed: int, split: str, skip: int = 0
+) -> tuple[list[dict], str]:
+    """`sample_questions`, and the split it resolved to; `skip`: after the first `skip` of the seeded
+    order (the questions a setting was tuned on), so that the two samples are disjoint."""
     from mhindex.eval.splits import select_split
 
     answered = [q for q in read_questions_file(corpus.questions) if q.get("answers")]
     questions, resolved = select_split(answered, split, corpus.name)
-    if limit is not None and limit < len(questions):
+    if skip or (limit is not None and limit < len(questions)):
         order = list(range(len(questions)))
         random.Random(seed).shuffle(order)
-        questions = [questions[i] for i in sorted(order[:limit])]
+        chosen = order[skip:] if limit is None else order[skip : skip + limit]
+        questions = [questions[i] for i in sorted(chosen)]
     return questions, resolved
 
 
@@ -316,11 +321,18 @@ class Evaluation:
 
 
 def default_folder(
-    corpus: CorpusDir, lm_spec: str, backend: str, seed: int, limit: int | None, split: str = "dev"
+    corpus: CorpusDir,
+    lm_spec: str,
+    backend: str,
+    seed: int,
+    limit: int | None,
+    split: str = "dev",
+    tuned_on: int | None = None,
 ) -> Path:
-    """`<lm>-<backend>-s<seed>-n<limit>`, and `-<split>` for a split other than the usual dev (or all)."""
+    """`<lm>-<backend>-s<seed>-n<limit>`, `-<split>` for a split other than the usual dev (or all), and
+    `-tuned<N>` when a setting was tuned on N questions first (the reported sample is then another)."""
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", redact(lm_spec)).strip("-")
-    suffix = "" if split in ("dev", "all") else f"-{split}"
+    suffix = ("" if split in ("dev", "all") else f"-{split}") + (f"-tuned{tuned_on}" if tuned_on else "")
     return corpus.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}{suffix}"
 
 
@@ -334,6 +346,9 @@ def evaluate(
     limit: int | None = None,
     seed: int = 13370,
     split: str = "auto",
+    sweeps: Sequence[str] = (),
+    tune_limit: int | None = None,
+    tune_metric: str = "recall",
     out: Path | None = None,
     workers: int = 1,
     budget: int = 15,
@@ -355,21 +370,36 @@ def evaluate(
     names = list(dict.fromkeys(methods))
     if not names:
         raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
-    settings = settings_for(names, method_options or {})
+    if tune_limit is not None and not sweeps:
+        raise UsageError("--tune-on picks the best of a --sweep: give one, e.g. --sweep k=2,4,6,8")
+    if tune_metric not in TUNE_METRICS:
+        raise UsageError(f"--tune-metric must be one of {', '.join(TUNE_METRICS)}, not {tune_metric!r}")
+    base = settings_for(names, method_options or {})
+    runs = variants(names, parse_sweeps(list(sweeps), names))
+    settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
     manifest = corpus.manifest()
     dataset = manifest.get("dataset")
-    questions, split = sample_of_split(corpus, limit, seed, split)
+    # Tuning questions come first in the seeded order and the reported ones after them: disjoint by id.
+    tuning: list[dict] = []
+    if tune_limit is not None:
+        tuning, split = sample_of_split(corpus, tune_limit, seed, split)
+    questions, split = sample_of_split(corpus, limit, seed, split, skip=len(tuning))
     if not questions:
-        raise UsageError(f"corpus '{corpus.name}' has no questions with answers to evaluate")
+        raise UsageError(
+            f"corpus '{corpus.name}' has no questions with answers to evaluate"
+            + (f" beyond the {len(tuning)} tuned on" if tuning else "")
+        )
     spec = BackendSpec.parse(backend)
-    folder = out or default_folder(corpus, lm_spec, spec.label if spec.parts else spec.name, seed, limit, split)
+    folder = out or default_folder(
+        corpus, lm_spec, spec.label if spec.parts else spec.name, seed, limit, split, len(tuning) or None
+    )
     session = Session(
         corpus, methods=names, backend=spec, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers
     )
     try:
-        solvers = {name: session.method(name, settings[name]) for name in names}
+        solvers = {v.name: session.method(v.method, settings[v.name]) for v in runs}
         for name, solver in solvers.items():
-            trained_overlap(name, solver.trained_on(), questions)
+            trained_overlap(name, solver.trained_on(), [*tuning, *questions])
         configuration = {
             "corpus": corpus.name,
             "corpus_sha256": manifest.get("corpus_sha256"),
@@ -385,11 +415,12 @@ def evaluate(
         }
         configuration = claim_folder(folder, configuration)
         log = ui.reporter()
-        predictions: dict[str, list[dict]] = {}
-        for name, solver in solvers.items():
 
-            def run(todo: list[dict], emit: Callable[[dict], None], solver=solver, name=name) -> None:
-                with log.progress(f"{name} on {corpus.name}", total=len(todo)) as bar:
+        def answer(name: str, asked: list[dict], what: str) -> list[dict]:
+            solver = solvers[name]
+
+            def run(todo: list[dict], emit: Callable[[dict], None]) -> None:
+                with log.progress(f"{name} on {corpus.name}{what}", total=len(todo)) as bar:
 
                     def record(result: dict) -> None:
                         emit(result)
@@ -400,8 +431,18 @@ def evaluate(
                 if stats.interrupted:
                     raise KeyboardInterrupt
 
-            predictions[name] = evaluate_method(name, questions, folder, run)
-            log.info(f"{name}: {len(predictions[name])} predictions in {folder / (name + '.jsonl')}")
+            found = evaluate_method(name, asked, folder, run)
+            log.info(f"{name}: {len(found)} predictions in {folder / (name + '.jsonl')}")
+            return found
+
+        tuned: dict[str, dict] = {}
+        reported = [v.name for v in runs]
+        if tuning:
+            on_tuning = {v.name: answer(v.name, tuning, " (tuning)") for v in runs}
+            scores = score_methods(on_tuning, tuning, budget)
+            tuned = choose_settings(runs, scores, tune_metric, tuning, split, seed)
+            reported = [t["chosen"] for t in tuned.values()]
+        predictions = {name: answer(name, questions, "") for name in reported}
     except KeyboardInterrupt:
         raise Interrupted(f"the answers so far are kept in {folder}; the same command resumes from them") from None
     finally:
@@ -424,6 +465,7 @@ def evaluate(
         "seed": seed,
         "split": split,
         "budget": budget,
+        **({"tuned": tuned} if tuned else {}),
         "methods": metrics,
         "paired": paired_differences(predictions, {q["id"]: q for q in questions}, budget),
     }
