@@ -398,3 +398,24 @@ def test_a_worker_that_dies_is_an_error_not_a_hang(home, tmp_path):
     with pytest.raises(MhindexError, match="exit code 9"):
         build_corpus(dying, _musique_parts_input(tmp_path), home, workers=2)
     assert not (home / "musique").exists() and leftovers(home) == []
+
+
+def test_one_wikipedia_corpus_of_every_sample(mh, home):
+    """The README's harder corpus: MuSiQue's questions over every Wikipedia sample's paragraphs."""
+    result = mh("corpus", "musique", "--add", "hotpotqa", "--add", "2wikimultihopqa", "--name", "wikipedia", "--json")
+    assert result.code == 0, result.err
+    corpus, questions = corpus_of(home, "wikipedia")
+    expected = {
+        (p["title"], p["paragraph_text"])
+        for line in MUSIQUE.read_text().splitlines()
+        for p in json.loads(line)["paragraphs"]
+    }
+    for path in (HOTPOT, TWOWIKI):
+        expected |= {
+            (title, joined(sentences)) for r in json.loads(path.read_text()) for title, sentences in r["context"]
+        }
+    assert {(p["title"], p["text"]) for p in corpus} == expected and len(corpus) == 3483  # as benchmarks/README says
+    assert {p["source"] for p in corpus} == {"musique", "hotpotqa", "2wikimultihopqa"}
+    assert [q["dataset"] for q in questions] == ["musique"] * len(questions) and len(questions) == 100
+    ids = {p["id"] for p in corpus}
+    assert all(set(q["gold_ids"]) <= ids for q in questions)
