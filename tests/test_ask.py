@@ -186,11 +186,21 @@ def test_corpus_choice_errors(mh, home, tmp_path):
     assert mh("--home", tmp_path / "empty", "ask", "anything").code == 2
     assert "no corpus is built" in mh("--home", tmp_path / "empty", "ask", "anything").err
     assert main(["--quiet", "corpus", "2wikimultihopqa"]) == 0
+    # The first corpus built stays the default, and the user is told which is used.
+    kept = mh(
+        "ask", "Van Hook Township", "--method", "oner", "-k", "1", "--max-demos", "1", "--answer-tokens", "4", "--json"
+    )
+    assert kept.code == 0 and "corpus 'musique' (the default, the first built" in kept.err
+    assert json.loads(kept.out)["retrieved"][0]["id"] in {
+        p["id"] for p in read_jsonl(home / "musique" / "corpus.jsonl")
+    }
+    (home / "default-corpus").unlink()
     several = mh("ask", "anything")
     assert (
         several.code == 2
         and "several corpora are built (2wikimultihopqa, musique); pick one with --corpus" in several.err
     )
+    assert "did you mean 'musique'?" in mh("ask", "x", "--corpus", "musiqe").err
     assert "unknown method 'magic'" in mh("ask", "x", "--method", "magic", "--corpus", "musique").err
 
 

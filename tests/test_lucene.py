@@ -160,6 +160,18 @@ def test_search_stdin_takes_questions_files_topics_and_plain_lines(built):
     by_question = [[h["id"] for h in r["hits"]] for r in records]
     assert by_question[3] == by_question[0] and by_question[4] == by_question[1] and by_question[5] == by_question[2]
 
+    # A TREC run file, as trec_eval and ir_measures read it: qid Q0 docid rank score tag, ranks from 1.
+    trec = run_cli(
+        root, "search", corpus.name, "-", "--hits", "3", "--output-format", "trec", stdin="\n".join(lines) + "\n"
+    )
+    assert trec.returncode == 0, trec.stderr
+    rows = [line.split() for line in trec.stdout.splitlines()]
+    assert all(len(row) == 6 and row[1] == "Q0" and row[5] == "mhindex-lucene" for row in rows)
+    assert [row[0] for row in rows] == [r["id"] for r in records for _ in range(3)]
+    assert [row[2] for row in rows] == [pid for ids in by_question for pid in ids]
+    assert [int(row[3]) for row in rows] == [1, 2, 3] * len(records)
+    assert all(float(a[4]) >= float(b[4]) for a, b in zip(rows, rows[1:]) if a[0] == b[0])
+
 
 def test_search_command_loads_no_torch(built):
     root, corpus = built

@@ -25,7 +25,7 @@ from mhindex.errors import UsageError
 MANIFEST = "manifest.json"
 OFFSETS = "corpus.offsets"  # int64 byte offsets of each corpus.jsonl line, and the file's end
 # Folders of the data root that are not corpora: a corpus may not take their names.
-RESERVED = ("downloads", "models", "cache")
+RESERVED = ("downloads", "models", "cache", "default-corpus")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -238,17 +238,51 @@ def built_corpora(home: Path) -> list[CorpusDir]:
 
 
 def open_corpus(home: Path, name: str) -> CorpusDir:
-    """The corpus NAME, or a one-line error that says how to build it."""
+    """The corpus NAME, or a one-line error that says how to build it (or which built one was meant)."""
+    import difflib
+
     found = corpus_dir(home, name)
     if found.exists():
         found.manifest()  # a damaged one says so here, with what to run
     if not found.exists():
-        known = ", ".join(c.name for c in built_corpora(home)) or "none"
+        built = [c.name for c in built_corpora(home)]
+        close = difflib.get_close_matches(name, built, n=1)
+        if close:
+            raise UsageError(
+                f"no corpus named '{name}' in {home}; did you mean '{close[0]}'? (built: {', '.join(built)})"
+            )
         raise UsageError(
-            f"no corpus named '{name}' in {home} (built: {known}); run `mhindex corpus DATASET --name {name}` "
-            f"or `mhindex build {name}`"
+            f"no corpus named '{name}' in {home} (built: {', '.join(built) or 'none'}); run `mhindex corpus DATASET "
+            f"--name {name}` or `mhindex build {name}`"
         )
     return found
+
+
+DEFAULT_CORPUS = "default-corpus"  # a file in the data root naming the corpus used when none is given
+
+
+def remember_default(home: Path, name: str) -> None:
+    """The first corpus built stays the default (the quick start's keeps working once others are built),
+    until it is removed; then the next one built takes its place."""
+    path = home / DEFAULT_CORPUS
+    try:
+        current = path.read_text().strip()
+    except OSError:
+        current = ""
+    if current and is_mhindex_corpus(home / current):
+        return
+    from mhindex.files import atomic_file
+
+    with atomic_file(path) as handle:
+        handle.write(name.encode() + b"\n")
+
+
+def default_corpus(home: Path, corpora: list[CorpusDir]) -> CorpusDir | None:
+    try:
+        name = (home / DEFAULT_CORPUS).read_text().strip()
+    except OSError:
+        return None
+    return next((c for c in corpora if c.name == name), None)
 
 
 def pick_corpus(home: Path, name: str | None, required: bool = True) -> CorpusDir | None:
@@ -262,6 +296,12 @@ def pick_corpus(home: Path, name: str | None, required: bool = True) -> CorpusDi
         return None
     if not corpora:
         raise UsageError(f"no corpus is built in {home}; run `mhindex build musique` first")
+    if (chosen := default_corpus(home, corpora)) is not None:
+        from mhindex.ui import reporter
+
+        others = ", ".join(c.name for c in corpora if c is not chosen)
+        reporter().info(f"corpus '{chosen.name}' (the default, the first built; --corpus picks another: {others})")
+        return chosen
     raise UsageError(f"several corpora are built ({', '.join(c.name for c in corpora)}); pick one with --corpus")
 
 

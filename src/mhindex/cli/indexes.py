@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Annotated, Optional
 
@@ -54,6 +55,20 @@ def index(
         report_index(build_index(corpus, part, force=force), json)
 
 
+def write_trec(tag: str, record: dict) -> None:
+    """One query's hits as TREC run lines (qid Q0 docid rank score tag); a bad input line to stderr."""
+    if "error" in record:
+        print(f"mhindex: line {record['line']}: {record['error']}", file=sys.stderr)
+        return
+    qid = "".join(record["id"].split()) or "-"  # a TREC run's fields are whitespace-separated
+    sys.stdout.write(
+        "".join(
+            f"{qid} Q0 {hit['id']} {rank} {hit['score']} {tag}\n" for rank, hit in enumerate(record["hits"], start=1)
+        )
+    )
+    sys.stdout.flush()
+
+
 @app.command()
 @backend_options
 def search(
@@ -66,9 +81,16 @@ def search(
             show_default=False,
         ),
     ],
-    k: Annotated[int, typer.Option("-k", min=1, help="Paragraphs per query.")] = 10,
+    k: Annotated[int, typer.Option("-k", "--hits", min=1, help="Paragraphs per query (Pyserini's --hits).")] = 10,
     backend: BackendOption = "lucene",
     batch: Annotated[int, typer.Option(min=1, help="Stdin queries searched together.")] = 64,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            help='With "-": jsonl, or trec (a TREC run file, "qid Q0 docid rank score tag", for trec_eval and '
+            "ir_measures; bad lines then go to stderr)."
+        ),
+    ] = "jsonl",
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -79,6 +101,8 @@ def search(
     from mhindex.backends import BackendSpec, open_retriever, search_stream
     from mhindex.files import read_query_stream
 
+    if output_format not in ("jsonl", "trec"):
+        raise UsageError(f"--output-format must be jsonl or trec, not {output_format!r}")
     root = setup(home, quiet)
     spec = BackendSpec.parse(backend, backend_options)
     # A served index needs no corpus built here: NAME is the corpus as the server knows it.
@@ -86,7 +110,8 @@ def search(
     retriever = open_retriever(corpus, spec)
     try:
         if query == "-":
-            failed = search_stream(retriever, read_query_stream(sys.stdin), k, batch, write_line)
+            emit = write_line if output_format == "jsonl" else functools.partial(write_trec, f"mhindex-{spec.label}")
+            failed = search_stream(retriever, read_query_stream(sys.stdin), k, batch, emit)
             if failed:
                 ui.reporter().warning(f"{failed} input lines were not valid queries")
                 raise typer.Exit(1)
@@ -94,6 +119,9 @@ def search(
         hits = retriever.search(query, k)
     finally:
         retriever.close()
+    if output_format == "trec":
+        write_trec(f"mhindex-{spec.label}", {"id": "1", "hits": [h.record() for h in hits]})
+        return
     if json:
         print_json({"query": query, "hits": [h.record() for h in hits]})
     else:

@@ -36,7 +36,7 @@ from mhindex.corpora.parallel import (
 from mhindex.corpora.records import Paragraph, Question, RecordGuard, id_key
 from mhindex.errors import BadInput, UsageError
 from mhindex.files import atomic_directory, file_digest
-from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir
+from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir, remember_default
 from mhindex.locks import changing
 from mhindex.options import declared, flag_among, option, settings_from
 from mhindex.ui import reporter
@@ -196,7 +196,7 @@ def build_dataset(
         Source(get_dataset(other), _inputs_of(home, get_dataset(other), files), questions=False)
         for other, files in options.added()
     ]
-    return build_corpus(
+    result = build_corpus(
         spec,
         _inputs_of(home, spec, options.inputs),
         home,
@@ -208,6 +208,8 @@ def build_dataset(
         options=converter,
         workers=options.workers,
     )
+    remember_default(home, result.corpus.name)
+    return result
 
 
 def _inputs_of(home: Path, spec, given: list[Path] | None) -> list[Path]:
