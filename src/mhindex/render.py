@@ -38,10 +38,17 @@ def index_summary(result) -> str:
 
 
 def corpora_table(rows: Sequence[dict], root: Path):
-    from rich.table import Table
+    from rich.table import Column, Table
 
     table = Table(
-        "name", "dataset", "paragraphs", "questions", "indexes", "size", title=str(root), title_justify="left"
+        "name",
+        "dataset",
+        Column("paragraphs", justify="right"),
+        Column("questions", justify="right"),
+        "indexes",
+        Column("size", justify="right"),
+        title=str(root),
+        title_justify="left",
     )
     for row in rows:
         table.add_row(
