@@ -334,8 +334,8 @@ def test_eval_samples_the_dev_split_unless_told(mh, home, tmp_path):
     questions, split = sample_of_split(corpus, 5, 1, "train")
     assert split == "train" and len(questions) == 5 and not {q["id"] for q in questions} & dev_ids
     assert len(sample_of_split(corpus, None, 1, "all")[0]) == 50
-    assert default_folder(corpus, "local:x", "lucene", 1, 5, "train").name.endswith("-n5-train")
-    assert default_folder(corpus, "local:x", "lucene", 1, 5, "dev").name.endswith("-n5")
+    assert default_folder(corpus, "local:x", "lucene", 1, 5, "train").name == "local-x-lucene-s1-train"
+    assert default_folder(corpus, "local:x", "lucene", 1, 5, "dev").name == "local-x-lucene-s1"
     result = mh("eval", "musique", "--split", "test", "--method", "nor")
     assert result.code == 2 and "has no test questions (its splits: train (30), dev (20))" in result.err
 
@@ -352,7 +352,7 @@ def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, cap
     assert (swept["oner@k=2"]["retrieved_per_question"], swept["oner@k=4"]["retrieved_per_question"]) == (2, 4)
     assert swept["oner@k=4"]["recall"] >= swept["oner@k=2"]["recall"]  # Lucene's top 4 holds its top 2
     folder = root / "musique" / "eval"
-    swept_folder = next(p for p in folder.iterdir() if p.name.endswith("-n3"))
+    swept_folder = next(p for p in folder.iterdir() if p.name.endswith("-s7"))
     assert {p.name for p in swept_folder.glob("oner@*.jsonl")} == {"oner@k=2.jsonl", "oner@k=4.jsonl"}
     run_json = json.loads((swept_folder / "run.json").read_text())
     assert run_json["settings"]["oner@k=2"]["k"] == 2 and run_json["settings"]["oner@k=4"]["k"] == 4
@@ -383,3 +383,15 @@ def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, cap
 
     code = main(["--home", str(root), "eval", "musique", *common, "--sweep", "ircot.k=2"])
     assert code == 2 and "ircot is not among the methods evaluated" in capsys.readouterr().err
+
+
+def test_a_larger_limit_grows_the_same_folder(root, capsys):
+    common = ["--home", str(root), "eval", "musique", "--method", "nor", "--seed", "11", "--max-demos", "1", "--json"]
+    assert main([*common, "--limit", "2"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main([*common, "--limit", "3"]) == 0
+    grown = json.loads(capsys.readouterr().out)
+    folders = [p for p in (root / "musique" / "eval").iterdir() if p.name.endswith("-s11")]
+    assert len(folders) == 1 and grown["questions"] == 3 and first["questions"] == 2
+    lines = read_predictions(folders[0] / "nor.jsonl")
+    assert len(lines) == 3  # the two answers of the first run kept, one more asked

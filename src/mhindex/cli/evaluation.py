@@ -89,7 +89,8 @@ def eval_(
     out: Annotated[
         Optional[Path],
         typer.Option(
-            help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>-n<limit>].", show_default=False
+            help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>; a larger --limit grows it].",
+            show_default=False,
         ),
     ] = None,
     budget: Annotated[

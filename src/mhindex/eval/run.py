@@ -325,15 +325,17 @@ def default_folder(
     lm_spec: str,
     backend: str,
     seed: int,
-    limit: int | None,
+    limit: int | None = None,
     split: str = "dev",
     tuned_on: int | None = None,
 ) -> Path:
-    """`<lm>-<backend>-s<seed>-n<limit>`, `-<split>` for a split other than the usual dev (or all), and
-    `-tuned<N>` when a setting was tuned on N questions first (the reported sample is then another)."""
+    """`<lm>-<backend>-s<seed>`, `-<split>` for a split other than the usual dev (or all), and
+    `-tuned<N>` when a setting was tuned on N questions first (the reported sample is then another).
+    Not the limit: samples of one seed are nested, so a larger --limit grows the same folder."""
+    del limit  # named by older versions (-n<limit>); kept as a parameter for callers
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", redact(lm_spec)).strip("-")
     suffix = ("" if split in ("dev", "all") else f"-{split}") + (f"-tuned{tuned_on}" if tuned_on else "")
-    return corpus.root / "eval" / f"{slug}-{backend}-s{seed}-n{limit or 'all'}{suffix}"
+    return corpus.root / "eval" / f"{slug}-{backend}-s{seed}{suffix}"
 
 
 def evaluate(
