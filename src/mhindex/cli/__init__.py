@@ -20,6 +20,7 @@ for _job in (
     "answering",
     "evaluation",
     "training",
+    "doctor",
 ):  # each registers its commands; `--help` lists them in this order
     importlib.import_module(f"mhindex.cli.{_job}")
 

