@@ -236,3 +236,27 @@ def test_early_stopped_steps_give_the_same_answers_faster(mh, home):
     assert sum(r["completion_tokens"] for r in fast) < sum(
         r["completion_tokens"] for r in slow
     )  # the rest of each line is never generated
+
+
+def test_a_piped_run_reports_progress_as_json_lines(home, tmp_path):
+    """`ask - < file 2> log`: stdout has the answers, stderr one JSON progress line a question with the total
+    (stdin is a file, so it is known), and nothing of the kind with --quiet."""
+    import os
+    import subprocess
+
+    stream = tmp_path / "q.jsonl"
+    stream.write_text(
+        "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in questions(home, 2)) + "\n"
+    )
+    command = [sys.executable, "-m", "mhindex", "ask", "-", "--corpus", "musique", "--method", "oner", *FAST[:6]]
+    env = {**os.environ, "MHINDEX_HOME": str(home)}
+    with open(stream) as stdin:
+        result = subprocess.run(command, stdin=stdin, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 2
+    progress = [json.loads(line) for line in result.stderr.splitlines() if '"done"' in line]
+    assert [(p["done"], p["total"]) for p in progress] == [(1, 2), (2, 2)]
+    assert progress[-1]["message"] == "2/2 questions answered" and progress[-1]["per_minute"] > 0
+    with open(stream) as stdin:
+        quiet = subprocess.run([*command, "--quiet"], stdin=stdin, capture_output=True, text=True, env=env, timeout=600)
+    assert quiet.returncode == 0 and '"done"' not in quiet.stderr

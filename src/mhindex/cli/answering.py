@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import sys
+import time
 from typing import Annotated, Optional
 
 import typer
@@ -97,6 +100,23 @@ def ask(
         out.print(part)
 
 
+def _stdin_lines() -> int | None:
+    """How many non-blank lines stdin holds when it is a file (`ask - < q.jsonl`), read with pread so
+    that its offset does not move; None for a pipe or a terminal (no total known)."""
+    try:
+        if not stat.S_ISREG(os.fstat(0).st_mode):
+            return None
+        count, offset, last = 0, 0, b""
+        while block := os.pread(0, 1 << 20, offset):
+            for line in (last + block).split(b"\n")[:-1]:
+                count += bool(line.strip())
+            last = (last + block).rsplit(b"\n", 1)[-1]
+            offset += len(block)
+        return count + bool(last.strip())
+    except OSError:
+        return None
+
+
 def _answer_stream(solver, workers: int) -> None:
     from mhindex.files import read_jsonl_stream
     from mhindex.methods import Query
@@ -109,7 +129,26 @@ def _answer_stream(solver, workers: int) -> None:
             except ValueError as error:
                 yield number, str(error)
 
-    stats = run_questions(solver, items(), write_line, workers=workers)
+    log, total, started, done = ui.reporter(), _stdin_lines(), time.perf_counter(), 0
+    # A bar of questions done on a terminal; in a pipe, a JSON progress line a question (not with --quiet).
+    with log.progress("answering questions", total=total) as bar:
+
+        def emit(record: dict) -> None:
+            nonlocal done
+            write_line(record)
+            done += 1
+            bar.advance()
+            if not log.interactive:
+                seconds = time.perf_counter() - started
+                log.info(
+                    f"{done}{f'/{total}' if total else ''} questions answered",
+                    done=done,
+                    total=total,
+                    seconds=round(seconds, 1),
+                    per_minute=round(done * 60 / seconds, 2) if seconds else None,
+                )
+
+        stats = run_questions(solver, items(), emit, workers=workers)
     if stats.interrupted:
         ui.reporter().warning(f"interrupted: {stats.answered} answered, {stats.failed} failed")
         raise typer.Exit(130)
