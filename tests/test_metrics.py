@@ -301,3 +301,34 @@ def test_paired_differences_compare_methods_question_by_question():
     assert em["ci95"][0] > 0.3 and em["ci95"][1] < 0.7
     assert (em["a_better"], em["b_better"], em["questions"]) == (21, 0, 40)
     assert rows["recall"]["difference"] == pytest.approx(21 / 40)  # the odd ones found by b, but not q5
+
+
+def test_intervals_stay_inside_0_100_and_tables_export_as_markdown_and_latex(tmp_path):
+    from mhindex.eval.metrics import aggregate
+    from mhindex.eval.report import bar_chart, method_name, run_title, table_text
+
+    questions = {
+        q: {"id": q, "question": "?", "answers": ["Paris"], "gold_ids": ["g"], "dataset": "musique"} for q in ("a", "b")
+    }
+    perfect = aggregate([{"id": q, "answer": "Paris", "retrieved": [{"id": "g"}]} for q in questions], questions)
+    assert perfect["f1_interval"] == (1.0, 1.0) and perfect["recall_interval"] == (1.0, 1.0)  # never past 100%
+    half = aggregate(
+        [{"id": "a", "answer": "Paris", "retrieved": [{"id": "g"}]}, {"id": "b", "answer": "Rome"}], questions
+    )
+    assert 0.0 <= half["f1_interval"][0] <= half["f1"] <= half["f1_interval"][1] <= 1.0
+    metrics = {"oner@k=5": perfect, "ircot": half}
+    assert method_name("oner@k=5") == "OneR (k=5)" and method_name("kdcot") == "KD-CoT"
+    title = run_title("musique", 2, "local:qwen2.5-0.5b", "lucene+dense")
+    assert title == "MuSiQue: 2 questions, Qwen2.5-0.5B (local), BM25 (Lucene) + dense (FAISS)"
+
+    markdown = table_text(metrics, title, "md").splitlines()
+    assert markdown[2].startswith("| Method | n |") and "Recall (≤15)" in markdown[2]
+    assert markdown[4].startswith("| OneR (k=5) | 2 | ") and "100.0" in markdown[4]
+    latex = table_text(metrics, title, "latex")
+    assert (
+        r"\begin{tabular}" in latex
+        and r"IRCoT & 2 &" in latex
+        and r"$\pm$" in latex
+        and "%" not in latex.replace(r"\%", "")
+    )
+    assert bar_chart({"musique": metrics}, tmp_path / "chart.png", title).stat().st_size > 5000

@@ -38,9 +38,19 @@ JudgeOption = Annotated[
 ]
 
 
-def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = "") -> None:
-    from mhindex.eval.report import bar_chart, table, terminal_bars
+FormatOption = Annotated[
+    str, typer.Option("--format", help="The table as text (on the terminal), md (Markdown) or latex (booktabs).")
+]
 
+
+def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = "", form: str = "text") -> None:
+    from mhindex.eval.report import bar_chart, table, table_text, terminal_bars
+
+    if form in ("md", "latex"):
+        print(table_text(metrics, title, form), end="")
+        if chart is not None:
+            bar_chart({dataset: metrics}, chart, title)
+        return
     out = console()
     out.print(table(metrics, title))
     if chart is not None:
@@ -48,6 +58,13 @@ def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = 
         out.print(f"[dim]chart: {chart}[/dim]")
     if out.is_terminal:
         out.print(terminal_bars(metrics))
+
+
+def _check_format(form: str) -> None:
+    if form not in ("text", "md", "latex"):
+        from mhindex.errors import UsageError
+
+        raise UsageError(f"--format must be text, md or latex, not {form!r}")
 
 
 @app.command(name="eval")
@@ -86,6 +103,7 @@ def eval_(
         ),
     ] = None,
     tune_metric: Annotated[str, typer.Option(help="What --tune-on maximises: recall, f1 or em.")] = "recall",
+    table_format: FormatOption = "text",
     out: Annotated[
         Optional[Path],
         typer.Option(
@@ -114,6 +132,7 @@ def eval_(
     from mhindex.backends import BackendSpec
     from mhindex.eval.run import evaluate
 
+    _check_format(table_format)
     root = setup(home, quiet)
     names = [m.strip() for m in methods.split(",") if m.strip()]
     spec = BackendSpec.parse(backend, backend_options)
@@ -143,7 +162,9 @@ def eval_(
         title = (
             f"{name}: {report['questions']} {report['split'].replace('all', '')} questions, {report['lm']}, {backend}"
         )
-        _show_metrics(report["methods"], " ".join(title.split()), None)
+        _show_metrics(report["methods"], " ".join(title.split()), None, form=table_format)
+        if table_format != "text":
+            return
         if report["paired"]:
             from mhindex.eval.report import paired_table
 
@@ -181,11 +202,13 @@ def score(
         Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)
     ] = None,
     judge_lm: JudgeOption = None,
+    table_format: FormatOption = "text",
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
 ) -> None:
     """Score an existing predictions file against a question file."""
+    _check_format(table_format)
     from mhindex.eval.run import score_file
     from mhindex.lm import ModelOptions
 
@@ -195,7 +218,9 @@ def score(
     if json:
         print_json(summary)
         return
-    _show_metrics(summary, f"{predictions.name} against {questions_file.name}", chart, questions_file.parent.name)
+    _show_metrics(
+        summary, f"{predictions.name}, scored on {questions_file}", chart, questions_file.parent.name, table_format
+    )
 
 
 @app.command()

@@ -25,6 +25,96 @@ COLUMNS = [
 ]
 
 
+METHOD_NAMES = {
+    "nor": "NoR",
+    "oner": "OneR",
+    "ircot": "IRCoT",
+    "searchain": "SearChain",
+    "kdcot": "KD-CoT",
+    "efficientrag": "EfficientRAG",
+}
+DATASET_NAMES = {
+    "musique": "MuSiQue",
+    "hotpotqa": "HotpotQA",
+    "2wikimultihopqa": "2WikiMultihopQA",
+    "iirc": "IIRC",
+    "webqsp": "WebQSP",
+    "cwq": "CWQ",
+}
+BACKEND_NAMES = {
+    "lucene": "BM25 (Lucene)",
+    "elasticsearch": "BM25 (Elasticsearch)",
+    "bm25s": "BM25 (bm25s)",
+    "dense": "dense (FAISS)",
+    "colbert": "ColBERTv2",
+}
+
+
+def method_name(name: str) -> str:
+    """As the papers write it: `oner@k=5` -> "OneR (k=5)"."""
+    method, _, setting = name.partition("@")
+    shown = METHOD_NAMES.get(method, method)
+    return f"{shown} ({setting})" if setting else shown
+
+
+def dataset_name(name: str) -> str:
+    return DATASET_NAMES.get(name, name)
+
+
+def run_title(dataset: str, questions: int, lm: str, backend: str) -> str:
+    """A figure's title in words: "MuSiQue: 50 questions, Qwen2.5-0.5B (local), BM25 (Lucene)"."""
+    from mhindex.lm.packaged import PACKAGED
+
+    kind, _, model = lm.partition(":")
+    model_shown = (
+        f"{PACKAGED[model].description.split(' ')[0].replace('-Coder', '').replace('-Instruct', '')} (local)"
+        if kind == "local" and model in PACKAGED
+        else lm
+    )
+    backend_shown = " + ".join(BACKEND_NAMES.get(part, part) for part in backend.split("+"))
+    return f"{dataset_name(dataset)}: {questions} questions, {model_shown}, {backend_shown}"
+
+
+def table_text(metrics: dict[str, dict], title: str, form: str) -> str:
+    """The table as Markdown or LaTeX (booktabs), intervals included, for a paper or a README."""
+    budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
+    shown = [c for c in COLUMNS if _shown(c[1], metrics)]
+    header = ["Method", "n", *(f"Recall (≤{budget})" if label == "Recall" else label for label, *_ in shown)]
+    rows = [
+        [
+            method_name(name),
+            str(summary["questions"]),
+            *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in shown),
+        ]
+        for name, summary in metrics.items()
+    ]
+    if form == "md":
+        lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines += ["", "±: half-width of the 95% interval over the sampled questions."]
+        return "\n".join(lines) + "\n"
+
+    def tex(text: str) -> str:
+        for raw, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#")):
+            text = text.replace(raw, escaped)
+        return text.replace("±", r"$\pm$").replace("≤", r"$\leq$")
+
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+        r"\toprule",
+        " & ".join(tex(h) for h in header) + r" \\",
+        r"\midrule",
+        *(" & ".join(tex(cell) for cell in row) + r" \\" for row in rows),
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\caption{" + tex(title) + r". $\pm$: half-width of the 95\% interval over the sampled questions.}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _cell(summary: dict, key: str, fmt: str, scale: float) -> str:
     value = (
         summary["prompt_tokens_per_question"] + summary["completion_tokens_per_question"]
@@ -158,7 +248,7 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
                     value * 100,
                     width * 0.92,
                     color=colours[j % len(colours)],
-                    label=method if i == 0 else None,
+                    label=method_name(method) if i == 0 else None,
                     yerr=errors,
                     capsize=2,
                     error_kw={"elinewidth": 0.8, "ecolor": "0.25"},
@@ -167,9 +257,10 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
                 axis.text(x, top + 1.5, f"{value * 100:.0f}", ha="center", va="bottom", fontsize=7)
         axis.set_title(label.replace(" (%)", ""), fontsize=10)
         axis.set_ylabel(label)
-        axis.set_xticks(range(len(datasets)), datasets, fontsize=9)
+        axis.set_xticks(range(len(datasets)), [dataset_name(d) for d in datasets], fontsize=9)
         axis.set_xlim(-0.6, len(datasets) - 0.4)
-        axis.set_ylim(0, 110)
+        axis.set_ylim(0, 118)  # room above 100% for a bar's value label, below the panel's title
+        axis.set_yticks(range(0, 101, 20))
         axis.axhline(0, color="0.2", linewidth=0.8)
         axis.grid(axis="y", color="0.9")
         axis.set_axisbelow(True)
@@ -178,7 +269,7 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
     for axis in axes:  # NoR has bars only in the F1 panel
         for handle, name in zip(*axis.get_legend_handles_labels(), strict=True):
             legend.setdefault(name, handle)
-    ordered = [m for m in methods if m in legend]
+    ordered = [method_name(m) for m in methods if method_name(m) in legend]
     figure.legend(
         [legend[m] for m in ordered],
         ordered,
@@ -259,7 +350,9 @@ def budget_curve(paths: list[Path], out: Path, title: str | None = None) -> tupl
             xs, ys = [p[0] for p in points], [p[1] * 100 for p in points]
             low = [y - (p[2][0] * 100 if p[2] else y) for p, y in zip(points, ys, strict=True)]
             high = [(p[2][1] * 100 if p[2] else y) - y for p, y in zip(points, ys, strict=True)]
-            axis.errorbar(xs, ys, yerr=[low, high], marker="o", markersize=3.5, capsize=2, color=colour, label=method)
+            axis.errorbar(
+                xs, ys, yerr=[low, high], marker="o", markersize=3.5, capsize=2, color=colour, label=method_name(method)
+            )
             rows.extend(
                 {
                     "dataset": dataset,
@@ -272,7 +365,7 @@ def budget_curve(paths: list[Path], out: Path, title: str | None = None) -> tupl
                 }
                 for x, y, interval, name in ((p[0], p[1] * 100, p[2], p[3]) for p in points)
             )
-        axis.set_title(dataset, fontsize=10)
+        axis.set_title(dataset_name(dataset), fontsize=10)
         axis.set_xlabel("paragraphs retrieved per question")
         axis.set_ylim(0, 100)
         axis.grid(color="0.9")

@@ -361,7 +361,7 @@ def evaluate(
     already in the folder, and write `metrics.json` and `chart.png` there (the papers' table)."""
     from mhindex import __version__, ui
     from mhindex.backends import BackendSpec
-    from mhindex.eval.report import bar_chart
+    from mhindex.eval.report import bar_chart, run_title
     from mhindex.lm import ModelOptions, resolve_spec
     from mhindex.methods import Query, settings_for
     from mhindex.methods.run import run_questions
@@ -476,7 +476,7 @@ def evaluate(
     bar_chart(
         {dataset or corpus.name: metrics},
         folder / "chart.png",
-        f"{corpus.name}: {len(questions)} questions, {redact(lm_spec)}, {spec.label}",
+        run_title(dataset or corpus.name, len(questions), redact(lm_spec), spec.label),
     )
     return Evaluation(folder, report)
 
