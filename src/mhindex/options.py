@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -97,6 +99,32 @@ def flag_among(name: str, settings_types: Iterable[type]) -> str:
     return "--" + name.replace("_", "-")
 
 
+# Which command parameter names the owners an option group is for: `--help` shows only their options.
+_CHOOSERS = {"method_options": ("method", "methods"), "backend_options": ("backend",)}
+_FLAGS = {"method": ("--method", "-m"), "methods": ("--method", "-m"), "backend": ("--backend",)}
+
+
+def _chosen_owners(group: str, signature: inspect.Signature, argv: list[str]) -> set[str] | None:
+    """With --help on the command line, the methods or backends it names (else the command's default),
+    whose options the help shows; None when the help is not asked for or the group is not chosen."""
+    if not ({"--help", "-h"} & set(argv)) or group not in _CHOOSERS:
+        return None
+    param = next((signature.parameters[n] for n in _CHOOSERS[group] if n in signature.parameters), None)
+    if param is None:
+        return None
+    value = param.default if isinstance(param.default, str) else ""
+    flags = _FLAGS[param.name]
+    for i, arg in enumerate(argv):
+        if arg in flags and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(tuple(f"{f}=" for f in flags if f.startswith("--"))):
+            value = arg.partition("=")[2]
+    chosen = {part.strip() for part in re.split(r"[,+]", value) if part.strip()}
+    if "hybrid" in chosen or "+" in value:  # a hybrid: its parts' options and the fusion's own
+        chosen |= {"hybrid"} | ({"lucene", "dense"} if chosen == {"hybrid"} else set())
+    return chosen or None
+
+
 def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str | Callable[[Opt], str]) -> Callable:
     """Give a Typer command one option per field declared by any of `owners()` (name -> settings
     type), all defaulting to unset; the command receives the ones the user set as a dict in its
@@ -109,6 +137,10 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
             for name, (f, opt, kind) in declared(settings_type).items():
                 by_name.setdefault(name, []).append((owner, f, opt, kind))
         generated = []
+        original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
+        shown_for = _chosen_owners(group, original, sys.argv)
+        builds = command.__name__ in ("index", "build")
+        hidden_any = False
         for name, uses in by_name.items():
             _, _, opt, kind = uses[0]
             flag = flag_of(name, opt)
@@ -125,10 +157,18 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
             details: dict[str, Any] = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
             if opt.metavar:
                 details["metavar"] = opt.metavar
+            # `ask --help` shows the options of the method and backend asked about, not all 200 of them;
+            # options fixed when an index is built show on `index` and `build`, where they are set.
+            hidden = shown_for is not None and (
+                not any(owner in shown_for for owner, *_ in uses)
+                or (group == "backend_options" and opt.stage == "index" and not builds)
+            )
+            hidden_any |= hidden
             info = _typer().Option(
                 *names,
                 help=text,
                 show_default=False,
+                hidden=hidden,
                 rich_help_panel=panel(opt) if callable(panel) else panel,
                 **details,
             )
@@ -138,7 +178,6 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
                 )
             )
 
-        original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
         kept = [p for p in original.parameters.values() if p.name != group]
         taken = {p.name for p in kept}
         clash = [p.name for p in generated if p.name in taken]
@@ -152,6 +191,14 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
                 kwargs.pop(p.name, None)
             return command(*args, **kwargs, **{group: chosen})
 
+        if hidden_any and shown_for is not None:
+            what = "method" if group == "method_options" else "backend"
+            wrapper.__doc__ = (
+                f"{inspect.cleandoc(command.__doc__ or '')}\n\n"
+                f"Options shown: those of {what} {', '.join(sorted(shown_for))}; `--{what} NAME --help` shows another's"
+                + ("" if builds or what == "method" else ", `mhindex index --help` those fixed when an index is built")
+                + "."
+            )
         wrapper.__signature__ = original.replace(parameters=[*kept, *generated])  # type: ignore[attr-defined]
         wrapper.__annotations__ = {
             p.name: p.annotation for p in [*kept, *generated] if p.annotation is not inspect.Parameter.empty

@@ -20,7 +20,7 @@ app = typer.Typer(
     help="Multi-hop question answering over your own corpora: build corpora, index them, ask questions.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion and --show-completion (bash, zsh, fish, PowerShell)
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -1,0 +1,40 @@
+"""Help as a new user reads it, in a real process at 80 columns: the options of the method and backend
+asked about (not every engine's), a pointer to the rest, and shell completion."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def mhindex(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mhindex", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
+        timeout=120,
+    )
+
+
+def test_help_shows_the_chosen_method_and_backend():
+    ask = mhindex("ask", "--help").stdout
+    assert len(ask.splitlines()) < 300  # 464 lines when every method's and engine's options were shown
+    assert "--max-steps" in ask and "--tracing" not in ask and "--shards" not in ask and "--es-url" not in ask
+    assert "Options shown: those of method ircot; `--method NAME --help` shows another's." in " ".join(ask.split())
+    searchain = mhindex("ask", "--method", "searchain", "--backend", "elasticsearch", "--help").stdout
+    assert "--tracing" in searchain and "--max-steps" not in searchain and "--es-url" in searchain
+    assert "--shards" not in searchain  # fixed when the index is built: shown by `index`
+    assert "--shards" in mhindex("index", "--backend", "elasticsearch", "--help").stdout
+    fused = mhindex("search", "--backend", "lucene+dense", "--help").stdout
+    assert "--fusion" in fused and "--rrf-k" in fused and "--k1" in fused
+    # Hidden from the help, still accepted.
+    assert "no such option" not in mhindex("ask", "x", "--tracing", "--method", "ircot", "--help").stderr.lower()
+
+
+def test_shell_completion():
+    shown = mhindex("--show-completion", "bash")
+    assert shown.returncode == 0 and "_mhindex_completion" in shown.stdout
+    completed = mhindex(env={"_MHINDEX_COMPLETE": "complete_bash", "COMP_WORDS": "mhindex ev", "COMP_CWORD": "1"})
+    assert completed.stdout.split() == ["eval"]
