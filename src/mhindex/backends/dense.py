@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import mmap
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -152,7 +153,13 @@ class Vectors:
 
         def take(positions):
             picked = array[positions] if order is None else array[np.asarray(order)[positions]]
-            return np.ascontiguousarray(picked, dtype=np.float32)
+            copied = np.array(picked, dtype=np.float32, order="C")
+            # Mapped pages read so far would count as this process's memory (reclaimable, but a peak
+            # that looks like the whole file): let them go once copied.
+            mapped = getattr(array, "_mmap", None)
+            if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
+                mapped.madvise(mmap.MADV_DONTNEED)
+            return copied
 
         return cls(
             [min(chunk_size, count - s) for s in starts],
