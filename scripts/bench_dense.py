@@ -4,7 +4,7 @@ paragraphs of each sample's questions at 5 and 15; with --hybrid, also Lucene an
 (`--backend lucene+dense`: reciprocal rank fusion, and weighted normalised scores 0.5/0.5).
 
     .venv/bin/python scripts/bench_dense.py [--datasets musique,hotpotqa,2wikimultihopqa] [--faiss-index flat]
-        [--hybrid] [--combined]
+        [--hybrid] [--combined] [--fusion-depths 100,30]
 
 --combined puts every listed dataset's sample paragraphs into each corpus (`mhindex corpus D --add ...`),
 so that each dataset's questions are searched among all the Wikipedia samples together.
@@ -40,6 +40,8 @@ def recall(retriever, questions, k):
 
 
 def latency_ms(retriever, questions):
+    for q in questions[:20]:  # warm-up: the JVM compiles Lucene's code paths for deep rankings on first use
+        retriever.search(q["question"], 10)
     times = []
     for q in questions:
         started = time.perf_counter()
@@ -59,6 +61,7 @@ def main() -> None:
     )
     parser.add_argument("--hybrid", action="store_true", help="also lucene+dense fused (rrf and weighted)")
     parser.add_argument("--combined", action="store_true", help="each corpus holds every listed sample")
+    parser.add_argument("--fusion-depths", default="100", help="candidates asked of each part, comma-separated")
     args = parser.parse_args()
     # ColBERT compiles its C++ extensions once per cache folder; keep them between runs so that the
     # build time of the first dataset is indexing, not compiling.
@@ -95,7 +98,13 @@ def main() -> None:
                     f"{recall(retriever, questions, 5):>7.3f}{recall(retriever, questions, 15):>7.3f}"
                 )
                 retriever.close()
-            fusions = [("rrf", {"fusion": "rrf"}), ("weighted", {"fusion": "weighted"})] if args.hybrid else []
+            depths = [int(d) for d in args.fusion_depths.split(",")]
+            fusions = [
+                (f"{kind}{'' if depth == 100 else f'@{depth}'}", {"fusion": kind, "fusion_depth": depth})
+                for depth in depths
+                for kind in ("rrf", "weighted")
+            ]
+            fusions = fusions if args.hybrid else []
             for label, options in fusions:
                 retriever = open_retriever(corpus, "lucene+dense", {**options, "threads": args.threads})
                 p50, p99 = latency_ms(retriever, questions)
