@@ -140,7 +140,7 @@ def corpus_section(root: Path, args) -> Path:
 
 def lucene_section(home: Path, args) -> None:
     from mhindex.backends import open_retriever
-    from mhindex.backends.lucene import _JVM_OPTIONS, _jvm, anserini_document, anserini_jar, java_home
+    from mhindex.backends.lucene import _jvm, anserini_document, index_collection_command
     from mhindex.home import corpus_dir
 
     corpus = corpus_dir(home, "musique")
@@ -150,26 +150,7 @@ def lucene_section(home: Path, args) -> None:
     with open(corpus.corpus, "rb") as source, open(docs / "docs.jsonl", "wb") as sink:  # what mhindex hands to Anserini
         sink.writelines(map(anserini_document, source))
     raw_index = home.parent / "anserini-index"
-    raw = [
-        str(java_home() / "bin" / "java"),
-        *_JVM_OPTIONS,
-        "-cp",
-        str(anserini_jar()),
-        "io.anserini.index.IndexCollection",
-        "-collection",
-        "JsonCollection",
-        "-generator",
-        "DefaultLuceneDocumentGenerator",
-        "-input",
-        str(docs),
-        "-index",
-        str(raw_index),
-        "-fields",
-        "title",
-        "-threads",
-        str(args.threads),
-        "-storeRaw",
-    ]
+    raw = index_collection_command(docs, raw_index, args.threads)
     print(f"\n## Lucene indexing: {count:,} paragraphs, {args.threads} threads")
     print(f"{'round':<6} {'arm':<38} {'seconds':>8} {'paragraphs/s':>13} {'x anchor':>9}")
     for round_ in range(1, args.rounds + 1):

@@ -184,7 +184,7 @@ def main() -> None:
         print(f"{'  index on disk':32}{disk(corpus / 'indexes' / 'lucene'):>11}", flush=True)
 
         # Raw Anserini on the very documents mhindex hands it (prepared here, untimed).
-        from mhindex.backends.lucene import _JVM_OPTIONS, anserini_document, anserini_jar, java_home
+        from mhindex.backends.lucene import anserini_document, index_collection_command
 
         docs, raw_index = workdir / "anserini-docs", workdir / "anserini-index"
         docs.mkdir(exist_ok=True)
@@ -193,26 +193,7 @@ def main() -> None:
                 out.write(anserini_document(line))
         raw = run(
             "raw Anserini IndexCollection",
-            [
-                str(java_home() / "bin" / "java"),
-                *_JVM_OPTIONS,
-                "-cp",
-                str(anserini_jar()),
-                "io.anserini.index.IndexCollection",
-                "-collection",
-                "JsonCollection",
-                "-generator",
-                "DefaultLuceneDocumentGenerator",
-                "-input",
-                str(docs),
-                "-index",
-                str(raw_index),
-                "-fields",
-                "title",
-                "-threads",
-                str(args.threads),
-                "-storeRaw",
-            ],
+            index_collection_command(docs, raw_index, args.threads),
             env,
         )
         print(f"{'  mhindex / raw speed':32}{raw / ours:>9.2f} x", flush=True)

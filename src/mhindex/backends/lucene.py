@@ -138,6 +138,31 @@ def _jvm() -> dict[str, Any]:
     return _classes
 
 
+def index_collection_command(docs: Path, index: Path, threads: int) -> list[str]:
+    """Anserini's IndexCollection over the JSON documents in `docs` (mhindex's build, and the benchmarks'
+    raw Anserini beside it): title and text searched together, the title alone, the raw record stored."""
+    return [
+        str(java_home() / "bin" / "java"),
+        *_JVM_OPTIONS,
+        "-cp",
+        str(anserini_jar()),
+        "io.anserini.index.IndexCollection",
+        "-collection",
+        "JsonCollection",
+        "-generator",
+        "DefaultLuceneDocumentGenerator",
+        "-input",
+        str(docs),
+        "-index",
+        str(index),
+        "-fields",
+        "title",
+        "-threads",
+        str(threads),
+        "-storeRaw",
+    ]
+
+
 def jnius_cast(classes: dict[str, Any], name: str, value: Any) -> Any:
     """`value` as its superclass `name`: pyjnius matches a constructor's arguments by their declared class."""
     import jnius
@@ -159,7 +184,9 @@ class LuceneBackend:
 
     def build(self, corpus: CorpusDir, target: Path, options: LuceneOptions, context: BackendContext) -> dict[str, Any]:
         corpus_file = corpus.corpus
-        jar, java = anserini_jar(), java_home() / "bin" / "java"
+        # Both found before the documents are written, so that a missing one fails at once.
+        anserini_jar()
+        java_home()
         docs = target / "docs"
         docs.mkdir()
         count = 0
@@ -177,26 +204,7 @@ class LuceneBackend:
                     sinks[min(files - 1, done * files // max(1, size))].write(anserini_document(line))
                     done += len(line)
                     count += 1
-        command = [
-            str(java),
-            *_JVM_OPTIONS,
-            "-cp",
-            str(jar),
-            "io.anserini.index.IndexCollection",
-            "-collection",
-            "JsonCollection",
-            "-generator",
-            "DefaultLuceneDocumentGenerator",
-            "-input",
-            str(docs),
-            "-index",
-            str(target / "lucene"),
-            "-fields",
-            "title",
-            "-threads",
-            str(options.threads),
-            "-storeRaw",
-        ]
+        command = index_collection_command(docs, target / "lucene", options.threads)
         with log.progress(f"indexing {count:,} paragraphs with Lucene", total=None):
             # The JVM dies with this process, even one killed outright (processes.py).
             result = subprocess.run(command, capture_output=True, text=True, preexec_fn=child_of_this_process())
