@@ -239,7 +239,7 @@ def test_concurrent_builds_of_one_corpus_take_turns(tmp_path):
         results = [(b.wait(timeout=300), b.stderr.read()) for b in builds]
         assert all(code == 0 for code, _ in results), results
         assert "Traceback" not in "".join(err for _, err in results)
-    assert not leftovers(home) and sorted(p.name for p in home.iterdir()) == [".locks", "musique"]
+    assert not leftovers(home) and sorted(p.name for p in home.iterdir()) == [".locks", "default-corpus", "musique"]
     assert snapshot(home / "musique" / "indexes" / "lucene") == index  # the corpus kept its index through every rebuild
     code, out, _ = mhindex(home, "search", "musique", "Korean War", "--json")
     assert code == 0 and json.loads(out)["hits"]  # still current: the same inputs make the same corpus

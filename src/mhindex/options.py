@@ -119,6 +119,8 @@ def _chosen_owners(group: str, signature: inspect.Signature, argv: list[str]) ->
             value = argv[i + 1]
         elif arg.startswith(tuple(f"{f}=" for f in flags if f.startswith("--"))):
             value = arg.partition("=")[2]
+    if value.startswith(("http://", "https://")):  # a served index: the remote backend's options
+        return {"remote"}
     chosen = {part.strip() for part in re.split(r"[,+]", value) if part.strip()}
     if "hybrid" in chosen or "+" in value:  # a hybrid: its parts' options and the fusion's own
         chosen |= {"hybrid"} | ({"lucene", "dense"} if chosen == {"hybrid"} else set())
