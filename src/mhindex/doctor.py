@@ -7,6 +7,7 @@ starts no JVM, so the whole report takes about a second.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import importlib.util
 import subprocess
@@ -25,14 +26,7 @@ class Check:
     needed: bool = True  # part of the default path (build, search, ask with the default model)
 
     def record(self) -> dict:
-        return {
-            "area": self.area,
-            "name": self.name,
-            "ok": self.ok,
-            "detail": self.detail,
-            "fix": self.fix,
-            "needed": self.needed,
-        }
+        return dataclasses.asdict(self)
 
 
 def _version(distribution: str) -> str | None:
