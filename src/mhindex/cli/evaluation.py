@@ -179,6 +179,7 @@ def eval_(
                 f"{tuned['chosen_on']['split']} questions by {tuned['metric']} ({scores})"
             )
         console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
+        console().print(f"[dim]browse them question by question: mhindex report {result.folder}[/dim]")
     failed = sum(summary["failed"] for summary in report["methods"].values())
     if failed:  # as `ask -`: the table is written, and the exit code says it is not whole
         ui.reporter().warning(f"{failed} answers failed and score 0 in the table; the same command asks them again")
@@ -265,3 +266,33 @@ def curve(
         return
     console().print(curve_table(rows))
     console().print(f"curve: {path}")
+
+
+@app.command()
+def report(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Evaluation folders (`mhindex eval` outputs): any datasets, methods.", show_default=False),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    questions: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="The questions file with gold answers \\[default: the questions of the corpus each run names].",
+            show_default=False,
+        ),
+    ] = None,
+    title: Annotated[
+        Optional[str], typer.Option(help="The page's title \\[default: mhindex evaluation report].", show_default=False)
+    ] = None,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """One self-contained HTML file to browse evaluations: the tables and charts, every question with each
+    method's answer, and one question's traces and paragraphs side by side. Opens from disk, no server."""
+    from mhindex.eval.browse import build_report, write_report
+
+    root = setup(home, quiet)
+    with ui.graceful_interrupts():
+        path = write_report(build_report(runs, root, questions, title), out)
+    console().print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

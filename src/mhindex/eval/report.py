@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -75,19 +75,27 @@ def run_title(dataset: str, questions: int, lm: str, backend: str) -> str:
     return f"{dataset_name(dataset)}: {questions} questions, {model_shown}, {backend_shown}"
 
 
-def table_text(metrics: dict[str, dict], title: str, form: str) -> str:
-    """The table as Markdown or LaTeX (booktabs), intervals included, for a paper or a README."""
+def table_cells(metrics: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
+    """The table's header and rows as text (a row starts with the method's own name), intervals included:
+    what the Markdown, LaTeX and HTML tables are made of."""
     budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
     shown = [c for c in COLUMNS if _shown(c[1], metrics)]
     header = ["Method", "n", *(f"Recall (≤{budget})" if label == "Recall" else label for label, *_ in shown)]
     rows = [
         [
-            method_name(name),
-            str(summary["questions"]),
+            name,
+            str(summary["questions"]) + (f" ({summary['failed']} failed)" if summary.get("failed") else ""),
             *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in shown),
         ]
         for name, summary in metrics.items()
     ]
+    return header, rows
+
+
+def table_text(metrics: dict[str, dict], title: str, form: str) -> str:
+    """The table as Markdown or LaTeX (booktabs), intervals included, for a paper or a README."""
+    header, rows = table_cells(metrics)
+    rows = [[method_name(row[0]), *row[1:]] for row in rows]
     if form == "md":
         lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -203,12 +211,13 @@ def terminal_bars(metrics: dict[str, dict], width: int = 40) -> str:
     return "\n".join(lines)
 
 
-def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
+def bar_chart(runs: dict[str, dict[str, dict]], path: Path | IO[str], title: str) -> Path | IO[str]:
     """Retrieval recall and answer F1 side by side (two panels), datasets along the x axis and
     one bar per method, each with its 95% interval, like the figures of IRCoT's paper.
 
-    runs: {dataset: {method: summary}}. A zero is drawn as a labelled baseline tick; a method with
-    no retrieval (NoR) is marked "n/a" in the recall panel rather than drawn as zero.
+    runs: {dataset: {method: summary}}; path: a PNG file, or a text stream that takes SVG. A zero is
+    drawn as a labelled baseline tick; a method with no retrieval (NoR) is marked "n/a" in the recall
+    panel rather than drawn as zero.
     """
     import matplotlib
 
@@ -282,10 +291,19 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path, title: str) -> Path:
     figure.text(
         0.99, 0.01, "bars: 95% intervals over the sampled questions", ha="right", va="bottom", fontsize=6, color="0.4"
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=160)
-    plt.close(figure)
+    _save(figure, path)
     return path
+
+
+def _save(figure, target: Path | IO[str]) -> None:
+    import matplotlib.pyplot as plt
+
+    if isinstance(target, Path):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(target, dpi=160)
+    else:
+        figure.savefig(target, format="svg")
+    plt.close(figure)
 
 
 def chart_runs(runs: list[Path], out: Path, title: str | None = None) -> Path:
@@ -297,9 +315,8 @@ def chart_runs(runs: list[Path], out: Path, title: str | None = None) -> Path:
     }
     models = sorted({str(report.get("lm")) for report in reports})
     sizes = sorted({int(report.get("questions") or 0) for report in reports})
-    return bar_chart(
-        by_dataset, out, title or f"{', '.join(models)}: {'/'.join(map(str, sizes))} questions per dataset"
-    )
+    bar_chart(by_dataset, out, title or f"{', '.join(models)}: {'/'.join(map(str, sizes))} questions per dataset")
+    return out
 
 
 def read_metrics(path: Path) -> dict:
@@ -316,7 +333,7 @@ def read_metrics(path: Path) -> dict:
     return report
 
 
-def budget_curve(paths: list[Path], out: Path, title: str | None = None) -> tuple[Path, list[dict]]:
+def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = None) -> tuple[Path | IO[str], list[dict]]:
     """Recall of gold paragraphs against paragraphs retrieved a question, one line per method over
     its sweep (IRCoT's Figure 3), a panel per evaluation folder, with 95% bootstrap intervals; and the
     points as rows for a table. A method that retrieves nothing (NoR) has no point."""
@@ -376,9 +393,7 @@ def budget_curve(paths: list[Path], out: Path, title: str | None = None) -> tupl
         figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False, fontsize=9)
     models = sorted({str(report.get("lm")) for report in reports})
     figure.suptitle(title or f"Recall against paragraphs retrieved ({', '.join(models)})", fontsize=10)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=160)
-    plt.close(figure)
+    _save(figure, out)
     return out, rows
 
 

@@ -469,6 +469,7 @@ def evaluate(
         "budget": budget,
         **({"tuned": tuned} if tuned else {}),
         "methods": metrics,
+        "question_ids": [q["id"] for q in questions],  # the sample scored (mhindex report lists these)
         "paired": paired_differences(predictions, {q["id"]: q for q in questions}, budget),
     }
     with atomic_file(folder / "metrics.json") as handle:

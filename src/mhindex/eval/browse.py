@@ -1,0 +1,525 @@
+"""`mhindex report`: evaluation folders as one self-contained HTML file, browsed question by question.
+
+The overview and the question list are rendered into the page (they read with JavaScript off); one
+question's side-by-side view is drawn by a small inline script from a JSON block, so a paragraph
+retrieved by four methods for a thousand questions is stored once. Every text goes through Jinja2's
+autoescaping or, in the script, `textContent`: a paragraph holding `<script>` shows as text.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mhindex.errors import UsageError
+from mhindex.eval.metrics import KDCOT_METRICS, paired_differences, score_one
+from mhindex.eval.report import (
+    _PAIRED_LABELS,
+    bar_chart,
+    budget_curve,
+    dataset_name,
+    method_name,
+    read_metrics,
+    run_title,
+    table_cells,
+)
+
+#: Question fields a list can be filtered by, where the dataset has them (MuSiQue's hops, HotpotQA's
+#: type and level, 2WikiMultihopQA's type, IIRC's answer type).
+FACETS = (("hops", "hops"), ("type", "type"), ("level", "level"), ("answer_type", "answer type"))
+
+
+@dataclass
+class Run:
+    """One `mhindex eval` folder: its metrics.json, run.json and each method's predictions."""
+
+    folder: Path
+    report: dict
+    predictions: dict[str, list[dict]]
+    scored: list[str] = field(default_factory=list)  # the question ids of the table, set once the gold is read
+    _indexed: dict[str, dict[str, dict]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def scored_set(self) -> set[str]:
+        return set(self.scored)
+
+    def by_id(self, method: str) -> dict[str, dict]:
+        if method not in self._indexed:
+            self._indexed[method] = {p["id"]: p for p in self.predictions[method]}
+        return self._indexed[method]
+
+    @property
+    def dataset(self) -> str:
+        return str(self.report.get("dataset") or self.report.get("corpus") or self.folder.name)
+
+
+@dataclass
+class DatasetView:
+    """The questions of one dataset and every method that answered them, across the folders given."""
+
+    name: str
+    runs: list[Run] = field(default_factory=list)
+    methods: dict[str, tuple[Run, str]] = field(default_factory=dict)  # column -> (run, method in that run)
+
+
+def load_run(folder: Path) -> Run:
+    from mhindex.eval.run import read_predictions
+
+    report = read_metrics(folder)
+    folder = folder if folder.is_dir() else folder.parent
+    run_file = folder / "run.json"
+    if run_file.is_file():  # metrics.json carries the same fields; run.json is what made the predictions
+        try:
+            report = {**orjson.loads(run_file.read_bytes()), **report}
+        except orjson.JSONDecodeError as error:
+            raise UsageError(f"{run_file}: not valid JSON ({error})") from None
+    predictions = {}
+    for name in report["methods"]:
+        file = folder / f"{name}.jsonl"
+        if not file.is_file():
+            raise UsageError(f"{file}: no such file, though {folder / 'metrics.json'} lists method '{name}'")
+        predictions[name] = read_predictions(file)
+    return Run(folder, report, predictions)
+
+
+def _questions_for(run: Run, questions: Path | None, home: Path, cache: dict[Path, dict]) -> dict[str, dict]:
+    from mhindex.eval.run import read_questions
+    from mhindex.home import open_corpus
+
+    if questions is None:
+        corpus = run.report.get("corpus")
+        if not corpus:
+            raise UsageError(f"{run.folder}: metrics.json names no corpus; give --questions FILE")
+        try:
+            questions = open_corpus(home, str(corpus)).questions
+        except UsageError as error:
+            raise UsageError(f"{run.folder}: {error}; or give the questions file with --questions FILE") from None
+    if questions not in cache:
+        if not questions.is_file():
+            raise UsageError(f"{questions}: no such file")
+        cache[questions] = read_questions(questions)
+    return cache[questions]
+
+
+def read_paragraphs(corpus: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
+    """Title and text of the `wanted` paragraph ids, in one pass over corpus.jsonl. A line's id is read
+    from its first bytes (mhindex writes `{"id":...` first), so a large corpus costs a scan, not a parse."""
+    found: dict[str, tuple[str, str]] = {}
+    if not wanted or not corpus.is_file():
+        return found
+    prefix = b'{"id":"'
+    with open(corpus, "rb") as handle:
+        for line in handle:
+            if line.startswith(prefix):
+                end = line.find(b'"', len(prefix))
+                if line[len(prefix) : end].decode() not in wanted:
+                    continue
+            record = orjson.loads(line)
+            if record.get("id") in wanted:
+                found[record["id"]] = (str(record.get("title") or ""), str(record.get("text") or ""))
+                if len(found) == len(wanted):
+                    break
+    return found
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def trace_steps(record: dict) -> list[dict]:
+    """A method's trace as steps of labelled rows, the same shape for every method, so that the page draws
+    them with one function: IRCoT's steps with their queries, SearChain's rounds and nodes, EfficientRAG's
+    rounds with tags and kept words, KD-CoT's thoughts, actions and verifications, and the reader's call."""
+    steps: list[dict] = []
+    if isinstance(record.get("tree"), list):  # SearChain
+        for number, round_ in enumerate(record["tree"], 1):
+            rows = [["chain", _text(round_.get("chain", ""))]]
+            for node in round_.get("nodes", []):
+                confidence = node.get("confidence")
+                rows.append(
+                    [
+                        f"node {node.get('n', '?')}",
+                        f"{node.get('query', '')} → LM: {node.get('lm_answer', '')}; reader: "
+                        f"{node.get('reader_answer', '')}"
+                        + (f" ({confidence:.2f})" if isinstance(confidence, int | float) else "")
+                        + f"; verdict: {node.get('verdict', '')}",
+                    ]
+                )
+            if round_.get("feedback"):
+                rows.append(["feedback", _text(round_["feedback"])])
+            ids = [n["doc"]["id"] for n in round_.get("nodes", []) if isinstance(n.get("doc"), dict)]
+            steps.append({"title": f"Round {number}", "rows": rows, "ids": ids})
+        if record.get("final_content"):
+            rows = [
+                ["final content", _text(record["final_content"])],
+                ["answer from", _text(record.get("answer_from"))],
+            ]
+            rows += [
+                [f"[{ref.get('n')}]", f"{ref.get('title', '')} (for: {ref.get('query', '')})"]
+                for ref in record.get("references", [])
+            ]
+            steps.append({"title": "Tracing", "rows": rows, "ids": []})
+    elif isinstance(record.get("trace"), list):  # KD-CoT
+        for entry in record["trace"]:
+            rows = [
+                [label, _text(entry[key])]
+                for key, label in (
+                    ("thought", "thought"),
+                    ("lm_answer", "LM answer"),
+                    ("reader_answer", "reader"),
+                    ("verifier_reply", "verifier"),
+                    ("verdict", "verdict"),
+                    ("answer", "kept answer"),
+                )
+                if entry.get(key) not in (None, "")
+            ]
+            rows.insert(1, ["action", f"{entry.get('action', '')}[{entry.get('argument', '')}]"])
+            ids = [p["id"] for p in entry.get("passages", []) if isinstance(p, dict) and "id" in p]
+            steps.append({"title": f"Step {entry.get('number', len(steps) + 1)}", "rows": rows, "ids": ids})
+    elif isinstance(record.get("efficientrag"), dict):  # EfficientRAG
+        details = record["efficientrag"]
+        for number, round_ in enumerate(details.get("rounds", []), 1):
+            rows = [["query", _text(round_.get("query", ""))]]
+            rows += [
+                [f"[{chunk.get('tag', '')}]", f"{chunk.get('title', '')}: {chunk.get('kept', '')}"]
+                for chunk in round_.get("chunks", [])
+            ]
+            if round_.get("next_query"):
+                rows.append(["next query", _text(round_["next_query"])])
+            ids = [chunk["id"] for chunk in round_.get("chunks", []) if "id" in chunk]
+            steps.append({"title": f"Round {number}", "rows": rows, "ids": ids})
+        if details.get("stopped"):
+            steps.append({"title": "Stopped", "rows": [["because", _text(details["stopped"])]], "ids": []})
+    else:  # IRCoT, OneR, NoR: a step is a query, what it brought and the sentence written
+        for number, step in enumerate(record.get("steps", []), 1):
+            written = (("query", "query"), ("text", "wrote"))
+            rows = [[label, _text(step[key])] for key, label in written if step.get(key)]
+            steps.append({"title": f"Step {number}", "rows": rows, "ids": list(step.get("retrieved_ids", []))})
+    reader = record.get("reader")
+    if isinstance(reader, dict):
+        rows = [
+            ["paragraphs", _text(reader.get("paragraphs", ""))],
+            ["prompt tokens", _text(reader.get("prompt_tokens", ""))],
+            ["seconds", _text(reader.get("seconds", ""))],
+            ["output", _text(reader.get("output", ""))],
+        ]
+        if record.get("chain_answer"):
+            rows.append(["chain concluded", _text(record["chain_answer"])])
+        steps.append({"title": "Reader", "rows": rows, "ids": []})
+    return steps
+
+
+def _group(runs: list[Run]) -> list[DatasetView]:
+    views: dict[str, DatasetView] = {}
+    for run in runs:
+        view = views.setdefault(run.dataset, DatasetView(run.dataset))
+        view.runs.append(run)
+        for name in run.predictions:
+            # The same method in two folders of one dataset (two models, two backends) keeps both, named apart.
+            column = name if name not in view.methods else f"{name} ({run.folder.name})"
+            view.methods[column] = (run, name)
+    return list(views.values())
+
+
+def _svg(draw) -> str:
+    """A matplotlib figure as inline SVG: text kept as text (searchable, small), ids salted per figure."""
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"mhindex-{id(buffer)}"}):
+        draw(buffer)
+    svg = buffer.getvalue()
+    return svg[svg.find("<svg") :]
+
+
+def build_report(folders: list[Path], home: Path, questions_file: Path | None = None, title: str | None = None) -> str:
+    """The report's HTML for these evaluation folders."""
+    from mhindex import __version__
+
+    if not folders:
+        raise UsageError("give at least one evaluation folder (an `mhindex eval` output)")
+    runs = [load_run(folder) for folder in folders]
+    gold_cache: dict[Path, dict] = {}
+    views = _group(runs)
+    datasets: list[dict] = []
+    data_sets: list[dict] = []
+    wanted_paragraphs: dict[Path | None, set[str]] = {}
+    for view in views:
+        gold: dict[str, dict] = {}
+        for run in view.runs:
+            gold.update(_questions_for(run, questions_file, home, gold_cache))
+        for run in view.runs:
+            run.scored = _scored_ids(run, gold, home)
+        datasets.append(_dataset_page(view, gold))
+        data_sets.append(_dataset_data(view, gold))
+        corpus_path = _corpus_path(view.runs[0], home)
+        wanted_paragraphs.setdefault(corpus_path, set()).update(_paragraph_ids(data_sets[-1]))
+    paragraphs: dict[str, list[str]] = {}
+    for corpus_path, wanted in wanted_paragraphs.items():
+        if corpus_path is not None:
+            paragraphs.update({pid: list(pair) for pid, pair in read_paragraphs(corpus_path, wanted).items()})
+    for data in data_sets:  # titles the predictions carry, for paragraphs the corpus no longer has
+        for pid, title_seen in data.pop("titles").items():
+            paragraphs.setdefault(pid, [title_seen, ""])
+    payload = orjson.dumps({"datasets": data_sets, "paragraphs": paragraphs}).decode()
+    # Inside <script type="application/json">, "</script>" would end the block: JSON's \u escapes keep it inert.
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    environment = _environment()
+    return environment.get_template("report.html.j2").render(
+        title=title or "mhindex evaluation report", datasets=datasets, payload=payload, version=__version__
+    )
+
+
+def _corpus_path(run: Run, home: Path) -> Path | None:
+    from mhindex.home import corpus_dir
+
+    corpus = run.report.get("corpus")
+    if not corpus:
+        return None
+    try:
+        return corpus_dir(home, str(corpus)).corpus
+    except UsageError:
+        return None
+
+
+def _paragraph_ids(data: dict) -> set[str]:
+    ids: set[str] = set()
+    for question in data["questions"]:
+        ids.update(question["gold_ids"])
+        for answer in question["answers"].values():
+            ids.update(answer["retrieved"])
+            for step in answer["trace"]:
+                ids.update(step["ids"])
+    return ids
+
+
+def _environment():
+    import jinja2
+
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("mhindex.eval", "templates"),
+        autoescape=True,  # every value is text unless marked safe (only the SVG charts matplotlib drew)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["pct"] = lambda value: "–" if value is None else f"{value * 100:.0f}"
+    return environment
+
+
+def _is_right(score: dict | None) -> bool:
+    return bool(score and score["em"] >= 1.0)
+
+
+def _dataset_data(view: DatasetView, gold: dict[str, dict]) -> dict:
+    """What the script needs to draw one question: per method its answer, scores, trace and paragraphs."""
+    titles: dict[str, str] = {}
+    questions = []
+    for qid in _question_ids(view, gold):
+        question = gold[qid]
+        answers = {}
+        for column, (run, name) in view.methods.items():
+            record = run.by_id(name).get(qid) if qid in run.scored_set else None
+            if record is None:
+                continue
+            for paragraph in record.get("retrieved", []):
+                titles.setdefault(paragraph["id"], str(paragraph.get("title") or ""))
+            scored = score_one(record, question, run.report.get("budget") or 15) if "error" not in record else None
+            answers[column] = {
+                "answer": record.get("answer", ""),
+                "error": record.get("error"),
+                "scores": None
+                if scored is None
+                else {"em": scored["em"], "f1": scored["f1"], "recall": scored["recall"]},
+                "cost": {k: record.get(k) for k in ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")},
+                "retrieved": [p["id"] for p in record.get("retrieved", [])],
+                "trace": trace_steps(record),
+            }
+        questions.append(
+            {
+                "id": qid,
+                "question": question.get("question", ""),
+                "gold_answers": question.get("answers", []),
+                "gold_ids": question.get("gold_ids", []),
+                "answers": answers,
+            }
+        )
+    methods = [[column, _column_name(column)] for column in view.methods]
+    return {"name": view.name, "methods": methods, "questions": questions, "titles": titles}
+
+
+def _question_ids(view: DatasetView, gold: dict[str, dict]) -> list[str]:
+    """The questions the runs scored, in the questions file's order. A folder's predictions file may hold
+    more (a larger --limit once): the table's sample is what is listed. A scored question the file does
+    not have is a one-line error (the folder and the questions do not belong together)."""
+    asked: set[str] = set()
+    for run in view.runs:
+        unknown = set(run.scored) - gold.keys()
+        if unknown:
+            raise UsageError(
+                f"{run.folder}: {len(unknown)} questions scored there are not in the questions file "
+                f"(first: {sorted(unknown)[0]}); give the corpus's own with --questions"
+            )
+        asked.update(run.scored)
+    return [qid for qid in gold if qid in asked]
+
+
+def _scored_ids(run: Run, gold: dict[str, dict], home: Path) -> list[str]:
+    """metrics.json's question ids; for a folder from before eval wrote them, its seeded sample drawn again
+    from the corpus (as eval draws it), kept where every id has a prediction, else every predicted id."""
+    if isinstance(run.report.get("question_ids"), list):
+        return [str(qid) for qid in run.report["question_ids"]]
+    predicted = [p["id"] for records in run.predictions.values() for p in records]
+    try:
+        from mhindex.eval.run import sample_of_split
+        from mhindex.home import open_corpus
+
+        tuned = run.report.get("tuned") or {}
+        skip = max((t.get("chosen_on", {}).get("questions", 0) for t in tuned.values()), default=0)
+        corpus = open_corpus(home, str(run.report.get("corpus")))
+        seed, split = int(run.report.get("seed") or 13370), run.report.get("split") or "auto"
+        sample, _ = sample_of_split(corpus, run.report.get("limit"), seed, split, skip)
+        ids = [q["id"] for q in sample]
+        if ids and len(ids) == run.report.get("questions") and set(ids) <= set(predicted):
+            return ids
+    except UsageError:
+        pass
+    return list(dict.fromkeys(qid for qid in predicted if qid in gold))
+
+
+def _dataset_page(view: DatasetView, gold: dict[str, dict]) -> dict:
+    """What the template renders for one dataset: the tables, the charts and the question list."""
+    tables = []
+    for run in view.runs:
+        header, rows = table_cells(run.report["methods"])
+        report = run.report
+        tables.append(
+            {
+                "title": run_title(view.name, int(report.get("questions") or 0), str(report.get("lm")), _backend(run)),
+                "folder": str(run.folder),
+                "header": header,
+                "rows": [[method_name(row[0]), *row[1:]] for row in rows],
+                "paired": _paired_rows(run, gold),
+                "configuration": _configuration(report),
+                "tuned": report.get("tuned") or {},
+                "charts": _charts(run),
+            }
+        )
+    listed = _question_ids(view, gold)
+    facets = [
+        (key, label, sorted({str(gold[qid][key]) for qid in listed if key in gold[qid]})) for key, label in FACETS
+    ]
+    facets = [facet for facet in facets if facet[2]]
+    question_rows = []
+    for number, qid in enumerate(listed):
+        question = gold[qid]
+        cells: list[dict | None] = []
+        for run, name in view.methods.values():
+            record = run.by_id(name).get(qid) if qid in run.scored_set else None
+            if record is None:
+                cells.append(None)
+                continue
+            if "error" in record:
+                cells.append({"failed": str(record["error"]), "answer": "", "right": False})
+                continue
+            scores = score_one(record, question, run.report.get("budget") or 15)
+            cells.append(
+                {
+                    "answer": str(record.get("answer", "")),
+                    "em": scores["em"],
+                    "f1": scores["f1"],
+                    "recall": scores["recall"],
+                    "right": _is_right(scores),
+                    # The dataset's own measures where it has them (KD-CoT's Hit@1 and F1 on WebQSP and CWQ).
+                    "own": [(label, scores[key]) for key, label, *_ in KDCOT_METRICS if key in scores],
+                    "lm_calls": record.get("lm_calls") or 0,
+                    "tokens": (record.get("prompt_tokens") or 0) + (record.get("completion_tokens") or 0),
+                    "seconds": record.get("seconds") or 0,
+                }
+            )
+        question_rows.append(
+            {
+                "number": number,
+                "id": qid,
+                "question": str(question.get("question", "")),
+                "facets": {key: str(question[key]) for key, _, _ in facets if key in question},
+                "cells": cells,
+            }
+        )
+    return {
+        "name": view.name,
+        "shown_name": dataset_name(view.name),
+        "slug": re.sub(r"[^a-z0-9]+", "-", view.name.lower()).strip("-") or "dataset",
+        "methods": [_column_name(column) for column in view.methods],
+        "tables": tables,
+        "facets": facets,
+        "rows": question_rows,
+    }
+
+
+def _column_name(column: str) -> str:
+    name, _, folder = column.partition(" (")
+    return method_name(name) + (f" ({folder}" if folder else "")
+
+
+def _backend(run: Run) -> str:
+    return str(run.report.get("backend") or "")
+
+
+def _paired_rows(run: Run, gold: dict[str, dict]) -> list[dict]:
+    paired = run.report.get("paired")
+    if paired is None and len(run.predictions) > 1:  # a folder from before eval recorded them
+        paired = paired_differences(
+            run.predictions, {qid: gold[qid] for qid in run.scored}, run.report.get("budget") or 15
+        )
+    rows = []
+    for row in paired or []:
+        low, high = row["ci95"]
+        rows.append(
+            {
+                "methods": f"{method_name(row['a'])} − {method_name(row['b'])}",
+                "metric": _PAIRED_LABELS.get(row["metric"], row["metric"]),
+                "difference": f"{row['difference'] * 100:+.1f}",
+                "interval": f"[{low * 100:+.1f}, {high * 100:+.1f}]",
+                "excludes_zero": low > 0 or high < 0,
+                "questions": row["questions"],
+                "wins": f"{row['a_better']}:{row['b_better']}",
+            }
+        )
+    return rows
+
+
+def _configuration(report: dict) -> list[tuple[str, str]]:
+    shown = []
+    for key in ("lm", "backend", "corpus", "corpus_sha256", "split", "seed", "limit", "budget", "tool_version"):
+        if report.get(key) is not None:
+            shown.append((key, str(report[key])))
+    if report.get("index"):
+        shown.append(("index", orjson.dumps(report["index"]).decode()))
+    for method, settings in (report.get("settings") or {}).items():
+        shown.append((f"{method} settings", orjson.dumps(settings).decode()))
+    return shown
+
+
+def _charts(run: Run) -> list[str]:
+    metrics = run.report["methods"]
+    title = run_title(run.dataset, int(run.report.get("questions") or 0), str(run.report.get("lm")), _backend(run))
+    charts = [_svg(lambda target: bar_chart({run.dataset: metrics}, target, title))]
+    if any("@" in name for name in metrics):  # a sweep: the recall-budget curve as well
+        charts.append(_svg(lambda target: budget_curve([run.folder], target)))
+    return charts
+
+
+def write_report(html: str, out: Path) -> Path:
+    from mhindex.files import atomic_file
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(out) as handle:
+        handle.write(html.encode())
+    return out
