@@ -260,3 +260,66 @@ def test_a_piped_run_reports_progress_as_json_lines(home, tmp_path):
     with open(stream) as stdin:
         quiet = subprocess.run([*command, "--quiet"], stdin=stdin, capture_output=True, text=True, env=env, timeout=600)
     assert quiet.returncode == 0 and '"done"' not in quiet.stderr
+
+
+def _on_a_terminal(command: list[str], env: dict, stdin=None) -> tuple[int, str, str]:
+    """Run `command` with stderr on a pseudo-terminal, 200 columns wide, as a user's shell runs it; returns the
+    exit code, the text the terminal received (its escape codes taken out) and stdout."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    with subprocess.Popen(
+        command, stdin=stdin, stdout=subprocess.PIPE, stderr=follower, env={**env, "TERM": "xterm-256color"}
+    ) as process:
+        os.close(follower)
+        seen = b""
+        while select.select([leader], [], [], 600)[0]:
+            try:
+                chunk = os.read(leader, 1 << 16)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert process.stdout is not None
+        out = process.stdout.read().decode()
+        code = process.wait(timeout=60)
+    os.close(leader)
+    import re
+
+    return code, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace")), out  # as read, colours aside
+
+
+def test_on_a_terminal_the_prompt_being_read_and_the_questions_done_are_shown(home, tmp_path):
+    """The live line says how much of a prompt llama.cpp has read (it used to sit at "0 tokens" for minutes),
+    and `ask -` with stdin a file shows a bar of questions done out of the total."""
+    import os
+    import re
+
+    env = {**os.environ, "MHINDEX_HOME": str(home)}
+    question = questions(home, 3)[2]["question"]
+    code, seen, out = _on_a_terminal(
+        [sys.executable, "-m", "mhindex", "ask", question, "--corpus", "musique", "--no-cache", *FAST], env
+    )
+    assert code == 0, seen
+    assert re.search(r"reading the prompt: [\d,]+ of [\d,]+ tokens", seen), seen[-2000:]
+    assert out.strip()  # the answer
+
+    stream = tmp_path / "q.jsonl"
+    stream.write_text(
+        "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in questions(home, 2))
+    )
+    command = [sys.executable, "-m", "mhindex", "ask", "-", "--corpus", "musique", "--method", "oner", *FAST[:6]]
+    with open(stream) as stdin:
+        code, seen, out = _on_a_terminal(command, env, stdin)
+    assert code == 0, seen
+    assert len(out.splitlines()) == 2, seen[-3000:]  # the answers, on stdout
+    assert "answering questions" in seen and " 1/2 " in seen and " 2/2 " in seen, seen[-2000:]
+    assert '"done"' not in seen  # a terminal gets the bar, not the JSON lines of a pipe

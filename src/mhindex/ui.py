@@ -117,7 +117,10 @@ class Reporter:
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
             ]
-        with Progress(*columns, console=self.console, transient=True) as progress:
+        # rich would route what is printed to stdout above the bar, on stderr: `ask - > answers.jsonl` run on a
+        # terminal wrote its answers to the screen. Only a stdout on the same terminal is drawn above the bar.
+        above = sys.stdout.isatty()
+        with Progress(*columns, console=self.console, transient=True, redirect_stdout=above) as progress:
             yield _RichTask(progress, progress.add_task(description, total=total))
 
     @contextmanager
@@ -166,6 +169,22 @@ def note(label: str) -> None:
     if (current := _activity.get()) is not None:
         current.label = label
         current.task.update(description=label)
+
+
+def note_prompt(progress: dict) -> None:
+    """How much of the call's prompt the model has read (llama.cpp's `prompt_progress`: total, cache and
+    processed tokens, cache included in processed): reading a prompt of thousands of tokens takes minutes
+    on two cores, and a line that only says "0 tokens generated" looks hung."""
+    if (current := _activity.get()) is None:
+        return
+    try:
+        cached, total, processed = int(progress["cache"]), int(progress["total"]), int(progress["processed"])
+    except (KeyError, TypeError, ValueError):
+        return
+    kept = f", {cached:,} kept" if cached else ""
+    current.task.update(
+        description=f"{current.label} · reading the prompt: {processed - cached:,} of {total - cached:,} tokens{kept}"
+    )
 
 
 def note_tokens(generated: int) -> None:

@@ -219,6 +219,9 @@ class LlamaCppModel(LanguageModel):
         prefilled: list[tuple[int, float]] = []  # the opening, where it was evaluated first
 
         def on_chunk(chunk: dict) -> bool:
+            if isinstance(chunk, dict) and "prompt_progress" in chunk:  # a reading report, not output
+                ui.note_prompt(chunk["prompt_progress"])
+                return ui.stop_requested()
             chunks.append(chunk)
             for choice in chunk.get("choices") or ():
                 piece = choice.get("delta", {}).get("content") if kind == "chat" else choice.get("text")
@@ -238,7 +241,8 @@ class LlamaCppModel(LanguageModel):
                 if ui.stop_requested():
                     return
                 handle = self._server.handle_chat_completions if kind == "chat" else self._server.handle_completions
-                handle({**body, "stream": True, "stream_options": {"include_usage": True}}, on_chunk)
+                streamed = {"stream": True, "stream_options": {"include_usage": True}, "return_progress": True}
+                handle({**body, **streamed}, on_chunk)
 
         _CALLS.submit(contextvars.copy_context().run, call).result()
         ui.check_stop()  # a generation cut short by Ctrl-C is not an answer
@@ -325,12 +329,12 @@ class LlamaCppModel(LanguageModel):
         def on_chunk(chunk: dict) -> bool:
             if isinstance(chunk, dict) and chunk.get("timings"):
                 timings.append(chunk["timings"])
+            if isinstance(chunk, dict) and "prompt_progress" in chunk:
+                ui.note_prompt(chunk["prompt_progress"])
             return ui.stop_requested()
 
-        self._server.handle_completions(
-            {"prompt": opening, "max_tokens": 1, "temperature": 0.0, "cache_prompt": False, "seed": 0, "stream": True},
-            on_chunk,
-        )
+        body = {"prompt": opening, "max_tokens": 1, "temperature": 0.0, "cache_prompt": False, "seed": 0}
+        self._server.handle_completions({**body, "stream": True, "return_progress": True}, on_chunk)
         if ui.stop_requested():
             return 0, 0.0
         shared.holding = family
