@@ -38,3 +38,13 @@ def test_shell_completion():
     assert shown.returncode == 0 and "_mhindex_completion" in shown.stdout
     completed = mhindex(env={"_MHINDEX_COMPLETE": "complete_bash", "COMP_WORDS": "mhindex ev", "COMP_CWORD": "1"})
     assert completed.stdout.split() == ["eval"]
+
+
+def test_option_names_are_whole_at_80_columns_and_flags_show_no_type():
+    for command in (["ask"], ["eval"], ["search"], ["index"], ["build"], ["corpus", "musique"], ["serve"], []):
+        shown = mhindex(*command, "--help").stdout
+        assert "…" not in shown, command  # "--max-paragraph-…" and "(--no-clean-…" before
+        assert "<bool>" not in shown, command  # "--help -h <bool>" on every command before
+    ask = mhindex("ask", "--help").stdout
+    assert "--max-paragraph-words" in ask and "--no-clean-queries" in ask
+    assert len(ask.splitlines()) < 200  # 223 lines with a column for the negative names

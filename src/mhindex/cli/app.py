@@ -15,6 +15,47 @@ from mhindex import __version__, ui
 from mhindex.backends import BACKENDS
 from mhindex.home import resolve_home
 
+
+def _help_layout() -> None:
+    """Two details of Typer's help, set once here because Typer has no setting for them (a small patch of
+    its rendering rather than a help formatter of our own): option names are never cut (at 80 columns
+    "--max-paragraph-words" read "--max-paragraph-…": now the name columns keep their width and the help
+    column wraps), and a flag shows no "<bool>" type beside it (`--help -h <bool>` on every command)."""
+    import typer.rich_utils
+    from rich.table import Table
+    from rich.text import Text
+    from typer.core import TyperOption
+
+    class NamesWhole(Table):
+        def add_row(self, *renderables, **kwargs) -> None:
+            if len(renderables) in (6, 7):  # [required], long, short, negative long, negative short, type, help
+                first = len(renderables) - 6
+                long, short, negative, negative_short = renderables[first : first + 4]
+                renderables = (
+                    *renderables[:first],
+                    Text.assemble(long, "\n", negative) if str(negative) else long,  # one column, two lines
+                    Text.assemble(short, "\n", negative_short) if str(negative_short) else short,
+                    *renderables[first + 4 :],
+                )
+            super().add_row(*renderables, **kwargs)
+            for column in self.columns[:-2]:  # an option's names; then its type and its help
+                column.no_wrap = True
+            help_parts = getattr(renderables[-1], "renderables", [renderables[-1]])  # typer's help: Columns of Texts
+            for part in help_parts:
+                if isinstance(part, Text):
+                    part.overflow = "fold"  # a long word in the help breaks, never ends in "…"
+
+    typer.rich_utils.Table = NamesWhole  # type: ignore[misc]  # the options panel's table
+    shown_type = TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else shown_type(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_help_layout()
+
 app = typer.Typer(
     name="mhindex",
     help="Multi-hop question answering over your own corpora: build corpora, index them, ask questions.",

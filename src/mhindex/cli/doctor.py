@@ -27,6 +27,7 @@ def doctor(
     """Check everything mhindex runs on (Java, the Anserini jar, llama.cpp, the packaged models, the
     optional engines) and say, in one list, what is missing and how to install it. Exit code 1 when
     something the default path needs (build, search, ask) is missing."""
+    from rich.markup import escape
     from rich.table import Table
 
     from mhindex.doctor import checks
@@ -48,12 +49,13 @@ def doctor(
         grid = Table("", "for", "what", "found", title="mhindex doctor", title_justify="left", show_lines=False)
         for check in found:
             mark = "[green]ok[/green]" if check.ok else ("[red]missing[/red]" if check.needed else "[yellow]-[/yellow]")
-            grid.add_row(mark, check.area, check.name, check.detail if check.ok else f"{check.detail}: {check.fix}")
+            found_text = check.detail if check.ok else f"{check.detail}: {check.fix}"
+            grid.add_row(mark, check.area, check.name, escape(found_text))  # 'mhindex[dense]' is not markup
         out.print(grid)
         if missing:
             out.print("[bold]The default path needs:[/bold]")
             for fix in dict.fromkeys(c.fix for c in missing):
-                out.print(f"  {fix}")
+                out.print(f"  {escape(fix)}")
         else:
             out.print(
                 "Everything the default path needs is here. The packaged models come from PyPI packages with "
