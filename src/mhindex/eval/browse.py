@@ -314,7 +314,10 @@ def _environment():
 
 
 def _is_right(score: dict | None) -> bool:
-    return bool(score and score["em"] >= 1.0)
+    """Exact match, or on WebQSP and CWQ the measure their papers report (KD-CoT's Hit@1)."""
+    if not score:
+        return False
+    return bool(score.get("kdcot_hit1", score["em"]) >= 1.0)
 
 
 def _dataset_data(view: DatasetView, gold: dict[str, dict]) -> dict:
@@ -337,6 +340,7 @@ def _dataset_data(view: DatasetView, gold: dict[str, dict]) -> dict:
                 "scores": None
                 if scored is None
                 else {"em": scored["em"], "f1": scored["f1"], "recall": scored["recall"]},
+                "right": _is_right(scored),
                 "cost": {k: record.get(k) for k in ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")},
                 "retrieved": [p["id"] for p in record.get("retrieved", [])],
                 "trace": trace_steps(record),
