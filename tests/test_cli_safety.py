@@ -166,6 +166,7 @@ def test_score_refuses_a_missing_or_empty_predictions_file(root, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_acts_at_once_and_a_second_one_quits(root):
     """With the model busy (a long prompt is being read), the first Ctrl-C is answered at once and
     ends the command; before the helper thread, Python could not take it until llama.cpp returned."""

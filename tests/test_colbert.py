@@ -11,6 +11,8 @@ import pytest
 from conftest import read_jsonl
 from mhindex.cli import main
 
+pytestmark = pytest.mark.slow  # ColBERT indexing each test: `-m "not slow"` leaves them out
+
 pytest.importorskip("colbert", reason="the colbert backend needs colbert-ai (installed by scripts/setup.sh)")
 
 

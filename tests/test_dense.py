@@ -97,6 +97,7 @@ def test_approximate_indexes(root, tmp_path, kind, extra):
             ]
 
 
+@pytest.mark.slow
 def test_interrupted_encoding_resumes(root, tmp_path):
     import shutil
 
@@ -171,6 +172,7 @@ def test_ask_oner_on_dense(root, capsys):
     assert len(record["retrieved"]) == 3 and record["lm_calls"] == 1 and record["answer"]
 
 
+@pytest.mark.slow
 def test_int8_runtime_stays_close_to_torch(root, tmp_path):
     """The default runtime (the encoder's int8 ONNX export) against fp32 torch: vectors within a
     small angle, gold recall within 0.05 on this sample, the export made once and reused; an index

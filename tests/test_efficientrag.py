@@ -130,6 +130,7 @@ TRAIN = (
 )
 
 
+@pytest.mark.slow
 def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     code, out = run(trained, *TRAIN, "--stop-after", "6", "--json", capsys=capsys)
     first = orjson.loads(out)
@@ -164,6 +165,7 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     assert code == 0 and orjson.loads(out)["steps"] == 0
 
 
+@pytest.mark.slow
 def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
     if not (trained / "models" / "efficientrag" / "mini" / "trained.json").is_file():
         assert run(trained, *TRAIN, capsys=capsys)[0] == 0

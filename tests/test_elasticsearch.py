@@ -190,6 +190,7 @@ def test_bulk_load_in_parallel_with_retries_then_serving_settings_then_alias(fak
     assert second != physical and fake.aliases["mhindex-wiki"] == second and physical not in fake.indices
 
 
+@pytest.mark.slow
 def test_dense_and_hybrid_on_the_same_cluster(fake, wiki, capsys):
     # torch on both sides: the int8 runtime quantises activations per batch, and Elasticsearch's
     # batches (corpus order) are not the dense backend's (length order), so vectors would differ slightly.

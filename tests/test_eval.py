@@ -50,6 +50,7 @@ def run(root, *args, **kwargs):
     )
 
 
+@pytest.mark.slow
 def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
     clean = run(root, *ARGS, "--out", tmp_path / "clean", "--json")
     out, err = clean.communicate(timeout=600)
@@ -340,6 +341,7 @@ def test_eval_samples_the_dev_split_unless_told(mh, home, tmp_path):
     assert result.code == 2 and "has no test questions (its splits: train (30), dev (20))" in result.err
 
 
+@pytest.mark.slow
 def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, capsys):
     """OneR over K = 2 and 4 in one run, K tuned by recall on 3 questions and reported on 3 others,
     then the recall-budget curve of an untuned sweep."""

@@ -132,6 +132,7 @@ def resumed_dense(tmp_path_factory):
     return home, state, json.loads(out)
 
 
+@pytest.mark.slow
 def test_a_dense_build_resumed_with_another_shard_size_indexes_every_paragraph(resumed_dense):
     import faiss
 
@@ -374,6 +375,7 @@ def test_a_damaged_lucene_index_is_one_line_saying_to_rebuild_it(damaged, damage
     )
 
 
+@pytest.mark.slow  # its fixture builds a dense index twice (about 55 s)
 def test_a_damaged_faiss_index_and_corpus_manifest(resumed_dense, tmp_path):
     import shutil
 
@@ -460,6 +462,7 @@ def test_eval_keeps_every_good_prediction_around_a_bad_line(built, tmp_path):
     assert [r["line"] for r in read_jsonl(out / "nor.rejected.jsonl")] == [3]
 
 
+@pytest.mark.slow
 def test_very_long_queries_are_answered_everywhere(built):
     words = made_up_words(1500)
     code, out, err = mhindex(built, "search", "musique", f"Korean War {words}", "-k", "2", "--json")

@@ -34,7 +34,8 @@ def test_help_shows_the_chosen_method_and_backend():
 
 
 def test_shell_completion():
-    shown = mhindex("--show-completion", "bash")
+    # The shell named, not detected from the parent process (not a shell when the suite runs in the background).
+    shown = mhindex("--show-completion", "bash", env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert shown.returncode == 0 and "_mhindex_completion" in shown.stdout
     completed = mhindex(env={"_MHINDEX_COMPLETE": "complete_bash", "COMP_WORDS": "mhindex ev", "COMP_CWORD": "1"})
     assert completed.stdout.split() == ["eval"]

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import SAMPLES
 
+pytestmark = pytest.mark.slow  # the packaged model reads long prompts each test: `-m "not slow"` leaves them out
+
 # Long enough to be kept: some 2,300 tokens, of which the kept state holds whole micro-batches (512 tokens).
 DEMOS = "".join(
     f"Q: What is {i} plus {i}?\nA: {i} plus {i} is {2 * i}. So the answer is: {2 * i}.\n\n" for i in range(60)

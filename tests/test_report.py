@@ -143,7 +143,7 @@ def test_report_in_headless_chromium(report_inputs, mh, tmp_path):
     """Opened from a file URL: the overview and list with scripts on and off, the filters, a click to one
     question, and what that view shows for each method; a screenshot of each view."""
     chromium = _chromium()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     folders, van_hook = report_inputs
     out = tmp_path / "report.html"
@@ -205,11 +205,15 @@ def test_report_in_headless_chromium(report_inputs, mh, tmp_path):
             assert "Gold paragraphs never retrieved (1)" in oner.inner_text()
             assert page.evaluate("window.pwned") is None
             page.screenshot(path=tmp_path / "question.png")
-            page.go_back()
-            assert page.locator("#overview").is_visible() or page.url.endswith("#questions-musique")
+            page.go_back()  # to #questions-musique: the list again, the question view hidden
+            expect(page.locator("#question")).to_be_hidden()
+            assert page.locator("#overview").is_visible() and page.url.endswith("#questions-musique")
 
             cwq = page.locator("section#questions-cwq")
-            cwq.get_by_role("link").first.click()
+            first_cwq = cwq.get_by_role("link").first
+            asked = first_cwq.inner_text()
+            first_cwq.click()
+            expect(page.locator("#question h2")).to_have_text(asked)  # drawn on hashchange: waited for
             kdcot = page.locator("#question .method").nth(2)
             assert page.locator("#question .method h3").nth(2).inner_text() == "KD-CoT"
             assert "action\nQuestion[" in kdcot.inner_text() and "verifier" in kdcot.inner_text()

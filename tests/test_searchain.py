@@ -275,6 +275,7 @@ def test_a_prompt_file_needs_a_place_for_the_question(retriever, tmp_path):
         searchain(retriever, [], {}, chain_prompt=str(own))
 
 
+@pytest.mark.slow
 def test_searchain_end_to_end_with_the_packaged_model(tmp_path):
     home = tmp_path / "home"
     sample = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
