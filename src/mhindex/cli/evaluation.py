@@ -272,7 +272,7 @@ def curve(
 def report(
     runs: Annotated[
         list[Path],
-        typer.Argument(help="Evaluation folders (`mhindex eval` outputs): any datasets, methods.", show_default=False),
+        typer.Argument(metavar="EVAL_DIR", help="Evaluation folders (`mhindex eval` outputs): any datasets, methods."),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     questions: Annotated[
