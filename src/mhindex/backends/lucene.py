@@ -101,7 +101,10 @@ def fetch_jar(release: str = PYSERINI_RELEASE) -> Path:
     import sys
 
     folder = jar_folder()
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # an environment installed read-only
+        raise LuceneUnavailable(f"cannot keep Anserini's jar in {folder} ({error.strerror})") from None
     with tempfile.TemporaryDirectory(prefix="mhindex-jar-") as download:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
