@@ -515,7 +515,12 @@ def _charts(run: Run) -> list[str]:
     metrics = run.report["methods"]
     title = run_title(run.dataset, int(run.report.get("questions") or 0), str(run.report.get("lm")), _backend(run))
     charts = [_svg(lambda target: bar_chart({run.dataset: metrics}, target, title))]
-    if any("@" in name for name in metrics):  # a sweep: the recall-budget curve as well
+    from collections import Counter
+
+    from mhindex.eval.sweep import base_method
+
+    variants = Counter(base_method(name) for name in metrics if "@" in name)
+    if any(count > 1 for count in variants.values()):  # a sweep: the recall-budget curve as well
         charts.append(_svg(lambda target: budget_curve([run.folder], target)))
     return charts
 
