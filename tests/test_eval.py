@@ -396,6 +396,11 @@ def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, cap
     assert "OneR (k=2)" in html and "Settings tuned on a disjoint sample" in html
     swept_ids = set(json.loads((swept_folder / "metrics.json").read_text())["question_ids"])
     assert html.count('<a class="open" href="#q/0/') == len(swept_ids | reported)
+    # With no folder: the corpus's latest evaluation (the tuned one, written last), and which it is, said.
+    latest = tmp_path / "latest.html"
+    assert main(["--home", str(root), "report", "--corpus", "musique", "-o", str(latest)]) == 0
+    assert f"report of {tuned_folder}" in capsys.readouterr().err
+    assert latest.read_text().count('<a class="open" href="#q/0/') == 3
 
     code = main(["--home", str(root), "eval", "musique", *common, "--sweep", "ircot.k=2"])
     assert code == 2 and "ircot is not among the methods evaluated" in capsys.readouterr().err

@@ -271,9 +271,14 @@ def curve(
 @app.command()
 def report(
     runs: Annotated[
-        list[Path],
-        typer.Argument(metavar="EVAL_DIR", help="Evaluation folders (`mhindex eval` outputs): any datasets, methods."),
-    ],
+        Optional[list[Path]],
+        typer.Argument(
+            metavar="EVAL_DIR",
+            help="Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest "
+            "evaluation of --corpus].",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     questions: Annotated[
         Optional[Path],
@@ -285,6 +290,15 @@ def report(
     title: Annotated[
         Optional[str], typer.Option(help="The page's title \\[default: mhindex evaluation report].", show_default=False)
     ] = None,
+    corpus: Annotated[
+        Optional[str],
+        typer.Option(
+            "--corpus",
+            "-c",
+            help="With no EVAL_DIR: this corpus's latest evaluation \\[default: the default corpus].",
+            show_default=False,
+        ),
+    ] = None,
     home: HomeOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -293,6 +307,22 @@ def report(
     from mhindex.eval.browse import build_report, write_report
 
     root = setup(home, quiet)
+    if not runs:
+        runs = [_latest_evaluation(root, corpus)]
     with ui.graceful_interrupts():
         path = write_report(build_report(runs, root, questions, title), out)
     console().print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
+def _latest_evaluation(root: Path, name: str | None) -> Path:
+    """The evaluation folder of the corpus written last (by its metrics.json), said in a log line."""
+    from mhindex.errors import UsageError
+    from mhindex.home import pick_corpus
+
+    corpus = pick_corpus(root, name)
+    assert corpus is not None  # required: a one-line error otherwise
+    done = sorted((p.stat().st_mtime, p.parent) for p in (corpus.root / "eval").glob("*/metrics.json"))
+    if not done:
+        raise UsageError(f"corpus '{corpus.name}' has no finished evaluation; run `mhindex eval {corpus.name}` first")
+    ui.reporter().info(f"report of {done[-1][1]}, the latest evaluation of corpus '{corpus.name}'")
+    return done[-1][1]
