@@ -34,7 +34,8 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   as_root=()
   [ "$(id -u)" = 0 ] || { sudo -n true 2>/dev/null && as_root=(sudo -n); }
   if [ "$(id -u)" = 0 ] || [ ${#as_root[@]} -gt 0 ]; then
-    apt=("${as_root[@]}" apt-get install -y -q --no-install-recommends chromium)
+    apt=("${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
+      -o DPkg::Lock::Timeout=300 chromium)
     "${apt[@]}" >/dev/null 2>&1 || { "${as_root[@]}" apt-get update -q >/dev/null 2>&1 && "${apt[@]}" >/dev/null 2>&1; } ||
       echo "setup: could not install Debian's chromium; tests/test_report.py's browser test will skip" >&2
   fi
