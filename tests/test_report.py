@@ -230,3 +230,17 @@ def test_report_in_headless_chromium(report_inputs, mh, tmp_path):
     assert errors == []
     for name in ("overview", "questions", "question"):
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_paragraph_texts_are_found_by_id_in_one_scan_even_for_ids_with_escapes(tmp_path):
+    from mhindex.eval.browse import read_paragraphs
+
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [
+        {"id": 'own "quoted" id', "title": "Q", "text": "an id from the user's own corpus"},
+        {"id": "plain", "title": "P", "text": "x"},
+        {"id": "other", "title": "O", "text": "not asked for"},
+    ]
+    corpus.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    found = read_paragraphs(corpus, {'own "quoted" id', "plain", "missing"})
+    assert found == {'own "quoted" id': ("Q", "an id from the user's own corpus"), "plain": ("P", "x")}

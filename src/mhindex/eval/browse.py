@@ -118,8 +118,9 @@ def read_paragraphs(corpus: Path, wanted: set[str]) -> dict[str, tuple[str, str]
         for line in handle:
             if line.startswith(prefix):
                 end = line.find(b'"', len(prefix))
-                if line[len(prefix) : end].decode() not in wanted:
-                    continue
+                raw_id = line[len(prefix) : end]
+                if b"\\" not in raw_id and raw_id.decode(errors="replace") not in wanted:
+                    continue  # an id with an escape in it is parsed whole below
             record = orjson.loads(line)
             if record.get("id") in wanted:
                 found[record["id"]] = (str(record.get("title") or ""), str(record.get("text") or ""))
