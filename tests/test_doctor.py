@@ -70,6 +70,8 @@ def test_the_jar_comes_out_of_pyserinis_source_archive_and_is_found_before_anyth
     assert jar.stat().st_mode & 0o777 == 0o644 and [p.name for p in folder.iterdir()] == [jar.name]
 
     monkeypatch.delenv("MHINDEX_ANSERINI_JAR", raising=False)
+    # Not a mock: the folder is moved into tmp_path so that the test never replaces the jar this environment
+    # runs on (the real folder, <env>/share/mhindex/jars, is filled by scripts/setup.sh's real download).
     monkeypatch.setattr(lucene, "jar_folder", lambda: folder)
     assert lucene.anserini_jar(fetch=False) == jar
     monkeypatch.setenv("MHINDEX_ANSERINI_JAR", str(tmp_path / "other.jar"))

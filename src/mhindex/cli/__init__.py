@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if not given or "-h" in given or "--help" in given:
+        from mhindex.cli.app import help_layout
+
+        help_layout()
     try:
         code = app(args=argv, prog_name="mhindex", standalone_mode=False)
         if isinstance(code, int):

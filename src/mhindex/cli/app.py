@@ -16,17 +16,23 @@ from mhindex.backends import BACKENDS
 from mhindex.home import resolve_home
 
 
-def _help_layout() -> None:
+def help_layout() -> None:
     """Two details of Typer's help, set once here because Typer has no setting for them (a small patch of
     its rendering rather than a help formatter of our own): option names are never cut (at 80 columns
     "--max-paragraph-words" read "--max-paragraph-…": now the name columns keep their width and the help
-    column wraps), and a flag shows no "<bool>" type beside it (`--help -h <bool>` on every command)."""
+    column wraps), and a flag shows no "<bool>" type beside it (`--help -h <bool>` on every command).
+    Applied only when help is asked for: Typer's rich_utils costs some 90 ms to import, on every command."""
     import typer.rich_utils
     from rich.table import Table
     from rich.text import Text
     from typer.core import TyperOption
 
+    if getattr(typer.rich_utils.Table, "names_whole", False):  # once a process (tests call main many times)
+        return
+
     class NamesWhole(Table):
+        names_whole = True
+
         def add_row(self, *renderables, **kwargs) -> None:
             if len(renderables) in (6, 7):  # [required], long, short, negative long, negative short, type, help
                 first = len(renderables) - 6
@@ -53,8 +59,6 @@ def _help_layout() -> None:
 
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
-
-_help_layout()
 
 app = typer.Typer(
     name="mhindex",

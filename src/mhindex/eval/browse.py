@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import orjson
 from mhindex.errors import UsageError
 from mhindex.eval.metrics import KDCOT_METRICS, paired_differences, score_one
 from mhindex.eval.report import (
-    _PAIRED_LABELS,
+    PAIRED_LABELS,
     bar_chart,
     budget_curve,
     dataset_name,
@@ -42,12 +41,8 @@ class Run:
     folder: Path
     report: dict
     predictions: dict[str, list[dict]]
-    scored: list[str] = field(default_factory=list)  # the question ids of the table, set once the gold is read
+    scored: set[str] = field(default_factory=set)  # the question ids of the table, set once the gold is read
     _indexed: dict[str, dict[str, dict]] = field(default_factory=dict, repr=False)
-
-    @cached_property
-    def scored_set(self) -> set[str]:
-        return set(self.scored)
 
     def by_id(self, method: str) -> dict[str, dict]:
         if method not in self._indexed:
@@ -228,12 +223,13 @@ def _group(runs: list[Run]) -> list[DatasetView]:
     return list(views.values())
 
 
-def _svg(draw) -> str:
-    """A matplotlib figure as inline SVG: text kept as text (searchable, small), ids salted per figure."""
+def _svg(draw, salt: str) -> str:
+    """A matplotlib figure as inline SVG: text kept as text (searchable, small), its ids salted by its place
+    in the page (two figures in one page must not share an id; the same inputs give the same page)."""
     import matplotlib
 
     buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"mhindex-{id(buffer)}"}):
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"mhindex-{salt}"}):
         draw(buffer)
     svg = buffer.getvalue()
     return svg[svg.find("<svg") :]
@@ -257,8 +253,9 @@ def build_report(folders: list[Path], home: Path, questions_file: Path | None = 
             gold.update(_questions_for(run, questions_file, home, gold_cache))
         for run in view.runs:
             run.scored = _scored_ids(run, gold, home)
-        datasets.append(_dataset_page(view, gold))
-        data_sets.append(_dataset_data(view, gold))
+        answered = _answered(view, gold)
+        datasets.append(_dataset_page(view, gold, answered))
+        data_sets.append(_dataset_data(view, gold, answered))
         corpus_path = _corpus_path(view.runs[0], home)
         wanted_paragraphs.setdefault(corpus_path, set()).update(_paragraph_ids(data_sets[-1]))
     paragraphs: dict[str, list[str]] = {}
@@ -321,20 +318,33 @@ def _is_right(score: dict | None) -> bool:
     return bool(score.get("kdcot_hit1", score["em"]) >= 1.0)
 
 
-def _dataset_data(view: DatasetView, gold: dict[str, dict]) -> dict:
+#: Per listed question id: each column that answered it, with its record and its scores (None: it failed).
+Answered = dict[str, dict[str, tuple[dict, dict | None]]]
+
+
+def _answered(view: DatasetView, gold: dict[str, dict]) -> Answered:
+    """Each (question, method) scored once, for the list and for the one-question view alike."""
+    answered: Answered = {}
+    for qid in _question_ids(view, gold):
+        answered[qid] = {}
+        for column, (run, name) in view.methods.items():
+            record = run.by_id(name).get(qid) if qid in run.scored else None
+            if record is not None:
+                budget = run.report.get("budget") or 15
+                answered[qid][column] = (record, None if "error" in record else score_one(record, gold[qid], budget))
+    return answered
+
+
+def _dataset_data(view: DatasetView, gold: dict[str, dict], answered: Answered) -> dict:
     """What the script needs to draw one question: per method its answer, scores, trace and paragraphs."""
     titles: dict[str, str] = {}
     questions = []
-    for qid in _question_ids(view, gold):
+    for qid, columns in answered.items():
         question = gold[qid]
         answers = {}
-        for column, (run, name) in view.methods.items():
-            record = run.by_id(name).get(qid) if qid in run.scored_set else None
-            if record is None:
-                continue
+        for column, (record, scored) in columns.items():
             for paragraph in record.get("retrieved", []):
                 titles.setdefault(paragraph["id"], str(paragraph.get("title") or ""))
-            scored = score_one(record, question, run.report.get("budget") or 15) if "error" not in record else None
             answers[column] = {
                 "answer": record.get("answer", ""),
                 "error": record.get("error"),
@@ -371,15 +381,15 @@ def _question_ids(view: DatasetView, gold: dict[str, dict]) -> list[str]:
                 f"{run.folder}: {len(unknown)} questions scored there are not in the questions file "
                 f"(first: {sorted(unknown)[0]}); give the corpus's own with --questions"
             )
-        asked.update(run.scored)
+        asked |= run.scored
     return [qid for qid in gold if qid in asked]
 
 
-def _scored_ids(run: Run, gold: dict[str, dict], home: Path) -> list[str]:
+def _scored_ids(run: Run, gold: dict[str, dict], home: Path) -> set[str]:
     """metrics.json's question ids; for a folder from before eval wrote them, its seeded sample drawn again
     from the corpus (as eval draws it), kept where every id has a prediction, else every predicted id."""
     if isinstance(run.report.get("question_ids"), list):
-        return [str(qid) for qid in run.report["question_ids"]]
+        return {str(qid) for qid in run.report["question_ids"]}
     predicted = [p["id"] for records in run.predictions.values() for p in records]
     try:
         from mhindex.eval.run import sample_of_split
@@ -390,17 +400,17 @@ def _scored_ids(run: Run, gold: dict[str, dict], home: Path) -> list[str]:
         corpus = open_corpus(home, str(run.report.get("corpus")))
         seed, split = int(run.report.get("seed") or 13370), run.report.get("split") or "auto"
         sample, _ = sample_of_split(corpus, run.report.get("limit"), seed, split, skip)
-        ids = [q["id"] for q in sample]
-        if ids and len(ids) == run.report.get("questions") and set(ids) <= set(predicted):
+        ids = {q["id"] for q in sample}
+        if ids and len(ids) == run.report.get("questions") and ids <= set(predicted):
             return ids
     except UsageError:
         pass
-    return list(dict.fromkeys(qid for qid in predicted if qid in gold))
+    return {qid for qid in predicted if qid in gold}
 
 
-def _dataset_page(view: DatasetView, gold: dict[str, dict]) -> dict:
+def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) -> dict:
     """What the template renders for one dataset: the tables, the charts and the question list."""
-    tables = []
+    tables: list[dict] = []
     for run in view.runs:
         header, rows = table_cells(run.report["methods"])
         report = run.report
@@ -413,10 +423,10 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict]) -> dict:
                 "paired": _paired_rows(run, gold),
                 "configuration": _configuration(report),
                 "tuned": report.get("tuned") or {},
-                "charts": _charts(run),
+                "charts": _charts(run, f"{view.name}-{len(tables)}"),
             }
         )
-    listed = _question_ids(view, gold)
+    listed = list(answered)
     facets = [
         (key, label, sorted({str(gold[qid][key]) for qid in listed if key in gold[qid]})) for key, label in FACETS
     ]
@@ -425,15 +435,14 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict]) -> dict:
     for number, qid in enumerate(listed):
         question = gold[qid]
         cells: list[dict | None] = []
-        for run, name in view.methods.values():
-            record = run.by_id(name).get(qid) if qid in run.scored_set else None
-            if record is None:
+        for column in view.methods:
+            record, scores = answered[qid].get(column, ({}, None))
+            if not record:
                 cells.append(None)
                 continue
-            if "error" in record:
+            if scores is None:
                 cells.append({"failed": str(record["error"]), "answer": "", "right": False})
                 continue
-            scores = score_one(record, question, run.report.get("budget") or 15)
             cells.append(
                 {
                     "answer": str(record.get("answer", "")),
@@ -481,7 +490,7 @@ def _paired_rows(run: Run, gold: dict[str, dict]) -> list[dict]:
     paired = run.report.get("paired")
     if paired is None and len(run.predictions) > 1:  # a folder from before eval recorded them
         paired = paired_differences(
-            run.predictions, {qid: gold[qid] for qid in run.scored}, run.report.get("budget") or 15
+            run.predictions, {qid: gold[qid] for qid in gold if qid in run.scored}, run.report.get("budget") or 15
         )
     rows = []
     for row in paired or []:
@@ -489,7 +498,7 @@ def _paired_rows(run: Run, gold: dict[str, dict]) -> list[dict]:
         rows.append(
             {
                 "methods": f"{method_name(row['a'])} − {method_name(row['b'])}",
-                "metric": _PAIRED_LABELS.get(row["metric"], row["metric"]),
+                "metric": PAIRED_LABELS.get(row["metric"], row["metric"]),
                 "difference": f"{row['difference'] * 100:+.1f}",
                 "interval": f"[{low * 100:+.1f}, {high * 100:+.1f}]",
                 "excludes_zero": low > 0 or high < 0,
@@ -512,17 +521,17 @@ def _configuration(report: dict) -> list[tuple[str, str]]:
     return shown
 
 
-def _charts(run: Run) -> list[str]:
+def _charts(run: Run, place: str) -> list[str]:
     metrics = run.report["methods"]
     title = run_title(run.dataset, int(run.report.get("questions") or 0), str(run.report.get("lm")), _backend(run))
-    charts = [_svg(lambda target: bar_chart({run.dataset: metrics}, target, title))]
+    charts = [_svg(lambda target: bar_chart({run.dataset: metrics}, target, title), f"{place}-bars")]
     from collections import Counter
 
     from mhindex.eval.sweep import base_method
 
     variants = Counter(base_method(name) for name in metrics if "@" in name)
     if any(count > 1 for count in variants.values()):  # a sweep: the recall-budget curve as well
-        charts.append(_svg(lambda target: budget_curve([run.folder], target)))
+        charts.append(_svg(lambda target: budget_curve([run.folder], target), f"{place}-curve"))
     return charts
 
 

@@ -170,7 +170,7 @@ def table(metrics: dict[str, dict], title: str):
     return grid
 
 
-_PAIRED_LABELS = {"f1": "F1", "em": "EM", "recall": "Recall"}
+PAIRED_LABELS = {"f1": "F1", "em": "EM", "recall": "Recall"}
 
 
 def paired_table(paired: list[dict]):
@@ -190,7 +190,7 @@ def paired_table(paired: list[dict]):
         mark = " *" if low > 0 or high < 0 else ""
         grid.add_row(
             f"{row['a']} - {row['b']}",
-            _PAIRED_LABELS.get(row["metric"], row["metric"]),
+            PAIRED_LABELS.get(row["metric"], row["metric"]),
             f"{row['difference'] * 100:+.1f}{mark}",
             f"[{low * 100:+.1f}, {high * 100:+.1f}]",
             str(row["questions"]),
@@ -302,7 +302,7 @@ def _save(figure, target: Path | IO[str]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(target, dpi=160)
     else:
-        figure.savefig(target, format="svg")
+        figure.savefig(target, format="svg", metadata={"Date": None})  # no timestamp: same inputs, same bytes
     plt.close(figure)
 
 
