@@ -225,8 +225,8 @@ class _Checked:
         self._inner, self._what, self._fix = inner, what, fix
         if hasattr(inner, "search_titles"):
             self.search_titles = self._checked(inner.search_titles)
-        if hasattr(inner, "scored"):  # ids and scores first, text on demand (a hybrid's parts)
-            self.scored = self._checked(inner.scored)
+        if hasattr(inner, "candidates"):  # ids and scores, text for the top only (a hybrid's parts)
+            self.candidates = self._checked(inner.candidates)
 
     def _checked(self, call):
         def run(*args: Any, **kwargs: Any) -> Any:

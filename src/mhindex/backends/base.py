@@ -28,6 +28,11 @@ class Hit:
         return {"id": self.id, "title": self.title, "text": self.text, "score": round(self.score, 4)}
 
 
+#: A fusion's view of one part's ranking: id, score, and the hit where the part read its text (its top k:
+#: a paragraph that one part alone ranks below k is never in a fused top k, so only those are read).
+Candidate = tuple[str, float, Hit | None]
+
+
 class Retriever(Protocol):
     """Ranked paragraphs for free-text queries. Any query text is accepted: punctuation, quotes,
     `AND`, `:` and the like are words, never syntax, and never raise."""

@@ -18,13 +18,12 @@ Ties keep the order of the first ranking that holds them. Title-scoped search go
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from mhindex.backends.base import BackendContext, Hit, Retriever
+from mhindex.backends.base import BackendContext, Candidate, Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.options import option
 
@@ -68,17 +67,12 @@ def part_weights(options: HybridOptions, parts: int) -> list[float]:
     return weights
 
 
-#: A part's candidate: its id, its score, and the hit itself when the fusion keeps it (Lucene reads
-#: a hit's text only then: of its 100 candidates a fusion keeps k).
-Candidate = tuple[str, float, Callable[[], Hit]]
-
-
 def fuse(
     rankings: Sequence[Sequence[Candidate]], options: HybridOptions, weights: Sequence[float], k: int
-) -> list[tuple[str, float, Callable[[], Hit]]]:
-    """The top `k` of the rankings fused (see the module's docstring): (id, fused score, its hit)."""
+) -> list[Hit]:
+    """The top `k` of the rankings fused (see the module's docstring), each with its fused score."""
     scores: dict[str, float] = {}
-    first: dict[str, Callable[[], Hit]] = {}
+    found: dict[str, Hit] = {}
     for ranking, weight in zip(rankings, weights):
         if options.fusion == "rrf":
             gains = [1.0 / (options.rrf_k + rank) for rank in range(1, len(ranking) + 1)]
@@ -88,31 +82,27 @@ def fuse(
             gains = [weight * ((v - low) / (high - low) if high > low else 1.0) for v in values]
         for (pid, _, hit), gain in zip(ranking, gains):
             scores[pid] = scores.get(pid, 0.0) + gain
-            first.setdefault(pid, hit)
-    order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable: ties keep first-seen order
-    return [(i, scores[i], first[i]) for i in order[:k]]
+            if hit is not None:
+                found.setdefault(pid, hit)
+    order = sorted(scores, key=lambda i: -scores[i])[:k]  # sorted() is stable: ties keep first-seen order
+    # Every part reads the text of its own top k at least: a paragraph that all the parts holding it
+    # rank below k scores less than the k each of them ranks above it, so it is never kept.
+    return [Hit(found[i].id, found[i].title, found[i].text, scores[i]) for i in order]
 
 
 def _as_candidates(hits: Sequence[Hit]) -> list[Candidate]:
-    return [(hit.id, hit.score, functools.partial(_same, hit)) for hit in hits]
+    return [(hit.id, hit.score, hit) for hit in hits]
 
 
-def _same(hit: Hit) -> Hit:
-    return hit
-
-
-def _candidates(retriever: Retriever, query: str, depth: int) -> list[Candidate]:
-    """A part's ranking as candidates: from `scored` where the engine has it (Lucene), else its hits."""
-    scored = getattr(retriever, "scored", None)
-    return scored(query, depth) if scored is not None else _as_candidates(retriever.search(query, depth))
-
-
-def _hits(fused: Sequence[tuple[str, float, Callable[[], Hit]]]) -> list[Hit]:
-    hits = []
-    for _, score, hit in fused:
-        found = hit()
-        hits.append(Hit(found.id, found.title, found.text, score))
-    return hits
+def _candidates(retriever: Retriever, queries: Sequence[str], depth: int, keep: int) -> list[list[Candidate]]:
+    """Each query's ranking by a part: from `candidates` where the engine has it (Lucene: the text of
+    its top `keep` only), else its hits."""
+    own = getattr(retriever, "candidates", None)
+    if own is not None:
+        return own(queries, depth, keep)
+    if len(queries) == 1:
+        return [_as_candidates(retriever.search(queries[0], depth))]
+    return [_as_candidates(hits) for hits in retriever.search_many(queries, depth)]
 
 
 class Fused:
@@ -127,8 +117,10 @@ class Fused:
         """`call` on every part at once: all but one in the pool, the last on this thread. Lucene goes to
         the pool first: pyjnius keeps the GIL through a Java call, so a dense part started after it would
         wait for it; started before, its encoder and FAISS (which let the GIL go) run beside it (fused p50
-        6.7 ms with both parts in the pool, 4.0 this way, on 2WikiMultihopQA's sample; parts 2.6 and 3.4)."""
-        order = sorted(range(len(self.parts)), key=lambda i: not hasattr(self.parts[i][1], "scored"))
+        6.7 ms with both parts in the pool, 4.0 this way, on 2WikiMultihopQA's sample; parts 2.6 and 3.4).
+        Lucene in a helper process of its own (its own JVM and GIL) was measured too, and was slower on two
+        cores: 6.2 against 5.4 ms, the processes competing for the cores (benchmarks/README.md)."""
+        order = sorted(range(len(self.parts)), key=lambda i: not hasattr(self.parts[i][1], "candidates"))
         futures = {i: _PARTS.submit(call, self.parts[i][1]) for i in order[:-1]}
         results = {order[-1]: call(self.parts[order[-1]][1])}
         results.update({i: future.result() for i, future in futures.items()})
@@ -137,18 +129,17 @@ class Fused:
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         depth = max(k, self.options.fusion_depth)
         if titles is None:
-            rankings = self._each(lambda r: _candidates(r, query, depth))
+            rankings = [ranking[0] for ranking in self._each(lambda r: _candidates(r, [query], depth, k))]
         else:
             rankings = [_as_candidates(hits) for hits in self._each(lambda r: r.search(query, depth, titles))]
-        return _hits(fuse(rankings, self.options, self.weights, k))
+        return fuse(rankings, self.options, self.weights, k)
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        if not queries:
+            return []
         depth = max(k, self.options.fusion_depth)
-        per_part = self._each(lambda r: r.search_many(queries, depth))
-        return [
-            _hits(fuse([_as_candidates(h) for h in rankings], self.options, self.weights, k))
-            for rankings in zip(*per_part)
-        ]
+        per_part = self._each(lambda r: _candidates(r, queries, depth, k))
+        return [fuse(rankings, self.options, self.weights, k) for rankings in zip(*per_part)]
 
     def close(self) -> None:
         for _, retriever in self.parts:

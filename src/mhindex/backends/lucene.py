@@ -15,7 +15,6 @@ indexed alone, so that a search can be restricted to a set of pages.
 from __future__ import annotations
 
 import contextlib
-import functools
 import glob
 import importlib.util
 import os
@@ -25,14 +24,14 @@ import subprocess
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from mhindex.backends.base import BackendContext, Hit, search_within_titles, title_key
+from mhindex.backends.base import BackendContext, Candidate, Hit, search_within_titles, title_key
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
@@ -348,10 +347,6 @@ class LuceneRetriever:
         docs = self._c["ScoredDocs"].fromTopDocs(self._lucene.search(query, depth, self._order, True), self._lucene)
         return list(zip(docs.docids, docs.scores, docs.lucene_docids))
 
-    def _load(self, doc: int, score: float) -> Hit:
-        with _JNI:
-            return self._hit_of(self._stored.document(doc).get("raw"), float(score))
-
     def _ranked(self, query, depth: int) -> list[Hit]:
         """The top `depth` of a Lucene query in Anserini's order, with their text."""
         stored = self._stored
@@ -359,11 +354,18 @@ class LuceneRetriever:
             self._hit_of(stored.document(doc).get("raw"), float(score)) for _, score, doc in self._top(query, depth)
         ]
 
-    def scored(self, query: str, depth: int) -> list[tuple[str, float, Callable[[], Hit]]]:
-        """Ids and scores of the top `depth`, each hit's text read only if asked for (by a fusion)."""
+    def candidates(self, queries: Sequence[str], depth: int, keep: int) -> list[list[Candidate]]:
+        """For a fusion: ids and scores of each query's top `depth`, the text of its top `keep` only (of
+        100 candidates a fusion keeps k, and one a part ranks below its own k is never among them)."""
         with _JNI:
-            top = self._top(self._query("contents", query), depth)
-        return [(pid, float(score), functools.partial(self._load, doc, score)) for pid, score, doc in top]
+            ranked = []
+            for query in queries:
+                ranking: list[Candidate] = []
+                for rank, (pid, score, doc) in enumerate(self._top(self._query("contents", query), depth)):
+                    text = self._hit_of(self._stored.document(doc).get("raw"), float(score)) if rank < keep else None
+                    ranking.append((pid, float(score), text))
+                ranked.append(ranking)
+            return ranked
 
     def _terms(self, text: str) -> list[str]:
         return [str(t) for t in self._c["AnalyzerUtils"].analyze(self._analyzer, text).toArray()]
