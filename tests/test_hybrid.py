@@ -64,6 +64,14 @@ def test_weighted_fusion_normalises_and_weighs_each_part(corpus, parts):
     try:
         assert [h.id for h in only_lucene.search(QUERY, 5)] == [h.id for h in lucene.search(QUERY, 5)]
         assert [h.id for h in only_dense.search(QUERY, 5)] == [h.id for h in dense.search(QUERY, 5)]
+        # A part weighed 0 gives every paragraph the same 0: the ties keep its own order, and the text of
+        # every kept paragraph is still at hand (each part reads its own top k), in a batch as alone.
+        queries = [QUERY, "Which country", "film director born"]
+        for fused, part in ((only_lucene, lucene), (only_dense, dense)):
+            batch = fused.search_many(queries, 5)
+            assert [[(h.id, h.text) for h in r] for r in batch] == [
+                [(h.id, h.text) for h in part.search(q, 5)] for q in queries
+            ]
         top = even.search(QUERY, 5)
         assert top[0].score <= 1.0 and all(a.score >= b.score for a, b in zip(top, top[1:]))
     finally:
