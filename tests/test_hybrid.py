@@ -43,7 +43,7 @@ def test_rrf_is_the_sum_of_reciprocal_ranks_over_the_parts(corpus, parts):
             for rank, hit in enumerate(ranking, start=1):
                 expected[hit.id] = expected.get(hit.id, 0.0) + 1 / (60 + rank)
         texts = {h.id: (h.title, h.text) for part in parts for h in part.search(QUERY, 50)}
-        assert all(texts[h.id] == (h.title, h.text) for h in fused)  # Lucene's text read only for those kept
+        assert all(texts[h.id] == (h.title, h.text) for h in fused)  # texts read only for each part's own top k
         best = sorted(expected.values(), reverse=True)[:10]
         assert [round(h.score, 9) for h in fused] == [round(s, 9) for s in best]
         assert all(abs(expected[h.id] - h.score) < 1e-12 for h in fused)
