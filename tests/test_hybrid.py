@@ -89,6 +89,13 @@ def test_title_scoped_and_batched_search_go_through_every_part(corpus, parts):
         assert [[h.id for h in r] for r in fused.search_many(queries, 4)] == [
             [h.id for h in fused.search(q, 4)] for q in queries
         ]
+        threaded = open_retriever(corpus, "lucene+dense", {"threads": 2})  # Anserini's threaded batch for Lucene
+        try:
+            assert [[(h.id, h.text, h.score) for h in r] for r in threaded.search_many(queries, 4)] == [
+                [(h.id, h.text, h.score) for h in fused.search(q, 4)] for q in queries
+            ]
+        finally:
+            threaded.close()
     finally:
         fused.close()
 

@@ -358,6 +358,8 @@ class LuceneRetriever:
         """For a fusion: ids and scores of each query's top `depth`, the text of its top `keep` only (of
         100 candidates a fusion keeps k, and one a part ranks below its own k is never among them)."""
         with _JNI:
+            if self._threads > 1 and len(queries) > 1:  # Anserini's threaded batch, every text read
+                return [[(h.id, h.score, h) for h in hits] for hits in self._search_many(queries, depth)]
             ranked = []
             for query in queries:
                 ranking: list[Candidate] = []
