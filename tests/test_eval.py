@@ -4,6 +4,7 @@ files, an interrupted run (killed mid-way) that resumes to the same metrics, and
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -183,6 +184,7 @@ def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
     recorded = json.loads((folder / "run.json").read_text())
     assert recorded["settings"]["oner"]["k"] == 3 and recorded["settings"]["oner"]["demos_from"] == "musique"
     assert recorded["corpus_sha256"] and recorded["lm_context"] == 8192 and recorded["index"]["k1"] == 1.2
+    assert recorded["lm_threads"] in range(1, 1 + len(os.sched_getaffinity(0)))  # the cores others left free
     before = (folder / "oner.jsonl").read_bytes()
     capsys.readouterr()
     # Other settings in the same folder would mix two configurations in one table: refused, nothing asked.
@@ -215,11 +217,14 @@ def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
                 "1",
                 "--out",
                 str(folder),
+                "--lm-threads",  # another thread count is recorded, not refused: it follows the machine's load
+                str(recorded["lm_threads"] % 2 + 1),
             ]
         )
         == 0
     )
-    assert set(json.loads((folder / "run.json").read_text())["settings"]) == {"oner", "nor"}
+    joined = json.loads((folder / "run.json").read_text())
+    assert set(joined["settings"]) == {"oner", "nor"} and joined["lm_threads"] == recorded["lm_threads"] % 2 + 1
     # A folder written before run.json existed is checked against its metrics.json instead.
     (folder / "run.json").unlink()
     assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2

@@ -297,6 +297,25 @@ def test_stop_when_ends_generation_early_locally_and_over_http(local, server, tm
     assert cached.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete).cached
 
 
+def test_default_threads_leave_the_cores_other_processes_use():
+    """llama.cpp's threads wait for each other, so a local model takes only the cores nobody else
+    uses: with every core spinning in other processes it runs on one thread."""
+    import os
+
+    from mhindex.lm.llamacpp import default_threads, free_cores
+
+    assert [free_cores(2, busy) for busy in (0.0, 0.3, 0.5, 1.0, 3.0)] == [2, 2, 1, 1, 1]
+    assert [free_cores(8, busy) for busy in (0.0, 1.0, 2.2, 9.0)] == [8, 7, 6, 1]
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
+    try:
+        time.sleep(0.5)
+        assert default_threads() == 1
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def test_sentence_complete_keeps_the_first_sentence_identical():
     from mhindex.methods.prompts import first_sentence, sentence_complete
 

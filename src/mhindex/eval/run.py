@@ -188,7 +188,9 @@ class PredictionLog:
 
 
 # Recorded for the reader of run.json, not compared: a new mhindex may resume an older run.
-INFORMATIONAL = ("tool_version", "judge")  # the judge scores the predictions, it does not make them
+# The judge scores the predictions, it does not make them; a local model's threads follow the machine's load
+# (they can move a log-probability in its second decimal, measured not to change answers: benchmarks/README.md).
+INFORMATIONAL = ("tool_version", "judge", "lm_threads")
 # Older run.json and metrics.json files held one flat, IRCoT-shaped "settings" for every method.
 RENAMED = {"style": "prompt_style"}
 # Method settings added later, with the value that describes what older runs did: a run.json that
@@ -407,6 +409,7 @@ def evaluate(
             "corpus_sha256": manifest.get("corpus_sha256"),
             "lm": redact(lm_spec),  # never a key written in the URL
             "lm_context": session.lm.context_length,
+            "lm_threads": session.lm.threads,
             "backend": spec.label,
             "index": session.index.settings if session.index else None,
             "settings": {

@@ -56,7 +56,9 @@ class ModelOptions:
         "Language model: local:qwen2.5-0.5b, local:smollm2-135m, gguf:PATH, hf:PATH, openai:MODEL@URL, "
         "openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
     )
-    lm_threads: int | None = option(None, "CPU threads of a local model \\[default: half the cores].", min=1)
+    lm_threads: int | None = option(
+        None, "CPU threads of a local model \\[default: the cores other processes leave free].", min=1
+    )
     lm_context: int | None = option(
         None, "Context length in tokens \\[default: 8192 local, else what the server reports].", min=256
     )

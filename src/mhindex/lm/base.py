@@ -91,6 +91,8 @@ class LanguageModel(ABC):
     #: what `--lm` named, e.g. "local:smollm2-135m"; also the cache key's model part with `identity`
     name: str
     context_length: int
+    #: CPU threads a local model runs on (chosen when it loads), None where the model runs elsewhere
+    threads: int | None = None
 
     @property
     def identity(self) -> str:

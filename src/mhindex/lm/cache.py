@@ -75,6 +75,7 @@ class CachedModel(LanguageModel):
         self.cache = cache
         self.name = inner.name
         self.context_length = inner.context_length
+        self.threads = inner.threads
 
     @property
     def identity(self) -> str:

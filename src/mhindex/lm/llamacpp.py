@@ -37,6 +37,7 @@ import atexit
 import contextvars
 import ctypes
 import hashlib
+import math
 import os
 import tempfile
 import threading
@@ -69,6 +70,10 @@ from mhindex.lm.state import MIN_CHARS, PromptStates, private_folder, token_dige
 _SERVERS: dict[tuple, _Shared] = {}
 _SERVERS_LOCK = threading.Lock()
 UBATCH = 512  # llama.cpp's micro-batch (its default), set explicitly: kept states are cut at a multiple of it
+# llama.cpp's threads sleep, not spin, while they wait for each other (its default spins, poll 50): the
+# same speed on an idle machine, 18x faster generation when another model shares the cores
+# (benchmarks/README.md, "Threads"; scripts/bench_threads.py sets it per arm).
+POLL = 0
 LOOSE_CHARS = 512  # how much of a prompt with no kept opening names its family
 # Where llama.cpp calls run, so that the calling thread waits in Python and takes Ctrl-C at once.
 _CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="llama.cpp")
@@ -108,6 +113,7 @@ def _shared_server(
             params.n_parallel = slots
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
+            params.cpuparams.poll = params.cpuparams_batch.poll = POLL
             params.warmup = False
             params.verbosity = -1  # llama.cpp's own logs are not for our users
             params.n_ubatch = UBATCH
@@ -135,9 +141,28 @@ def _generated(kind: str, chunks: list[dict]) -> int:
     )
 
 
-def default_threads() -> int:
-    """Half the cores: on a busy 2-core machine two threads were 20x slower than one."""
-    return max(1, (os.cpu_count() or 2) // 2)
+def default_threads(window: float = 0.3) -> int:
+    """The cores that other processes leave free when the model loads, at least one.
+
+    llama.cpp's threads meet at every operation, so a thread on a core another process uses makes
+    them all wait: on two cores, Qwen2.5-0.5B with two threads read prompts 1.9x faster than with one
+    on an idle machine (157 against 70 tokens/s) but generated at 0.4 tokens/s instead of 21 when
+    a second model ran beside it (benchmarks/README.md, "Threads"). Half the cores, the old default,
+    left the idle case's speed unused."""
+    import psutil  # psutil: the machine's load the same way on Linux, macOS and Windows
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    me = psutil.Process()
+    me.cpu_percent(None)  # the start of this process's own share of the window
+    busy = psutil.cpu_percent(interval=window) / 100 * (psutil.cpu_count() or cores)
+    others = max(0.0, busy - me.cpu_percent(None) / 100)
+    return free_cores(cores, others)
+
+
+def free_cores(cores: int, busy: float) -> int:
+    """Cores left when `busy` cores' worth of CPU is used by others: a core counts as taken once a
+    third of it is (a thread that waits on a shared core stalls the other threads)."""
+    return max(1, min(cores, cores - math.ceil(busy - 1 / 3)))
 
 
 class LlamaCppModel(LanguageModel):

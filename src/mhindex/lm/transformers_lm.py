@@ -44,6 +44,7 @@ class TransformersModel(LanguageModel):
             raise LMError(f"cannot load a transformers model from {source} without the network: {first}") from None
         if threads:
             torch.set_num_threads(threads)
+        self.threads = torch.get_num_threads()
         transformers.utils.logging.set_verbosity_error()
         transformers.utils.logging.disable_progress_bar()
         self._model.eval()
