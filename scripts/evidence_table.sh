@@ -5,7 +5,9 @@
 # paired differences. Resumable: predictions accumulate in benchmarks/results/<model>-wikipedia/<dataset>/,
 # so an interrupted run (or a later session) goes on where it stopped.
 #   scripts/evidence_table.sh [LM] [TUNE] [LIMIT]      e.g. scripts/evidence_table.sh local:qwen2.5-1.5b 10 30
-# EVAL_ARGS adds options to every eval, e.g. EVAL_ARGS="--lm-threads 2" on an otherwise idle machine.
+# EVAL_ARGS adds options to every eval, e.g. EVAL_ARGS="--lm-threads 1" for each of two runs side by side
+# (DATASETS=musique in one, DATASETS=hotpotqa in the other): a model's default threads are the cores free
+# when it loads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -25,9 +27,10 @@ folders=()
 for dataset in $datasets; do
     out=benchmarks/results/$name-wikipedia/$dataset
     folders+=("$out")
+    # Answers read as IRCoT's release reads them (the whole line, --no-short-answer), as this run began.
     # shellcheck disable=SC2086
     mhindex eval "wikipedia-$dataset" --method oner,ircot --sweep oner.k=5,10,15 --sweep ircot.k=2,4,6 \
-        --tune-on "$tune" --limit "$limit" --lm "$lm" --out "$out" ${EVAL_ARGS:-} \
+        --tune-on "$tune" --limit "$limit" --lm "$lm" --out "$out" --no-short-answer ${EVAL_ARGS:-} \
         | tee "benchmarks/results/$name-wikipedia-$dataset.table.txt"
 done
 mhindex curve "${folders[@]}" -o "benchmarks/results/$name-wikipedia-curve.png" \

@@ -229,13 +229,15 @@ def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
     (folder / "run.json").unlink()
     assert main(["--quiet", "--home", str(root), "eval", "musique", *changed]) == 2
     assert "oner.k=3" in capsys.readouterr().err
-    # A run made before queries were cleaned (its run.json has no clean_queries) is not resumed with cleaned ones.
-    del recorded["settings"]["oner"]["clean_queries"]
+    # A run made before queries were cleaned and answers cut short (its run.json has neither setting) is not
+    # resumed with cleaned queries or short answers.
+    del recorded["settings"]["oner"]["clean_queries"], recorded["settings"]["oner"]["short_answer"]
     (folder / "run.json").write_text(json.dumps(recorded))
     assert (
         main(["--quiet", "--home", str(root), "eval", "musique", *ARGS, "--method", "oner", "--out", str(folder)]) == 2
     )
-    assert "oner.clean_queries=False" in capsys.readouterr().err
+    refused = capsys.readouterr().err
+    assert "oner.clean_queries=False" in refused and "oner.short_answer=False" in refused
     assert (
         main(
             [
@@ -250,6 +252,7 @@ def test_a_folder_keeps_one_configuration(root, tmp_path, capsys):
                 "--out",
                 str(folder),
                 "--no-clean-queries",
+                "--no-short-answer",
             ]
         )
         == 0

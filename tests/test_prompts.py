@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from mhindex.methods.prompts import cut_repetition, extract_answer, first_sentence
+from mhindex.methods.prompts import (
+    cut_repetition,
+    extract_answer,
+    first_sentence,
+    first_sentence_answer,
+    without_repeated_items,
+)
 
 
 @pytest.mark.parametrize(
@@ -82,3 +88,24 @@ def test_the_packer_drops_demonstrations_from_the_end_to_fit() -> None:
 )
 def test_cut_repetition(generation: str, kept: str) -> None:
     assert cut_repetition(generation) == kept
+
+
+@pytest.mark.parametrize(
+    ("answer", "short"),
+    [
+        # The 1.5B model's Direct reader, on 2WikiMQA: a sentence where a span is asked for.
+        ("Picturegoer was founded first. It was published in the United Kingdom.", "Picturegoer was founded first"),
+        ("Austin, Austin, Austin, Austin", "Austin"),  # a list that loops: up to its first repeated item
+        ("New York, Chicago, Utah, Idaho, Utah, Idaho, Utah", "New York, Chicago, Utah, Idaho"),
+        ("Kenny G, Kenny Dorham, kenny  g, Kenny G", "Kenny G, Kenny Dorham"),
+        # Spans that must stay whole: initials, abbreviations, a list without repeats, a comma in a name.
+        ("J. R. R. Tolkien", "J. R. R. Tolkien"),
+        ("Dr. Smith", "Dr. Smith"),
+        ("Germany, Austria, Switzerland", "Germany, Austria, Switzerland"),
+        ("Washington, D.C.", "Washington, D.C."),
+        ("3.5 million", "3.5 million"),
+        ("", ""),
+    ],
+)
+def test_short_answer(answer: str, short: str) -> None:
+    assert first_sentence_answer(without_repeated_items(answer)) == short

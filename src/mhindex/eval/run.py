@@ -195,7 +195,7 @@ INFORMATIONAL = ("tool_version", "judge", "lm_threads")
 RENAMED = {"style": "prompt_style"}
 # Method settings added later, with the value that describes what older runs did: a run.json that
 # records a method without one of them was made that way, so resuming it with another is refused.
-ADDED = {"clean_queries": False, "tracing": False, "generator": "ircot"}
+ADDED = {"clean_queries": False, "tracing": False, "generator": "ircot", "short_answer": False}
 
 
 def claim_folder(folder: Path, run: dict) -> dict:

@@ -133,6 +133,25 @@ def cut_repetition(text: str) -> str:
     return text
 
 
+def first_sentence_answer(answer: str) -> str:
+    """An answer's first sentence, its closing period dropped: a small reader sometimes answers with a
+    sentence or two ("Picturegoer was founded first. It ...") where a span is asked for."""
+    return extract_answer(first_sentence(answer)) if answer else answer
+
+
+def without_repeated_items(answer: str) -> str:
+    """A comma-separated answer up to its first repeated item: small models loop through lists
+    ("Austin, Austin, Austin, ..."), short items that `cut_repetition`'s three-word rule lets through."""
+    items = answer.split(", ")
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        said = " ".join(item.lower().split())
+        if said in seen:
+            return ", ".join(items[:i])
+        seen.add(said)
+    return answer
+
+
 def first_sentence(text: str) -> str:
     """The first sentence of a generation (IRCoT keeps one per step); abbreviations do not end one."""
     text = text.strip()

@@ -14,8 +14,10 @@ from mhindex.methods.prompts import (
     cut_repetition,
     demonstrations,
     extract_answer,
+    first_sentence_answer,
     paragraph_block,
     question_block,
+    without_repeated_items,
 )
 from mhindex.methods.settings import ReaderSettings
 
@@ -85,6 +87,7 @@ class Reader:
             keep=len(prompt) - len(instance),
         )
         output = cut_repetition(completion.text.strip())
-        return ReaderCall(
-            extract_answer(output), output, len(paragraphs), completion.prompt_tokens, time.perf_counter() - started
-        )
+        answer = extract_answer(output)
+        if self.settings.short_answer:
+            answer = first_sentence_answer(without_repeated_items(answer))
+        return ReaderCall(answer, output, len(paragraphs), completion.prompt_tokens, time.perf_counter() - started)
