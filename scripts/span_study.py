@@ -19,13 +19,13 @@ from pathlib import Path
 import orjson
 
 from mhindex.eval.metrics import best, exact_match, f1, paired_bootstrap
-from mhindex.methods.prompts import first_sentence_answer, without_repeated_items
+from mhindex.methods.prompts import first_sentence_answer, short_span, without_repeated_items
 
 ROOT = Path(__file__).resolve().parent.parent
 CUTS = {
     "first sentence": first_sentence_answer,
     "list": without_repeated_items,
-    "both": lambda answer: first_sentence_answer(without_repeated_items(answer)),
+    "both": short_span,
 }
 
 

@@ -8,8 +8,7 @@ from mhindex.methods.prompts import (
     cut_repetition,
     extract_answer,
     first_sentence,
-    first_sentence_answer,
-    without_repeated_items,
+    short_span,
 )
 
 
@@ -108,4 +107,4 @@ def test_cut_repetition(generation: str, kept: str) -> None:
     ],
 )
 def test_short_answer(answer: str, short: str) -> None:
-    assert first_sentence_answer(without_repeated_items(answer)) == short
+    assert short_span(answer) == short

@@ -152,6 +152,11 @@ def without_repeated_items(answer: str) -> str:
     return answer
 
 
+def short_span(answer: str) -> str:
+    """The reader's answer as a short span (`--short-answer`): a looping list cut, then its first sentence."""
+    return first_sentence_answer(without_repeated_items(answer))
+
+
 def first_sentence(text: str) -> str:
     """The first sentence of a generation (IRCoT keeps one per step); abbreviations do not end one."""
     text = text.strip()

@@ -14,10 +14,9 @@ from mhindex.methods.prompts import (
     cut_repetition,
     demonstrations,
     extract_answer,
-    first_sentence_answer,
     paragraph_block,
     question_block,
-    without_repeated_items,
+    short_span,
 )
 from mhindex.methods.settings import ReaderSettings
 
@@ -89,5 +88,5 @@ class Reader:
         output = cut_repetition(completion.text.strip())
         answer = extract_answer(output)
         if self.settings.short_answer:
-            answer = first_sentence_answer(without_repeated_items(answer))
+            answer = short_span(answer)
         return ReaderCall(answer, output, len(paragraphs), completion.prompt_tokens, time.perf_counter() - started)
