@@ -390,17 +390,27 @@ def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, cap
     assert [(p["variant"], p["paragraphs"]) for p in curve["points"]] == [("oner@k=2", 2), ("oner@k=4", 4)]
     assert all(0 <= p["interval"][0] <= p["recall"] <= p["interval"][1] <= 1 for p in curve["points"])
     assert (tmp_path / "curve.png").stat().st_size > 5000
+    # The tuned folder's curve: the sweep on its tuning sample (metrics.json keeps every variant's scores
+    # there), the chosen setting on the reported one.
+    tuned_folder = next(folder.glob("*-tuned3"))
+    assert main(["--home", str(root), "curve", str(tuned_folder), "-o", str(tmp_path / "tuned.png"), "--json"]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert [(p["sample"], p["variant"], p["questions"]) for p in points] == [
+        ("tuning", "oner@k=2", 3),
+        ("tuning", "oner@k=4", 3),
+        ("reported", choice["chosen"], 3),
+    ]
+    assert points[0]["recall"] == choice["scores"]["oner@k=2"] and points[1]["recall"] == choice["scores"]["oner@k=4"]
 
     # Browsed: the sweep's folder draws its curve too; the tuned one says what was chosen, on what; the list
     # holds the questions each table scored (metrics.json's question_ids), not its tuning answers.
-    tuned_folder = next(folder.glob("*-tuned3"))
     assert json.loads((tuned_folder / "metrics.json").read_text())["question_ids"] == sorted(
         reported, key=[q["id"] for q in read_jsonl(root / "musique" / "questions.jsonl")].index
     )
     page = tmp_path / "report.html"
     assert main(["--home", str(root), "report", str(swept_folder), str(tuned_folder), "-o", str(page)]) == 0
     html = page.read_text()
-    assert html.count("<svg") == 3  # two bar charts and the sweep's recall-budget curve
+    assert html.count("<svg") == 4  # two bar charts and two recall-budget curves (the tuned one on its tuning sample)
     assert "OneR (k=2)" in html and "Settings tuned on a disjoint sample" in html
     swept_ids = set(json.loads((swept_folder / "metrics.json").read_text())["question_ids"])
     assert html.count('<a class="open" href="#q/0/') == len(swept_ids | reported)

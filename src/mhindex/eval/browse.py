@@ -529,7 +529,8 @@ def _charts(run: Run, place: str) -> list[str]:
 
     from mhindex.eval.sweep import base_method
 
-    variants = Counter(base_method(name) for name in metrics if "@" in name)
+    swept = [*metrics, *(run.report.get("tuning") or {}).get("methods", {})]  # a tuned sweep: on its tuning sample
+    variants = Counter(base_method(name) for name in dict.fromkeys(swept) if "@" in name)
     if any(count > 1 for count in variants.values()):  # a sweep: the recall-budget curve as well
         charts.append(_svg(lambda target: budget_curve([run.folder], target), f"{place}-curve"))
     return charts

@@ -336,7 +336,9 @@ def read_metrics(path: Path) -> dict:
 def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = None) -> tuple[Path | IO[str], list[dict]]:
     """Recall of gold paragraphs against paragraphs retrieved a question, one line per method over
     its sweep (IRCoT's Figure 3), a panel per evaluation folder, with 95% bootstrap intervals; and the
-    points as rows for a table. A method that retrieves nothing (NoR) has no point."""
+    points as rows for a table. A method that retrieves nothing (NoR) has no point. In a tuned folder
+    the sweep was answered on the tuning sample only (dashed, hollow) and the chosen setting on the
+    reported one (solid): both are drawn, each row saying which sample it is."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -351,46 +353,70 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
     )
     colours = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]  # a ListedColormap
     methods = list(dict.fromkeys(base_method(n) for r in reports for n in r["methods"]))
+    legend: dict[str, Any] = {}
     for axis, path, report in zip(axes[0], paths, reports, strict=True):
         dataset = report.get("dataset") or report.get("corpus") or str(path)
+        samples = [("reported", report["methods"])]
+        if isinstance(report.get("tuning"), dict):
+            samples.insert(0, ("tuning", report["tuning"]["methods"]))
         for colour, method in zip(itertools.cycle(colours), methods):
-            points = sorted(
-                (
-                    (summary["retrieved_per_question"], summary["recall"], summary.get("recall_interval"), name)
-                    for name, summary in report["methods"].items()
-                    if base_method(name) == method and summary.get("recall") is not None
-                ),
-                key=lambda point: point[0],
-            )
-            if not points:
-                continue
-            xs, ys = [p[0] for p in points], [p[1] * 100 for p in points]
-            low = [y - (p[2][0] * 100 if p[2] else y) for p, y in zip(points, ys, strict=True)]
-            high = [(p[2][1] * 100 if p[2] else y) - y for p, y in zip(points, ys, strict=True)]
-            axis.errorbar(
-                xs, ys, yerr=[low, high], marker="o", markersize=3.5, capsize=2, color=colour, label=method_name(method)
-            )
-            rows.extend(
-                {
-                    "dataset": dataset,
-                    "method": method,
-                    "variant": name,
-                    "paragraphs": x,
-                    "recall": y / 100,
-                    "interval": interval,
-                    "questions": report["methods"][name]["questions"],
-                }
-                for x, y, interval, name in ((p[0], p[1] * 100, p[2], p[3]) for p in points)
-            )
+            for sample, summaries in samples:
+                points = sorted(
+                    (
+                        (summary["retrieved_per_question"], summary["recall"], summary.get("recall_interval"), name)
+                        for name, summary in summaries.items()
+                        if base_method(name) == method and summary.get("recall") is not None
+                    ),
+                    key=lambda point: point[0],
+                )
+                if not points:
+                    continue
+                xs, ys = [p[0] for p in points], [p[1] * 100 for p in points]
+                low = [y - (p[2][0] * 100 if p[2] else y) for p, y in zip(points, ys, strict=True)]
+                high = [(p[2][1] * 100 if p[2] else y) - y for p, y in zip(points, ys, strict=True)]
+                tuning = sample == "tuning"
+                label = method_name(method) + (f" ({sample} sample)" if len(samples) > 1 else "")
+                handle = axis.errorbar(
+                    xs,
+                    ys,
+                    yerr=[low, high],
+                    marker="o",
+                    markersize=3.5 if tuning else 5,
+                    markerfacecolor="white" if tuning else colour,
+                    linestyle="--" if tuning else "-",
+                    capsize=2,
+                    color=colour,
+                    alpha=0.75 if tuning else 1.0,
+                )
+                legend.setdefault(label, handle)
+                rows.extend(
+                    {
+                        "dataset": dataset,
+                        "method": method,
+                        "variant": name,
+                        "sample": sample,
+                        "paragraphs": x,
+                        "recall": y / 100,
+                        "interval": interval,
+                        "questions": summaries[name]["questions"],
+                    }
+                    for x, y, interval, name in ((p[0], p[1] * 100, p[2], p[3]) for p in points)
+                )
         axis.set_title(dataset_name(dataset), fontsize=10)
         axis.set_xlabel("paragraphs retrieved per question")
         axis.set_ylim(0, 100)
         axis.grid(color="0.9")
         axis.spines[["top", "right"]].set_visible(False)
     axes[0][0].set_ylabel("recall of gold paragraphs (%)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    if handles:
-        figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False, fontsize=9)
+    if legend:
+        figure.legend(
+            list(legend.values()),
+            list(legend),
+            loc="outside lower center",
+            ncols=min(len(legend), 4),
+            frameon=False,
+            fontsize=8 if len(legend) > 2 else 9,
+        )
     models = sorted({str(report.get("lm")) for report in reports})
     figure.suptitle(title or f"Recall against paragraphs retrieved ({', '.join(models)})", fontsize=10)
     _save(figure, out)
@@ -401,14 +427,17 @@ def curve_table(rows: list[dict]):
     from rich.table import Table
 
     grid = Table(title="Recall against paragraphs retrieved", title_justify="left")
-    for column in ("Dataset", "Method", "Setting", "Paragraphs/q", "Recall", "95% interval", "n"):
-        grid.add_column(column, justify="left" if column in ("Dataset", "Method", "Setting") else "right")
+    tuned = any(row["sample"] == "tuning" for row in rows)
+    labels = ("Dataset", "Method", "Setting", *(("Sample",) if tuned else ()), "Paragraphs/q", "Recall")
+    for column in (*labels, "95% interval", "n"):
+        grid.add_column(column, justify="left" if column in ("Dataset", "Method", "Setting", "Sample") else "right")
     for row in rows:
         interval = row["interval"]
         grid.add_row(
             row["dataset"],
             row["method"],
             row["variant"].partition("@")[2] or "-",
+            *((row["sample"],) if tuned else ()),
             f"{row['paragraphs']:.1f}",
             f"{row['recall'] * 100:.1f}",
             "-" if not interval else f"{interval[0] * 100:.1f}-{interval[1] * 100:.1f}",

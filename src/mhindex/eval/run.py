@@ -441,6 +441,7 @@ def evaluate(
             return found
 
         tuned: dict[str, dict] = {}
+        scores: dict[str, dict] = {}
         reported = [v.name for v in runs]
         if tuning:
             on_tuning = {v.name: answer(v.name, tuning, " (tuning)") for v in runs}
@@ -471,6 +472,8 @@ def evaluate(
         "split": split,
         "budget": budget,
         **({"tuned": tuned} if tuned else {}),
+        # Every variant on the tuning sample: the sweep's recall-budget curve, as only the chosen ones go on.
+        **({"tuning": {"questions": len(tuning), "split": split, "methods": scores}} if tuned else {}),
         "methods": metrics,
         "question_ids": [q["id"] for q in questions],  # the sample scored (mhindex report lists these)
         "paired": paired_differences(predictions, {q["id"]: q for q in questions}, budget),
