@@ -23,15 +23,19 @@ for dataset in $datasets; do
     [ -f "$MHINDEX_HOME/wikipedia-$dataset/manifest.json" ] ||
         mhindex --quiet build "$dataset" $others --name "wikipedia-$dataset"
 done
-folders=()
 for dataset in $datasets; do
     out=benchmarks/results/$name-wikipedia/$dataset
-    folders+=("$out")
     # Answers read as IRCoT's release reads them (the whole line, --no-short-answer), as this run began.
     # shellcheck disable=SC2086
     mhindex eval "wikipedia-$dataset" --method oner,ircot --sweep oner.k=5,10,15 --sweep ircot.k=2,4,6 \
         --tune-on "$tune" --limit "$limit" --lm "$lm" --out "$out" --no-short-answer ${EVAL_ARGS:-} \
         | tee "benchmarks/results/$name-wikipedia-$dataset.table.txt"
 done
-mhindex curve "${folders[@]}" -o "benchmarks/results/$name-wikipedia-curve.png" \
+# The curve of every dataset answered so far (a run of DATASETS=musique draws the others' finished panels too).
+drawn=()
+for dataset in musique hotpotqa 2wikimultihopqa; do
+    out=benchmarks/results/$name-wikipedia/$dataset
+    if [ -f "$out/metrics.json" ]; then drawn+=("$out"); fi
+done
+mhindex curve "${drawn[@]}" -o "benchmarks/results/$name-wikipedia-curve.png" \
     | tee "benchmarks/results/$name-wikipedia-curve.txt"

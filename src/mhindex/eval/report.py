@@ -413,7 +413,7 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
             list(legend.values()),
             list(legend),
             loc="outside lower center",
-            ncols=min(len(legend), 4),
+            ncols=min(len(legend), 2 * len(reports)),  # about two entries fit under a panel
             frameon=False,
             fontsize=8 if len(legend) > 2 else 9,
         )
