@@ -1,0 +1,67 @@
+"""IRCoT against OneR at the same paragraph budget, on the reported questions of a tuned evaluation.
+
+    .venv/bin/python scripts/equal_budget.py FOLDER [FOLDER ...] [--budget 5 7 10] [--home .mhindex-eval]
+
+A tuned `mhindex eval` reports each method at its chosen setting only (OneR at K = 15 against IRCoT's ~7
+paragraphs), so the recall in its table compares two budgets. IRCoT's Figure 3 compares them at one.
+OneR's paragraphs are BM25's ranking of the question, so its first B paragraphs at K = 15 are exactly what
+it retrieves at K = B; recall counted over each method's first B paragraphs (eval's own `--budget` scorer)
+then compares both at B, on the same questions, with eval's paired bootstrap. Prints, per folder and
+budget: each method's recall (<= B), its mean paragraphs counted, and the paired difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import orjson
+
+from mhindex.eval.metrics import paired_differences, score_one
+from mhindex.eval.run import read_predictions
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", type=Path, nargs="+", help="tuned `mhindex eval` folders")
+    parser.add_argument("--budget", type=int, nargs="+", default=[5, 7, 10])
+    parser.add_argument("--home", type=Path, default=ROOT / ".mhindex-eval")
+    args = parser.parse_args()
+    print(f"{'dataset':16} {'B':>3} {'method':10} {'n':>3} {'recall':>7} {'paras':>6}   first - second [95% paired]")
+    for folder in args.folders:
+        report = orjson.loads((folder / "metrics.json").read_bytes())
+        by_id = {
+            q["id"]: q
+            for q in map(orjson.loads, (args.home / report["corpus"] / "questions.jsonl").read_bytes().splitlines())
+        }
+        questions = {qid: by_id[qid] for qid in report["question_ids"]}  # the reported sample, in its order
+        predictions = {
+            name: [p for p in read_predictions(folder / f"{name}.jsonl") if p.get("id") in questions]
+            for name in report["methods"]
+        }
+        for budget in args.budget:
+            pairs = [p for p in paired_differences(predictions, questions, budget) if p["metric"] == "recall"]
+            for name, records in predictions.items():
+                recall = mean_recall(records, questions, budget)
+                paragraphs = sum(min(len(p.get("retrieved") or []), budget) for p in records) / len(records)
+                row = f"{report['dataset']:16} {budget:>3} {name:10} {len(records):>3}"
+                print(f"{row} {recall:>7.1f} {paragraphs:>6.1f}")
+            for pair in pairs:
+                low, high = (100 * x for x in pair["ci95"])
+                print(
+                    f"{'':16} {budget:>3} {pair['a']} - {pair['b']}: {100 * pair['difference']:+.1f} "
+                    f"[{low:+.1f}, {high:+.1f}]{' *' if low > 0 or high < 0 else ''}, "
+                    f"n {pair['questions']}, wins {pair['a_better']}:{pair['b_better']}"
+                )
+
+
+def mean_recall(records: list[dict], questions: dict[str, dict], budget: int) -> float:
+    scores = [score_one(p, questions[p["id"]], budget)["recall"] for p in records]
+    known = [s for s in scores if s is not None]
+    return 100 * sum(known) / len(known)
+
+
+if __name__ == "__main__":
+    main()
