@@ -404,7 +404,7 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
                 )
         axis.set_title(dataset_name(dataset), fontsize=10)
         axis.set_xlabel("paragraphs retrieved per question")
-        axis.set_ylim(0, 100)
+        axis.set_ylim(0, 104)  # room for a point at 100% and its marker
         axis.grid(color="0.9")
         axis.spines[["top", "right"]].set_visible(False)
     axes[0][0].set_ylabel("recall of gold paragraphs (%)")
