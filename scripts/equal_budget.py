@@ -45,6 +45,8 @@ def main() -> None:
             pairs = [p for p in paired_differences(predictions, questions, budget) if p["metric"] == "recall"]
             for name, records in predictions.items():
                 recall = mean_recall(records, questions, budget)
+                if recall is None:
+                    continue  # a method that retrieves nothing (NoR), or no answers yet
                 paragraphs = sum(min(len(p.get("retrieved") or []), budget) for p in records) / len(records)
                 row = f"{report['dataset']:16} {budget:>3} {name:10} {len(records):>3}"
                 print(f"{row} {recall:>7.1f} {paragraphs:>6.1f}")
@@ -57,10 +59,13 @@ def main() -> None:
                 )
 
 
-def mean_recall(records: list[dict], questions: dict[str, dict], budget: int) -> float:
-    scores = [score_one(p, questions[p["id"]], budget)["recall"] for p in records]
+def mean_recall(records: list[dict], questions: dict[str, dict], budget: int) -> float | None:
+    """As eval's table: a failed answer scores 0; questions without gold paragraphs are left out."""
+    if not any(p.get("retrieved") for p in records):
+        return None
+    scores = [score_one({} if "error" in p else p, questions[p["id"]], budget)["recall"] for p in records]
     known = [s for s in scores if s is not None]
-    return 100 * sum(known) / len(known)
+    return 100 * sum(known) / len(known) if known else None
 
 
 if __name__ == "__main__":
