@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 
 from mhindex.eval.metrics import paired_differences, score_one
-from mhindex.eval.run import read_predictions
+from mhindex.eval.run import read_predictions, read_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,10 +32,7 @@ def main() -> None:
     print(f"{'dataset':16} {'B':>3} {'method':10} {'n':>3} {'recall':>7} {'paras':>6}   first - second [95% paired]")
     for folder in args.folders:
         report = orjson.loads((folder / "metrics.json").read_bytes())
-        by_id = {
-            q["id"]: q
-            for q in map(orjson.loads, (args.home / report["corpus"] / "questions.jsonl").read_bytes().splitlines())
-        }
+        by_id = read_questions(args.home / report["corpus"] / "questions.jsonl")
         questions = {qid: by_id[qid] for qid in report["question_ids"]}  # the reported sample, in its order
         predictions = {
             name: [p for p in read_predictions(folder / f"{name}.jsonl") if p.get("id") in questions]

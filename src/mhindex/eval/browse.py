@@ -529,7 +529,7 @@ def _charts(run: Run, place: str) -> list[str]:
 
     from mhindex.eval.sweep import base_method
 
-    swept = [*metrics, *(run.report.get("tuning") or {}).get("methods", {})]  # a tuned sweep: on its tuning sample
+    swept = [*metrics, *run.report.get("tuning_methods", {})]  # a tuned sweep: on its tuning sample
     variants = Counter(base_method(name) for name in dict.fromkeys(swept) if "@" in name)
     if any(count > 1 for count in variants.values()):  # a sweep: the recall-budget curve as well
         charts.append(_svg(lambda target: budget_curve([run.folder], target), f"{place}-curve"))

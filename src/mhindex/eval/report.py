@@ -357,8 +357,8 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
     for axis, path, report in zip(axes[0], paths, reports, strict=True):
         dataset = report.get("dataset") or report.get("corpus") or str(path)
         samples = [("reported", report["methods"])]
-        if isinstance(report.get("tuning"), dict):
-            samples.insert(0, ("tuning", report["tuning"]["methods"]))
+        if isinstance(report.get("tuning_methods"), dict):
+            samples.insert(0, ("tuning", report["tuning_methods"]))
         for colour, method in zip(itertools.cycle(colours), methods):
             for sample, summaries in samples:
                 points = sorted(

@@ -473,7 +473,7 @@ def evaluate(
         "budget": budget,
         **({"tuned": tuned} if tuned else {}),
         # Every variant on the tuning sample: the sweep's recall-budget curve, as only the chosen ones go on.
-        **({"tuning": {"questions": len(tuning), "split": split, "methods": scores}} if tuned else {}),
+        **({"tuning_methods": scores} if tuned else {}),
         "methods": metrics,
         "question_ids": [q["id"] for q in questions],  # the sample scored (mhindex report lists these)
         "paired": paired_differences(predictions, {q["id"]: q for q in questions}, budget),
