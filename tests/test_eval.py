@@ -420,6 +420,18 @@ def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, cap
     assert f"report of {tuned_folder}" in capsys.readouterr().err
     assert latest.read_text().count('<a class="open" href="#q/0/') == 3
 
+    # A method beside the sweep (nothing to choose) joins the tuned folder on the reported questions only:
+    # OneR's answers are resumed, NoR answers the 3 reported questions, not the 3 tuning ones.
+    beside = ["--method", "oner,nor", *common[2:], "--limit", "3", "--sweep", "oner.k=2,4", "--tune-on", "3"]
+    assert main(["--home", str(root), "eval", "musique", *beside]) == 0
+    joined = json.loads(capsys.readouterr().out)
+    assert list(joined["tuned"]) == ["oner"] and joined["tuned"]["oner"]["chosen"] == choice["chosen"]
+    assert list(joined["methods"]) == [choice["chosen"], "nor"] and set(joined["tuning_methods"]) == set(swept)
+    assert {r["id"] for r in read_predictions(tuned_folder / "nor.jsonl")} == reported
+    assert [(p["a"], p["b"]) for p in joined["paired"] if p["metric"] == "f1"] == [(choice["chosen"], "nor")]
+    code = main(["--home", str(root), "eval", "musique", *common, "--sweep", "k=2", "--tune-on", "3"])
+    assert code == 2 and "--tune-on picks the best of a --sweep: give one of two" in capsys.readouterr().err
+
     code = main(["--home", str(root), "eval", "musique", *common, "--sweep", "ircot.k=2"])
     assert code == 2 and "ircot is not among the methods evaluated" in capsys.readouterr().err
 

@@ -98,7 +98,7 @@ def eval_(
         typer.Option(
             min=1,
             help="Pick each method's best --sweep setting on this many questions, then report it on --limit others "
-            "(disjoint, as IRCoT's paper chose K on 100 dev questions).",
+            "(disjoint, as IRCoT's paper chose K on 100 dev questions); a method not swept answers only the others.",
             show_default=False,
         ),
     ] = None,

@@ -374,12 +374,13 @@ def evaluate(
     names = list(dict.fromkeys(methods))
     if not names:
         raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
-    if tune_limit is not None and not sweeps:
-        raise UsageError("--tune-on picks the best of a --sweep: give one, e.g. --sweep k=2,4,6,8")
     if tune_metric not in TUNE_METRICS:
         raise UsageError(f"--tune-metric must be one of {', '.join(TUNE_METRICS)}, not {tune_metric!r}")
     base = settings_for(names, method_options or {})
     runs = variants(names, parse_sweeps(list(sweeps), names))
+    grid = [v for v in runs if sum(w.method == v.method for w in runs) > 1]  # the variants a tuning chooses among
+    if tune_limit is not None and not grid:
+        raise UsageError("--tune-on picks the best of a --sweep: give one of two or more values, e.g. k=2,4,6,8")
     settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
     manifest = corpus.manifest()
     dataset = manifest.get("dataset")
@@ -444,10 +445,13 @@ def evaluate(
         scores: dict[str, dict] = {}
         reported = [v.name for v in runs]
         if tuning:
-            on_tuning = {v.name: answer(v.name, tuning, " (tuning)") for v in runs}
+            # Only a method with a choice to make answers the tuning sample; one beside the sweep (SearChain
+            # next to a tuned OneR and IRCoT) is reported on the same questions without that cost.
+            on_tuning = {v.name: answer(v.name, tuning, " (tuning)") for v in grid}
             scores = score_methods(on_tuning, tuning, budget)
-            tuned = choose_settings(runs, scores, tune_metric, tuning, split, seed)
-            reported = [t["chosen"] for t in tuned.values()]
+            tuned = choose_settings(grid, scores, tune_metric, tuning, split, seed)
+            chosen = {t["chosen"] for t in tuned.values()}
+            reported = [v.name for v in runs if v.name in chosen or v not in grid]
         predictions = {name: answer(name, questions, "") for name in reported}
     except KeyboardInterrupt:
         raise Interrupted(f"the answers so far are kept in {folder}; the same command resumes from them") from None
