@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -92,6 +93,38 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
         assert again["methods"]["oner"][key] == report["methods"]["oner"][key], key
     ids = [r["id"] for r in read_predictions(folder / "oner.jsonl")]
     assert len(ids) == len(set(ids)) == 3  # nothing asked twice
+
+
+@pytest.mark.slow
+def test_two_evals_into_one_folder_neither_repeat_nor_lose_each_other(root, tmp_path):
+    """Side by side into one folder (each eval a process of its own, as on a machine with cores to spare):
+    one method is answered once, the second eval waiting for the first's lock and resuming from its
+    answers; another method waits while its predictions are locked, says by whom, and joins run.json."""
+    from mhindex.locks import evaluating
+
+    folder = tmp_path / "shared"
+    common = ["--limit", "2", "--seed", "23", "--max-demos", "1", "--max-paragraph-words", "40", "--out", folder]
+    both = [run(root, "--method", "nor", *common, "--no-cache") for _ in range(2)]
+    for process in both:
+        _, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err
+    ids = [r["id"] for r in read_predictions(folder / "nor.jsonl")]
+    assert len(ids) == len(set(ids)) == 2  # without the lock each process answers both questions
+
+    said: list[str] = []
+    with evaluating(root, folder, "oner", "a test holding the lock"):
+        waiting = run(root, "--method", "oner", "-k", "2", *common)
+        reader = threading.Thread(target=lambda: said.extend(waiting.stderr), daemon=True)
+        reader.start()
+        deadline = time.time() + 300
+        while time.time() < deadline and not any("being written" in line for line in said):
+            time.sleep(0.2)
+        assert waiting.poll() is None and any(
+            f"oner.jsonl is being written by process {os.getpid()} (a test holding the lock" in line for line in said
+        ), said
+    assert waiting.wait(timeout=600) == 0, said
+    assert set(json.loads((folder / "run.json").read_text())["settings"]) == {"nor", "oner"}
+    assert len(read_predictions(folder / "oner.jsonl")) == 2
 
 
 def test_ctrl_c_keeps_the_answers_and_says_how_to_resume(root, tmp_path):

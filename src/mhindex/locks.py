@@ -1,13 +1,19 @@
-"""One change of a corpus at a time: a build of its corpus or of one of its indexes holds a lock
-on its name in the data root (`<home>/.locks/NAME.lock`, an advisory `flock`), so that two builds
-of one name never rename folders under each other. A second build waits for the first and says
-who holds the lock. The kernel drops the lock when its holder exits, however it exits, so a
-killed build never leaves a name locked; the small lock file itself stays for the next build.
+"""One change of a thing at a time, with advisory `flock`s that the kernel drops when their holder exits,
+however it exits, so a killed command never leaves anything locked.
+
+- A build of a corpus or of one of its indexes holds a lock on its name in the data root
+  (`<home>/.locks/NAME.lock`), so that two builds of one name never rename folders under each other. A
+  second build waits for the first and says who holds the lock; the small lock file stays for the next build.
+- An evaluation holds a lock on its folder's run.json while it records its configuration, and one on
+  each predictions file while it answers into it (`<home>/.locks/eval-HASH.lock`, named by the folder's
+  path): two `eval`s into one folder (other methods, on a machine with cores to spare) both land in
+  run.json, and one of the same method waits rather than ask the questions twice.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import sys
 import time
@@ -21,15 +27,30 @@ from mhindex.ui import reporter
 @contextmanager
 def changing(home: Path, name: str, what: str) -> Iterator[None]:
     """Hold the lock of corpus `name` while `what` (e.g. "building the corpus") runs."""
-    folder = home / ".locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    with _held(home / ".locks" / f"{name}.lock", f"'{name}' is being changed", what):
+        yield
+
+
+@contextmanager
+def evaluating(home: Path, folder: Path, name: str | None, what: str) -> Iterator[None]:
+    """Hold the lock of an evaluation folder's run.json (`name` None) or of its predictions of method `name`.
+    The lock is named by a hash of the folder's path, as the folder may be anywhere (--out)."""
+    key = hashlib.sha256(f"{folder.resolve()}\0{name or ''}".encode()).hexdigest()[:16]
+    target = folder / (f"{name}.jsonl" if name else "run.json")
+    with _held(home / ".locks" / f"eval-{key}.lock", f"{target} is being written", what):
+        yield
+
+
+@contextmanager
+def _held(lock: Path, busy: str, what: str) -> Iterator[None]:
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip() or "another process"
-            reporter().warning(f"'{name}' is being changed by {holder}; waiting for it to finish")
+            reporter().warning(f"{busy} by {holder}; waiting for it to finish")
             fcntl.flock(descriptor, fcntl.LOCK_EX)
         note = (
             f"process {os.getpid()} ({what}: {' '.join(sys.argv[1:]) or 'mhindex'}), since {time.strftime('%H:%M:%S')}"

@@ -365,6 +365,7 @@ def evaluate(
     from mhindex.backends import BackendSpec
     from mhindex.eval.report import bar_chart, run_title
     from mhindex.lm import ModelOptions, resolve_spec
+    from mhindex.locks import evaluating
     from mhindex.methods import Query, settings_for
     from mhindex.methods.run import run_questions
     from mhindex.methods.session import Session
@@ -419,7 +420,9 @@ def evaluate(
             "tool_version": __version__,
             **({"judge": judge} if judge else {}),
         }
-        configuration = claim_folder(folder, configuration)
+        locks = home or corpus.root.parent  # the data root, where mhindex keeps its locks
+        with evaluating(locks, folder, None, "recording an evaluation's settings"):
+            configuration = claim_folder(folder, configuration)
         log = ui.reporter()
 
         def answer(name: str, asked: list[dict], what: str) -> list[dict]:
@@ -437,7 +440,8 @@ def evaluate(
                 if stats.interrupted:
                     raise KeyboardInterrupt
 
-            found = evaluate_method(name, asked, folder, run)
+            with evaluating(locks, folder, name, f"answering {name}"):  # another eval may share the folder
+                found = evaluate_method(name, asked, folder, run)
             log.info(f"{name}: {len(found)} predictions in {folder / (name + '.jsonl')}")
             return found
 
