@@ -265,7 +265,17 @@ def test_training_takes_the_train_split_and_says_when_there_is_none(tmp_path, ca
         assert data.split == "train" and {e["question_id"] for e in data.labeler} <= {r["id"] for r in RECORDS[:6]}
         data = build_training_data(corpus, retriever, split="dev")
         assert data.split == "dev" and data.stats["questions"] == 4
-        assert "it has no train split" in capsys.readouterr().err
+        assert "train split" not in capsys.readouterr().err  # asked for, so nothing to warn of
+    finally:
+        retriever.close()
+    # A corpus of dev questions only: `auto` (train, the papers' choice) falls back to every question, and says so.
+    assert main(["--quiet", "--home", str(home), "build", "musique", "-i", str(dev), "--name", "dev-only"]) == 0
+    corpus = open_corpus(home, "dev-only")
+    retriever = open_retriever(corpus, "lucene")
+    try:
+        data = build_training_data(corpus, retriever, split="auto")
+        assert data.split == "all" and data.stats["questions"] == 4
+        assert "training on 4 questions of 'dev-only' (it has no train split)" in capsys.readouterr().err
     finally:
         retriever.close()
 
