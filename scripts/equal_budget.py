@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, nargs="+", default=[5, 7, 10])
     parser.add_argument("--home", type=Path, default=ROOT / ".mhindex-eval")
     args = parser.parse_args()
-    print(f"{'dataset':16} {'B':>3} {'method':10} {'n':>3} {'recall':>7} {'paras':>6}   first - second [95% paired]")
+    print(f"{'dataset':16} {'B':>3} {'method':12} {'n':>3} {'recall':>7} {'paras':>6}   first - second [95% paired]")
     for folder in args.folders:
         report = orjson.loads((folder / "metrics.json").read_bytes())
         by_id = read_questions(args.home / report["corpus"] / "questions.jsonl")
@@ -55,7 +55,7 @@ def main() -> None:
                 if recall is None:
                     continue  # a method that retrieves nothing (NoR), or no answers yet
                 paragraphs = sum(min(len(p.get("retrieved") or []), budget) for p in records) / len(records)
-                row = f"{report['dataset']:16} {budget:>3} {name:10} {len(records):>3}"
+                row = f"{report['dataset']:16} {budget:>3} {name:12} {len(records):>3}"
                 print(f"{row} {recall:>7.1f} {paragraphs:>6.1f}")
             for pair in pairs:
                 low, high = (100 * x for x in pair["ci95"])
