@@ -445,6 +445,7 @@ def test_sweep_tune_on_disjoint_questions_and_draw_the_curve(root, tmp_path, cap
     html = page.read_text()
     assert html.count("<svg") == 4  # two bar charts and two recall-budget curves (the tuned one on its tuning sample)
     assert "OneR (k=2)" in html and "Settings tuned on a disjoint sample" in html
+    assert f"<dd>{choice['chosen'].partition('@')[2]} chosen on 3 other dev questions by recall (k=2 " in html
     swept_ids = set(json.loads((swept_folder / "metrics.json").read_text())["question_ids"])
     assert html.count('<a class="open" href="#q/0/') == len(swept_ids | reported)
     # With no folder: the corpus's latest evaluation (the tuned one, written last), and which it is, said.

@@ -165,19 +165,12 @@ def eval_(
         _show_metrics(report["methods"], " ".join(title.split()), None, form=table_format)
         if table_format != "text":
             return
-        if report["paired"]:
-            from mhindex.eval.report import paired_table
+        from mhindex.eval.report import paired_table, tuned_summary
 
+        if report["paired"]:
             console().print(paired_table(report["paired"]))
         for method, tuned in report.get("tuned", {}).items():
-            scores = ", ".join(
-                f"{name.partition('@')[2]} {'-' if v is None else f'{v * 100:.1f}'}"
-                for name, v in tuned["scores"].items()
-            )
-            console().print(
-                f"{method}: {tuned['chosen'].partition('@')[2]} chosen on {tuned['chosen_on']['questions']} other "
-                f"{tuned['chosen_on']['split']} questions by {tuned['metric']} ({scores})"
-            )
+            console().print(f"{method}: {tuned_summary(tuned)}")
         console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
         console().print(f"[dim]browse them question by question: mhindex report {result.folder}[/dim]")
     failed = sum(summary["failed"] for summary in report["methods"].values())

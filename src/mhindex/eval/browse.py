@@ -27,6 +27,7 @@ from mhindex.eval.report import (
     read_metrics,
     run_title,
     table_cells,
+    tuned_summary,
 )
 
 #: Question fields a list can be filtered by, where the dataset has them (MuSiQue's hops, HotpotQA's
@@ -422,7 +423,7 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "rows": [[method_name(row[0]), *row[1:]] for row in rows],
                 "paired": _paired_rows(run, gold),
                 "configuration": _configuration(report),
-                "tuned": report.get("tuned") or {},
+                "tuned": {method: tuned_summary(t) for method, t in (report.get("tuned") or {}).items()},
                 "charts": _charts(run, f"{view.name}-{len(tables)}"),
             }
         )

@@ -173,6 +173,20 @@ def table(metrics: dict[str, dict], title: str):
 PAIRED_LABELS = {"f1": "F1", "em": "EM", "recall": "Recall"}
 
 
+def tuned_summary(tuned: dict) -> str:
+    """What a tuning chose, on which questions, from which scores (metrics.json's `tuned` of one method):
+    the line `eval` prints after its table and the report shows."""
+    scores = ", ".join(
+        f"{name.partition('@')[2]} {'-' if value is None else f'{value * 100:.1f}'}"
+        for name, value in tuned["scores"].items()
+    )
+    on = tuned["chosen_on"]
+    return (
+        f"{tuned['chosen'].partition('@')[2]} chosen on {on['questions']} other {on['split']} questions "
+        f"by {tuned['metric']} ({scores})"
+    )
+
+
 def paired_table(paired: list[dict]):
     """Differences between methods on the same questions, with their paired bootstrap intervals."""
     from rich.table import Table
