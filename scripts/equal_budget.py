@@ -44,8 +44,7 @@ def main() -> None:
         }
         run = orjson.loads((folder / "run.json").read_bytes())
         for name, records in predictions.items():
-            k = run["settings"][name].get("k")
-            if base_method(name) == "oner" and k < max(args.budget):
+            if base_method(name) == "oner" and run["settings"][name]["k"] < max(args.budget):
                 predictions[name] = ranked_on(records, questions, args.home, report, run["settings"][name], args.budget)
                 print(f"{report['dataset']}: {name} read on to {max(args.budget)} paragraphs from its index")
         for budget in args.budget:
