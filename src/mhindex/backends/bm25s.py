@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mhindex.backends.base import BackendContext, Hit, search_within_titles
+from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
+from mhindex.requirements import package
 from mhindex.ui import reporter
 
 
@@ -37,9 +38,12 @@ def _engine():
     return bm25s, Stemmer.Stemmer("english")
 
 
-class Bm25sBackend:
+class Bm25sBackend(Backend):
     name = "bm25s"
+    title = "BM25 (bm25s)"
     Options = Bm25sOptions
+    builds_index = True
+    requirements = (package("bm25s backend", "bm25s", "bm25s", "pip install 'mhindex[bm25s]'"),)
 
     def build(self, corpus: CorpusDir, target: Path, options: Bm25sOptions, context: BackendContext) -> dict[str, Any]:
         bm25s, stemmer = _engine()

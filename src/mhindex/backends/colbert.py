@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mhindex.backends.base import BackendContext, Hit, search_within_titles
+from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
 from mhindex.home import CorpusDir
 from mhindex.options import option
+from mhindex.requirements import package
 from mhindex.ui import reporter
 
 DEFAULT_CHECKPOINT = "colbert-minilm"
@@ -171,9 +172,12 @@ def _resolve_checkpoint(asked: str, home: Path) -> tuple[Path, bool]:
     return path.resolve(), False
 
 
-class ColbertBackend:
+class ColbertBackend(Backend):
     name = "colbert"
+    title = "ColBERTv2"
     Options = ColbertOptions
+    builds_index = True
+    requirements = (package("ColBERT backend", "colbert", "colbert-ai", "pip install 'mhindex[colbert]'"),)
 
     def build(
         self, corpus: CorpusDir, target: Path, options: ColbertOptions, context: BackendContext

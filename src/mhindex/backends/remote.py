@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mhindex.backends.base import BackendContext, Hit, search_within_titles
+from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
-from mhindex.home import ParagraphReader
+from mhindex.home import CorpusDir, ParagraphReader
 from mhindex.options import option
 
 PROTOCOLS = ("mhindex", "ircot", "colbert", "search-r1")
@@ -48,17 +48,21 @@ class RemoteOptions:
     )
 
 
-class RemoteBackend:
+class RemoteBackend(Backend):
     name = "remote"
+    title = "a served index"
     Options = RemoteOptions
     builds_index = False
+    #: `--backend http://HOST:PORT` is this backend, the address given as this option
+    addresses = ("http://", "https://")
+    address_option = "remote_url"
 
     def build(self, corpus, target, options: RemoteOptions, context: BackendContext) -> dict[str, Any]:
         raise UsageError(
             "a remote index is built where it is served (there: mhindex index NAME, then mhindex serve NAME)"
         )
 
-    def open(self, corpus, index_dir, manifest, options: RemoteOptions, context: BackendContext) -> RemoteRetriever:
+    def connect(self, corpus: CorpusDir | None, options: RemoteOptions, context: BackendContext) -> RemoteRetriever:
         if not options.remote_url or not options.remote_url.startswith(("http://", "https://")):
             raise UsageError("the remote backend needs the server's address: --backend http://HOST:PORT")
         key = options.remote_api_key or os.environ.get("MHINDEX_REMOTE_API_KEY")

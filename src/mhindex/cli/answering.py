@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from mhindex import render, ui
+from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import (
     BackendOption,
     HomeOption,
@@ -28,7 +29,7 @@ from mhindex.cli.app import (
     write_line,
 )
 from mhindex.errors import UsageError
-from mhindex.methods import METHODS
+from mhindex.methods import DEFAULT_METHOD, METHODS
 
 WorkersOption = Annotated[
     int,
@@ -55,8 +56,8 @@ def ask(
         typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False),
     ],
     corpus_name: CorpusOption = None,
-    method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "ircot",
-    backend: BackendOption = "lucene",
+    method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = DEFAULT_METHOD,
+    backend: BackendOption = DEFAULT_BACKEND,
     workers: WorkersOption = 1,
     home: HomeOption = None,
     quiet: QuietOption = False,

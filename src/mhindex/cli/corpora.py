@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from mhindex import render, ui
+from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import (
     BackendOption,
     HomeOption,
@@ -189,7 +190,7 @@ def info(
 @corpus_options
 def build(
     dataset: DatasetArgument,
-    backend: BackendOption = "lucene",
+    backend: BackendOption = DEFAULT_BACKEND,
     force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild corpus and index.")] = False,
     home: HomeOption = None,
     quiet: QuietOption = False,

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from mhindex import ui
+from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.answering import WorkersOption
 from mhindex.cli.app import (
     BackendOption,
@@ -115,7 +116,7 @@ def eval_(
         int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved (IRCoT's budget).")
     ] = 15,
     judge_lm: JudgeOption = None,
-    backend: BackendOption = "lucene",
+    backend: BackendOption = DEFAULT_BACKEND,
     workers: WorkersOption = 1,
     home: HomeOption = None,
     quiet: QuietOption = False,

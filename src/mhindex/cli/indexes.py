@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from mhindex import render, ui
+from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import (
     BackendOption,
     HomeOption,
@@ -36,7 +37,7 @@ def report_index(result, json: bool) -> None:
 @backend_options
 def index(
     name: Annotated[str, typer.Argument(help="Corpus name (see mhindex list).", show_default=False)],
-    backend: BackendOption = "lucene",
+    backend: BackendOption = DEFAULT_BACKEND,
     force: Annotated[
         bool, typer.Option("--force", metavar="", help="Rebuild even if the index is up to date.")
     ] = False,
@@ -82,7 +83,7 @@ def search(
         ),
     ],
     k: Annotated[int, typer.Option("-k", "--hits", min=1, help="Paragraphs per query (Pyserini's --hits).")] = 10,
-    backend: BackendOption = "lucene",
+    backend: BackendOption = DEFAULT_BACKEND,
     batch: Annotated[int, typer.Option(min=1, help="Stdin queries searched together.")] = 64,
     output_format: Annotated[
         str,
@@ -133,7 +134,7 @@ def search(
 @backend_options
 def serve(
     name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
-    backend: BackendOption = "lucene",
+    backend: BackendOption = DEFAULT_BACKEND,
     host: Annotated[
         str, typer.Option(help="Address to listen on (loopback by default; set --api-key before opening it wider).")
     ] = "127.0.0.1",

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from mhindex import ui
+from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import BackendOption, HomeOption, JsonOption, QuietOption, app, console, print_json, setup
 from mhindex.eval.splits import SPLIT_HELP
 
@@ -49,7 +50,7 @@ def efficientrag(
     seed: Annotated[int, typer.Option(help="Seed of the batch order.")] = 13370,
     split: Annotated[str, typer.Option(help=SPLIT_HELP)] = "auto",
     device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
-    backend: BackendOption = "lucene",
+    backend: BackendOption = DEFAULT_BACKEND,
     checkpoint_every: Annotated[int, typer.Option(min=1, help="Optimiser steps between checkpoints.")] = 50,
     stop_after: Annotated[
         Optional[int],

@@ -1,10 +1,11 @@
 """Dataset releases -> paragraph corpora. One module per dataset; this registry names them.
 
 Adding a dataset: a module with `convert(inputs, guard, on_bytes, **settings)` yielding
-`Paragraph`s and `Question`s and a `Dataset(...)` declared with keywords (its release, sample and,
-for a converter with options of its own, a `Settings` dataclass of `option(...)` fields, as
-Freebase's `cvt`), then one line in DATASETS below. `corpus` and `build` offer its options,
-check them and record them in the corpus manifest.
+`Paragraph`s and `Question`s and a `Dataset(...)` declared with keywords (its title, release, sample,
+scoring rule and, for a converter with options of its own, a `Settings` dataclass of `option(...)`
+fields, as Freebase's `cvt`), then one line in DATASETS below, or an entry point in the group
+`mhindex.datasets` of a package of its own. `corpus` and `build` offer its options, check them and
+record them in the corpus manifest; `eval` scores its questions by the rule it declares.
 """
 
 from __future__ import annotations
@@ -12,35 +13,49 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mhindex.corpora import freebase, hotpotqa, iirc, musique, own, wikimultihopqa
 from mhindex.corpora.dataset import Dataset
-from mhindex.registry import unknown
+from mhindex.registry import Registry
 
-DATASETS: dict[str, Dataset] = {
-    d.name: d
-    for d in (
-        hotpotqa.DATASET,
-        wikimultihopqa.DATASET,
-        musique.DATASET,
-        iirc.DATASET,
-        freebase.WEBQSP,
-        freebase.CWQ,
-        own.JSONL,
-        own.DPR,
-        own.BEIR,
-    )
-}
+DATASETS: Registry[Dataset] = Registry(
+    "dataset",
+    {
+        "hotpotqa": "mhindex.corpora.hotpotqa:DATASET",
+        "2wikimultihopqa": "mhindex.corpora.wikimultihopqa:DATASET",
+        "musique": "mhindex.corpora.musique:DATASET",
+        "iirc": "mhindex.corpora.iirc:DATASET",
+        "webqsp": "mhindex.corpora.freebase:WEBQSP",
+        "cwq": "mhindex.corpora.freebase:CWQ",
+        "jsonl": "mhindex.corpora.own:JSONL",
+        "dpr": "mhindex.corpora.own:DPR",
+        "beir": "mhindex.corpora.own:BEIR",
+    },
+    lambda loaded: None if isinstance(loaded, Dataset) else "is not an mhindex.corpora.dataset.Dataset",
+)
 
 
 def settings_types() -> dict[str, type]:
     """Each dataset's converter settings, for the options of corpus and build."""
-    return {name: d.Settings for name, d in DATASETS.items() if d.Settings is not None}
+    return {name: d.Settings for name, d in DATASETS.available().items() if d.Settings is not None}
 
 
 def get_dataset(name: str) -> Dataset:
-    if name not in DATASETS:
-        raise unknown("dataset", name, DATASETS)
-    return DATASETS[name]
+    return DATASETS.get(name)
+
+
+def declared_dataset(name: str | None) -> Dataset | None:
+    """The registered dataset of that name, None for one that is not (a corpus recorded by a plug-in no
+    longer installed, or no dataset at all): what scores and titles fall back from."""
+    if name is None or name not in DATASETS:
+        return None
+    try:
+        return DATASETS.get(name)
+    except Exception:  # noqa: BLE001 - a broken plug-in's dataset is scored by the defaults
+        return None
+
+
+def dataset_title(name: str) -> str:
+    declared = declared_dataset(name)
+    return declared.shown if declared else name
 
 
 def samples_dir() -> Path:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mhindex.corpora.download import Download
+from mhindex.requirements import Requirement
 
 
 @dataclass(frozen=True)
@@ -34,3 +35,16 @@ class Dataset:
     order_inputs: Callable[[list[Path]], list[Path]] | None = None
     #: paragraphs keep the ids their source gives (a user's own corpus), one paragraph an id
     given_ids: bool = False
+    #: as tables and the report name it ("2WikiMultihopQA"); the name when empty
+    title: str = ""
+    #: how its official script scores an answer's F1: "hotpotqa" (HotpotQA's, 0 when either side is
+    #: yes/no/noanswer and the two differ) or "squad" (SQuAD's compute_f1: two empty answers score 1)
+    answer_f1: str = "hotpotqa"
+    #: metrics.py keys its papers score its questions with beyond EM/F1/recall (KD-CoT's Hit@1 on WebQSP)
+    paper_metrics: tuple[str, ...] = ()
+    #: what its converter needs installed beyond mhindex's own dependencies (checked by `mhindex doctor`)
+    requirements: tuple[Requirement, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        return self.title or self.name

@@ -64,6 +64,7 @@ from mhindex.corpora.records import (
 )
 from mhindex.errors import BadInput, UsageError
 from mhindex.options import option
+from mhindex.requirements import package
 
 CVT_MODES = ("collapse", "decaf")
 CHUNK_WORDS = 100  # DecAF's passage length
@@ -464,8 +465,14 @@ def _rog(name: str, shards: int) -> tuple[Download, ...]:
     return tuple(Download(_ROG.format(name=name, shard=f), f"{name}-{f}") for f in files)
 
 
+_FREEBASE_NEEDS = (package("Freebase parquet", "pyarrow", "pyarrow", "pip install 'mhindex[freebase]'"),)
+_KDCOT_METRICS = ("kdcot_hit1", "kdcot_f1")  # KD-CoT's scores of WebQSP and CWQ (eval/metrics.py)
+
 WEBQSP = Dataset(
     name="webqsp",
+    title="WebQSP",
+    paper_metrics=_KDCOT_METRICS,
+    requirements=_FREEBASE_NEEDS,
     description="WebQuestionsSP: Freebase passages (one per head entity) from RoG's subgraphs, questions from "
     "the official files",
     convert=functools.partial(convert, dataset="webqsp"),
@@ -476,6 +483,9 @@ WEBQSP = Dataset(
 )
 CWQ = Dataset(
     name="cwq",
+    title="CWQ",
+    paper_metrics=_KDCOT_METRICS,
+    requirements=_FREEBASE_NEEDS,
     description="ComplexWebQuestions: Freebase passages (one per head entity) from RoG's subgraphs or named triples",
     convert=functools.partial(convert, dataset="cwq"),
     release=_rog("RoG-cwq", 3),

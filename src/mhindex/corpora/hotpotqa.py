@@ -140,6 +140,7 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
 
 _HOTPOT = "http://curtis.ml.cmu.edu/datasets/hotpot/"
 DATASET = Dataset(
+    title="HotpotQA",
     name=NAME,
     description="HotpotQA: train and dev-distractor questions; corpus from the Wikipedia abstracts release",
     convert=convert,

@@ -202,6 +202,7 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
 
 
 DATASET = Dataset(
+    title="IIRC",
     name=NAME,
     description="IIRC: train and dev questions with the linked Wikipedia articles as corpus",
     convert=convert,

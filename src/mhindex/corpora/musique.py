@@ -68,6 +68,8 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
 
 
 DATASET = Dataset(
+    title="MuSiQue",
+    answer_f1="squad",
     name=NAME,
     description="MuSiQue v1.0: the ans and full variants of train, dev and test",
     convert=convert,

@@ -54,6 +54,7 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
 
 
 DATASET = Dataset(
+    title="2WikiMultihopQA",
     name=NAME,
     description="2WikiMultihopQA: train, dev and test of the data_ids release",
     convert=convert,

@@ -12,7 +12,6 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -125,91 +124,18 @@ def read_paragraphs(corpus: Path, wanted: set[str]) -> dict[str, tuple[str, str]
     return found
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
-
-
-def trace_steps(record: dict) -> list[dict]:
+def trace_steps(record: dict, name: str = "") -> list[dict]:
     """A method's trace as steps of labelled rows, the same shape for every method, so that the page draws
-    them with one function: IRCoT's steps with their queries, SearChain's rounds and nodes, EfficientRAG's
-    rounds with tags and kept words, KD-CoT's thoughts, actions and verifications, and the reader's call."""
-    steps: list[dict] = []
-    if isinstance(record.get("tree"), list):  # SearChain
-        for number, round_ in enumerate(record["tree"], 1):
-            rows = [["chain", _text(round_.get("chain", ""))]]
-            for node in round_.get("nodes", []):
-                confidence = node.get("confidence")
-                rows.append(
-                    [
-                        f"node {node.get('n', '?')}",
-                        f"{node.get('query', '')} → LM: {node.get('lm_answer', '')}; reader: "
-                        f"{node.get('reader_answer', '')}"
-                        + (f" ({confidence:.2f})" if isinstance(confidence, int | float) else "")
-                        + f"; verdict: {node.get('verdict', '')}",
-                    ]
-                )
-            if round_.get("feedback"):
-                rows.append(["feedback", _text(round_["feedback"])])
-            ids = [n["doc"]["id"] for n in round_.get("nodes", []) if isinstance(n.get("doc"), dict)]
-            steps.append({"title": f"Round {number}", "rows": rows, "ids": ids})
-        if record.get("final_content"):
-            rows = [
-                ["final content", _text(record["final_content"])],
-                ["answer from", _text(record.get("answer_from"))],
-            ]
-            rows += [
-                [f"[{ref.get('n')}]", f"{ref.get('title', '')} (for: {ref.get('query', '')})"]
-                for ref in record.get("references", [])
-            ]
-            steps.append({"title": "Tracing", "rows": rows, "ids": []})
-    elif isinstance(record.get("trace"), list):  # KD-CoT
-        for entry in record["trace"]:
-            rows = [
-                [label, _text(entry[key])]
-                for key, label in (
-                    ("thought", "thought"),
-                    ("lm_answer", "LM answer"),
-                    ("reader_answer", "reader"),
-                    ("verifier_reply", "verifier"),
-                    ("verdict", "verdict"),
-                    ("answer", "kept answer"),
-                )
-                if entry.get(key) not in (None, "")
-            ]
-            rows.insert(1, ["action", f"{entry.get('action', '')}[{entry.get('argument', '')}]"])
-            ids = [p["id"] for p in entry.get("passages", []) if isinstance(p, dict) and "id" in p]
-            steps.append({"title": f"Step {entry.get('number', len(steps) + 1)}", "rows": rows, "ids": ids})
-    elif isinstance(record.get("efficientrag"), dict):  # EfficientRAG
-        details = record["efficientrag"]
-        for number, round_ in enumerate(details.get("rounds", []), 1):
-            rows = [["query", _text(round_.get("query", ""))]]
-            rows += [
-                [f"[{chunk.get('tag', '')}]", f"{chunk.get('title', '')}: {chunk.get('kept', '')}"]
-                for chunk in round_.get("chunks", [])
-            ]
-            if round_.get("next_query"):
-                rows.append(["next query", _text(round_["next_query"])])
-            ids = [chunk["id"] for chunk in round_.get("chunks", []) if "id" in chunk]
-            steps.append({"title": f"Round {number}", "rows": rows, "ids": ids})
-        if details.get("stopped"):
-            steps.append({"title": "Stopped", "rows": [["because", _text(details["stopped"])]], "ids": []})
-    else:  # IRCoT, OneR, NoR: a step is a query, what it brought and the sentence written
-        for number, step in enumerate(record.get("steps", []), 1):
-            written = (("query", "query"), ("text", "wrote"))
-            rows = [[label, _text(step[key])] for key, label in written if step.get(key)]
-            steps.append({"title": f"Step {number}", "rows": rows, "ids": list(step.get("retrieved_ids", []))})
-    reader = record.get("reader")
-    if isinstance(reader, dict):
-        rows = [
-            ["paragraphs", _text(reader.get("paragraphs", ""))],
-            ["prompt tokens", _text(reader.get("prompt_tokens", ""))],
-            ["seconds", _text(reader.get("seconds", ""))],
-            ["output", _text(reader.get("output", ""))],
-        ]
-        if record.get("chain_answer"):
-            rows.append(["chain concluded", _text(record["chain_answer"])])
-        steps.append({"title": "Reader", "rows": rows, "ids": []})
-    return steps
+    them with one function: each method draws its own (`Method.trace_steps`, which `ask` draws too); a
+    record of a method no longer installed shows its steps, as every method records them."""
+    from mhindex.methods import method_class
+    from mhindex.methods.base import Method
+
+    try:
+        drawn = method_class(str(record.get("method") or name)).trace_steps
+    except UsageError:
+        drawn = Method.trace_steps
+    return drawn(record)
 
 
 def _group(runs: list[Run]) -> list[DatasetView]:
@@ -355,7 +281,7 @@ def _dataset_data(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "right": _is_right(scored),
                 "cost": {k: record.get(k) for k in ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")},
                 "retrieved": [p["id"] for p in record.get("retrieved", [])],
-                "trace": trace_steps(record),
+                "trace": trace_steps(record, view.methods[column][1]),
             }
         questions.append(
             {

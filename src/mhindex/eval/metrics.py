@@ -47,14 +47,18 @@ def exact_match(prediction: str, gold: str) -> float:
     return float(normalize_answer(prediction) == normalize_answer(gold))
 
 
-# Datasets whose official F1 is SQuAD's, without HotpotQA's yes/no/noanswer rule.
-SQUAD_F1 = frozenset({"musique"})
+def _declared(dataset: str | None):
+    from mhindex.corpora import declared_dataset
+
+    return declared_dataset(dataset)
 
 
 def f1(prediction: str, gold: str, dataset: str | None = None) -> float:
+    """F1 as the dataset's official script computes it (its declared `answer_f1` rule)."""
     pred, truth = normalize_answer(prediction), normalize_answer(gold)
     pred_tokens, truth_tokens = pred.split(), truth.split()
-    if dataset in SQUAD_F1:
+    declared = _declared(dataset)
+    if declared is not None and declared.answer_f1 == "squad":
         if not pred_tokens or not truth_tokens:
             return float(pred_tokens == truth_tokens)
     elif (pred in ("yes", "no", "noanswer") or truth in ("yes", "no", "noanswer")) and pred != truth:
@@ -87,7 +91,6 @@ def first_answer_exact_match(prediction: str, gold: str) -> float:
 
 
 # The datasets KD-CoT reports, scored by its own rules as well.
-KDCOT_DATASETS = frozenset({"webqsp", "cwq"})
 
 
 def _kdcot_gold(gold: str) -> str:
@@ -140,7 +143,8 @@ class AnswerMetric:
     score: Callable[[str, str], float]
 
 
-# The answer metrics of every table; a new one is one entry here (its scorer above).
+# The answer metrics of every table; a new one is one entry here (its scorer above), or an `AnswerMetric`
+# declared by another package under the entry-point group `mhindex.metrics` (see `answer_metrics`).
 ANSWER_METRICS = (
     AnswerMetric(
         "em",
@@ -168,23 +172,56 @@ ANSWER_METRICS = (
         first_answer_exact_match,
     ),
 )
-# Scored as one paper's code scores them, shown where that paper's method is in the table (the
-# generated text exists only for SearChain; EfficientRAG's EM applies to every row of its table).
+
+
+def _metric_problem(loaded: object) -> str | None:
+    if not isinstance(loaded, AnswerMetric):
+        return "is not an mhindex.eval.metrics.AnswerMetric"
+    return None
+
+
+def _plugin_metrics():
+    from mhindex.registry import Registry
+
+    # A plug-in may not take a built-in's key: the built-ins are named here, as what a clash is checked against.
+    builtins = {m.key: f"mhindex.eval.metrics:_BUILTIN.{m.key}" for m in ANSWER_METRICS}
+    return Registry("metric", builtins, _metric_problem)
+
+
+class _Builtins:
+    def __init__(self) -> None:
+        for metric in ANSWER_METRICS:
+            setattr(self, metric.key, metric)
+
+
+_BUILTIN = _Builtins()
+METRICS = _plugin_metrics()
+
+
+def answer_metrics() -> tuple[AnswerMetric, ...]:
+    """The answer metrics of every table: the built-ins, then those of installed plug-ins (a broken one is
+    warned about and left out)."""
+    return tuple(METRICS.available().values())
+
+
+# Scored as one paper's code scores them. A method declares the ones its paper reports
+# (`Method.paper_metrics`): a column every row has (EfficientRAG's EM) is shown where a method in the
+# table declares it; the others (SearChain's generated text, a judge's verdict) where a row has them.
 PAPER_METRICS = (
     (
         "cover_em_generated",
         "Cover-EM (all LM text)",
-        "searchain",
         "SearChain's match_or_not over everything the LM wrote for the question",
     ),
     (
         "efficientrag_em",
         "EM (EfficientRAG)",
-        "efficientrag",
         "EfficientRAG's exact_match: the normalised prediction inside the normalised answer",
     ),
-    ("accuracy_llm", "Acc. (LLM judge)", "", "EfficientRAG's Accuracy: the judge LM says the prediction is correct"),
+    ("accuracy_llm", "Acc. (LLM judge)", "EfficientRAG's Accuracy: the judge LM says the prediction is correct"),
 )
+#: paper metrics that every row has, so shown only where a method in the table declares them
+EVERY_ROW = frozenset({"efficientrag_em"})
 # KD-CoT's (WebQSP, CWQ only): they score a question's answers together, not the best one.
 KDCOT_METRICS = (
     (
@@ -212,7 +249,8 @@ def score_one(prediction: dict, question: dict, budget: int | None = None, verdi
     dataset = question.get("dataset")
     retrieved = [r["id"] for r in prediction.get("retrieved", [])][:budget]
     paper: dict[str, float] = {"efficientrag_em": efficientrag_exact_match(answer, answers[0]) if answers else 0.0}
-    if dataset in KDCOT_DATASETS:
+    declared = _declared(dataset)
+    if declared is not None and "kdcot_hit1" in declared.paper_metrics:
         paper.update(
             zip(
                 (key for key, *_ in KDCOT_METRICS),
@@ -225,7 +263,7 @@ def score_one(prediction: dict, question: dict, budget: int | None = None, verdi
     if verdict is not None:
         paper["accuracy_llm"] = float(verdict)
     return {
-        **{m.key: best(m.score, answer, answers, dataset) for m in ANSWER_METRICS},
+        **{m.key: best(m.score, answer, answers, dataset) for m in answer_metrics()},
         **paper,
         "recall": retrieval_recall(retrieved, question.get("gold_ids") or []),
         "retrieved": len(retrieved),
@@ -267,7 +305,7 @@ def aggregate(
     # A method that never retrieves (NoR) has no recall to report, not a recall of 0.
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
-    summary = {m.key: sum(r[m.key] for r in rows) / n for m in ANSWER_METRICS}
+    summary = {m.key: sum(r[m.key] for r in rows) / n for m in answer_metrics()}
     for key in [k for k, *_ in KDCOT_METRICS] + [
         "cover_em_generated"
     ]:  # over the questions it applies to, when there are any

@@ -10,68 +10,43 @@ from typing import IO, Any
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.eval.metrics import ANSWER_METRICS, KDCOT_METRICS, PAPER_METRICS
-
-COLUMNS = [
-    *((column, key, "{:.1f}", 100) for key, column, _ in KDCOT_METRICS),
-    *((m.column, m.key, "{:.1f}", 100) for m in ANSWER_METRICS),
-    *((column, key, "{:.1f}", 100) for key, column, *_ in PAPER_METRICS),
-    ("Recall", "recall", "{:.1f}", 100),
-    ("#Paras", "retrieved_per_question", "{:.1f}", 1),
-    ("LM calls/q", "lm_calls_per_question", "{:.1f}", 1),
-    ("Rounds/q", "rounds_per_question", "{:.2f}", 1),
-    ("Tokens/q", "tokens_per_question", "{:,.0f}", 1),
-    ("s/q", "seconds_per_question", "{:.1f}", 1),
-]
+from mhindex.eval.metrics import EVERY_ROW, KDCOT_METRICS, PAPER_METRICS, answer_metrics
 
 
-METHOD_NAMES = {
-    "nor": "NoR",
-    "oner": "OneR",
-    "ircot": "IRCoT",
-    "searchain": "SearChain",
-    "kdcot": "KD-CoT",
-    "efficientrag": "EfficientRAG",
-}
-DATASET_NAMES = {
-    "musique": "MuSiQue",
-    "hotpotqa": "HotpotQA",
-    "2wikimultihopqa": "2WikiMultihopQA",
-    "iirc": "IIRC",
-    "webqsp": "WebQSP",
-    "cwq": "CWQ",
-}
-BACKEND_NAMES = {
-    "lucene": "BM25 (Lucene)",
-    "elasticsearch": "BM25 (Elasticsearch)",
-    "bm25s": "BM25 (bm25s)",
-    "dense": "dense (FAISS)",
-    "colbert": "ColBERTv2",
-}
+def columns() -> list[tuple[str, str, str, float]]:
+    """The table's columns: (label, metrics.json key, format, scale), answer metrics of plug-ins included."""
+    return [
+        *((column, key, "{:.1f}", 100) for key, column, _ in KDCOT_METRICS),
+        *((m.column, m.key, "{:.1f}", 100) for m in answer_metrics()),
+        *((column, key, "{:.1f}", 100) for key, column, _ in PAPER_METRICS),
+        ("Recall", "recall", "{:.1f}", 100),
+        ("#Paras", "retrieved_per_question", "{:.1f}", 1),
+        ("LM calls/q", "lm_calls_per_question", "{:.1f}", 1),
+        ("Rounds/q", "rounds_per_question", "{:.2f}", 1),
+        ("Tokens/q", "tokens_per_question", "{:,.0f}", 1),
+        ("s/q", "seconds_per_question", "{:.1f}", 1),
+    ]
 
 
 def method_name(name: str) -> str:
     """As the papers write it: `oner@k=5` -> "OneR (k=5)"."""
-    method, _, setting = name.partition("@")
-    shown = METHOD_NAMES.get(method, method)
-    return f"{shown} ({setting})" if setting else shown
+    from mhindex.methods import method_title
+
+    return method_title(name)
 
 
 def dataset_name(name: str) -> str:
-    return DATASET_NAMES.get(name, name)
+    from mhindex.corpora import dataset_title
+
+    return dataset_title(name)
 
 
 def run_title(dataset: str, questions: int, lm: str, backend: str) -> str:
     """A figure's title in words: "MuSiQue: 50 questions, Qwen2.5-0.5B (local), BM25 (Lucene)"."""
-    from mhindex.lm.packaged import PACKAGED
+    from mhindex.backends import backend_title
+    from mhindex.lm import lm_title
 
-    kind, _, model = lm.partition(":")
-    model_shown = (
-        f"{PACKAGED[model].description.split(' ')[0].replace('-Coder', '').replace('-Instruct', '')} (local)"
-        if kind == "local" and model in PACKAGED
-        else lm
-    )
-    backend_shown = " + ".join(BACKEND_NAMES.get(part, part) for part in backend.split("+"))
+    model_shown, backend_shown = lm_title(lm), backend_title(backend)
     return f"{dataset_name(dataset)}: {questions} questions, {model_shown}, {backend_shown}"
 
 
@@ -79,7 +54,7 @@ def table_cells(metrics: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
     """The table's header and rows as text (a row starts with the method's own name), intervals included:
     what the Markdown, LaTeX and HTML tables are made of."""
     budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
-    shown = [c for c in COLUMNS if _shown(c[1], metrics)]
+    shown = [c for c in columns() if _shown(c[1], metrics)]
     header = ["Method", "n", *(f"Recall (≤{budget})" if label == "Recall" else label for label, *_ in shown)]
     rows = [
         [
@@ -140,11 +115,21 @@ _OPTIONAL = {"rounds_per_question", *(key for key, *_ in KDCOT_METRICS), *(key f
 
 def _shown(key: str, metrics: dict[str, dict]) -> bool:
     """A column that no method reports is left out (rounds, for a table without SearChain; KD-CoT's
-    scores, for datasets other than WebQSP and CWQ). EfficientRAG's EM, which every row has, is
-    shown where EfficientRAG is in the table."""
-    if key == "efficientrag_em":
-        return "efficientrag" in metrics
+    scores, for datasets other than WebQSP and CWQ). A paper's measure that every row has (EfficientRAG's
+    EM) is shown where a method in the table declares it (`Method.paper_metrics`)."""
+    if key in EVERY_ROW:
+        return any(key in _declared_metrics(name) for name in metrics)
     return key not in _OPTIONAL or any(key in summary for summary in metrics.values())
+
+
+def _declared_metrics(name: str) -> tuple[str, ...]:
+    from mhindex.errors import UsageError
+    from mhindex.methods import method_class
+
+    try:
+        return method_class(name).paper_metrics
+    except UsageError:  # a method no longer installed declares nothing
+        return ()
 
 
 def table(metrics: dict[str, dict], title: str):
@@ -159,7 +144,7 @@ def table(metrics: dict[str, dict], title: str):
     )
     grid.add_column("Method")
     grid.add_column("n", justify="right")
-    shown = [c for c in COLUMNS if _shown(c[1], metrics)]
+    shown = [c for c in columns() if _shown(c[1], metrics)]
     for label, *_ in shown:
         grid.add_column(f"Recall (≤{budget})" if label == "Recall" else label, justify="right")
     for name, summary in metrics.items():

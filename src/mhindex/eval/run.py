@@ -193,9 +193,18 @@ class PredictionLog:
 INFORMATIONAL = ("tool_version", "judge", "lm_threads")
 # Older run.json and metrics.json files held one flat, IRCoT-shaped "settings" for every method.
 RENAMED = {"style": "prompt_style"}
-# Method settings added later, with the value that describes what older runs did: a run.json that
-# records a method without one of them was made that way, so resuming it with another is refused.
-ADDED = {"clean_queries": False, "tracing": False, "generator": "ircot", "short_answer": False}
+
+
+def _before(method: str, setting: str) -> object:
+    """What a run recorded before `setting` existed did: the option's declared `before` (options.py)."""
+    from mhindex.methods import method_class
+    from mhindex.options import ALWAYS, declared
+
+    try:
+        found = declared(method_class(method).Settings).get(setting)
+    except UsageError:
+        return ALWAYS
+    return found[1].before if found else ALWAYS
 
 
 def claim_folder(folder: Path, run: dict) -> dict:
@@ -222,10 +231,14 @@ def claim_folder(folder: Path, run: dict) -> dict:
             recorded = found
             break
     before, now = _flatten(recorded, run["settings"]), _flatten(run, run["settings"])
+    from mhindex.options import ALWAYS
+
     for key in now:
         method, _, setting = key.partition(".")
-        if setting in ADDED and key not in before and any(k.startswith(f"{method}.") for k in before):
-            before[key] = ADDED[setting]
+        if key in before or method == "index" or not any(k.startswith(f"{method}.") for k in before):
+            continue
+        if (was := _before(method, setting)) is not ALWAYS:
+            before[key] = was
     differing = [key for key in now if key in before and before[key] != now[key] and key not in INFORMATIONAL]
     if differing:
         was = ", ".join(f"{key}={_shown(before[key])}" for key in differing)

@@ -7,7 +7,8 @@
     openai:MODEL@URL              an OpenAI-compatible /v1/completions endpoint
     openai-chat:MODEL@URL         the same server's /v1/chat/completions
 
-Each runtime is imported only when its kind is used.
+Each kind is a provider in `LMS` (another package adds one through the entry-point group `mhindex.lms`);
+each runtime is imported only when its kind is used.
 """
 
 from __future__ import annotations
@@ -17,13 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mhindex.errors import UsageError, redact
-from mhindex.lm.base import Completion, LanguageModel, LMError
+from mhindex.lm.base import Completion, LanguageModel, LMError, LMProvider, LoadRequest
 from mhindex.lm.cache import CachedModel, CallCache
+from mhindex.lm.packaged import DEFAULT_PACKAGED
 from mhindex.options import option
+from mhindex.registry import Registry
 
 __all__ = [
     "DEFAULT_LM",
+    "LMS",
     "Completion",
+    "LMProvider",
+    "LoadRequest",
     "LMError",
     "LanguageModel",
     "ModelOptions",
@@ -32,19 +38,38 @@ __all__ = [
     "resolve_spec",
 ]
 
-DEFAULT_LM = "local:qwen2.5-0.5b"
+DEFAULT_LM = f"local:{DEFAULT_PACKAGED}"
 DEFAULT_TIMEOUT = 300.0  # seconds a remote call may take in all
-KINDS = ("local", "gguf", "hf", "openai", "openai-chat")
+
+
+def _check(loaded: object) -> str | None:
+    return None if isinstance(loaded, LMProvider) else "is not an mhindex.lm.base.LMProvider"
+
+
+#: `--lm KIND:REST`: each kind a provider that loads what REST names (another package's through an entry
+#: point in the group `mhindex.lms`)
+LMS: Registry[LMProvider] = Registry(
+    "lm",
+    {
+        "local": "mhindex.lm.llamacpp:LOCAL",
+        "gguf": "mhindex.lm.llamacpp:GGUF",
+        "hf": "mhindex.lm.transformers_lm:HF",
+        "openai": "mhindex.lm.remote:OPENAI",
+        "openai-chat": "mhindex.lm.remote:OPENAI_CHAT",
+    },
+    _check,
+)
 
 
 def parse_lm(spec: str) -> tuple[str, str]:
     kind, sep, rest = spec.partition(":")
-    if not sep or kind not in KINDS or not rest:
-        raise UsageError(
-            f"--lm {redact(spec)!r} is not one of: local:NAME, gguf:PATH, hf:PATH, openai:MODEL@URL, "
-            "openai-chat:MODEL@URL"
-        )
+    if not sep or kind not in LMS or not rest:
+        raise UsageError(f"--lm {redact(spec)!r} is not one of: {', '.join(_usages())}")
     return kind, rest
+
+
+def _usages() -> list[str]:
+    return [provider.usage for provider in LMS.available().values()]
 
 
 @dataclass(frozen=True)
@@ -54,7 +79,7 @@ class ModelOptions:
     lm: str | None = option(
         None,
         "Language model: local:qwen2.5-0.5b, local:smollm2-135m, gguf:PATH, hf:PATH, openai:MODEL@URL, "
-        "openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
+        "openai-chat:MODEL@URL, or a plug-in's KIND:... \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
     )
     lm_threads: int | None = option(
         None, "CPU threads of a local model \\[default: the cores other processes leave free].", min=1
@@ -81,6 +106,17 @@ class ModelOptions:
         )
 
 
+def lm_title(spec: str) -> str:
+    """How a figure's title names a model: its provider's words for it, else the spec as written."""
+    kind, _, rest = spec.partition(":")
+    try:
+        provider = LMS.get(kind) if kind in LMS else None
+    except UsageError:
+        provider = None
+    shown = provider.title(rest) if provider and provider.title else None
+    return shown or spec
+
+
 def resolve_spec(spec: str | None = None) -> str:
     """The model to use: the one named, else $MHINDEX_LM, else the packaged default."""
     return spec or os.environ.get("MHINDEX_LM") or DEFAULT_LM
@@ -103,44 +139,8 @@ def load_lm(
     root = resolve_home(home)
     spec = resolve_spec(spec)
     kind, rest = parse_lm(spec)
-    model: LanguageModel
-    if kind in ("local", "gguf"):
-        from mhindex.lm.llamacpp import LlamaCppModel
-
-        if kind == "local":
-            from mhindex.lm.packaged import packaged_model_path
-
-            path = packaged_model_path(rest, root / "models")
-        else:
-            path = Path(rest).expanduser()
-        from mhindex.lm.state import private_folder
-
-        # Prompt openings kept evaluated on disk (lm/state.py); this process's own without the cache.
-        states = root / "cache" / "llama-state"
-        states = states if cache else private_folder(states)
-        model = LlamaCppModel(
-            path, name=spec, threads=threads, context_length=context_length or 8192, slots=slots, state_folder=states
-        )
-    elif kind == "hf":
-        from mhindex.lm.transformers_lm import TransformersModel
-
-        model = TransformersModel(rest, threads=threads, context_length=context_length)
-    else:
-        from mhindex.lm.remote import RemoteModel
-
-        name, at, url = _model_at(rest)
-        if not at or not name or not url.startswith(("http://", "https://")):
-            raise UsageError(f"--lm {redact(spec)!r}: write {kind}:MODEL@http://host:port/v1")
-        model = RemoteModel(name, url, chat=kind == "openai-chat", context_length=context_length, timeout=timeout)
+    request = LoadRequest(spec, root, threads, context_length, cache, slots, timeout)
+    model = LMS.get(kind).load(rest, request)
     if cache:
         model = CachedModel(model, CallCache(root / "cache" / "lm.sqlite"))
     return model
-
-
-def _model_at(rest: str) -> tuple[str, str, str]:
-    """MODEL@URL, where the URL may hold credentials of its own (http://user:key@host)."""
-    for scheme in ("@http://", "@https://"):
-        if scheme in rest:
-            name, _, url = rest.partition(scheme)
-            return name, "@", scheme[1:] + url
-    return rest.rpartition("@")

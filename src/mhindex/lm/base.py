@@ -13,9 +13,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Union
 
 from mhindex.errors import MhindexError
+from mhindex.requirements import Requirement
 
 
 class LMError(MhindexError):
@@ -150,3 +152,30 @@ class LanguageModel(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """How a model is to be loaded, whatever its provider: the data root (models and caches live there),
+    threads and context of a local model, how many calls it runs at once, a remote call's deadline."""
+
+    spec: str
+    home: Path
+    threads: int | None = None
+    context_length: int | None = None
+    cache: bool = True
+    slots: int = 1
+    timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class LMProvider:
+    """One kind of `--lm KIND:REST`: how to load it, how `--help` writes it, what it needs installed."""
+
+    #: as `--help` and errors write it: "gguf:PATH"
+    usage: str
+    #: the model `REST` names, loaded
+    load: Callable[[str, LoadRequest], LanguageModel]
+    requirements: tuple[Requirement, ...] = ()
+    #: how a figure's title names the model REST names ("Qwen2.5-0.5B (local)"); None: as written
+    title: Callable[[str], str | None] | None = None

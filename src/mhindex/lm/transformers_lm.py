@@ -15,6 +15,7 @@ from mhindex.lm.base import (
     Completion,
     LanguageModel,
     LMError,
+    LMProvider,
     Messages,
     StopWhen,
     as_messages,
@@ -160,3 +161,10 @@ class TransformersModel(LanguageModel):
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+#: a transformers folder (or a cached hub name), offline
+HF = LMProvider(
+    "hf:PATH",
+    lambda rest, request: TransformersModel(rest, threads=request.threads, context_length=request.context_length),
+)

@@ -1,8 +1,9 @@
 """Question-answering methods: one module each behind `base.Method`, named here.
 
-Adding a method: a module with a `Method` subclass (its `Settings` dataclass declares its
-options; `needs_retriever` says whether it retrieves) and one line in METHODS. The CLI, `eval`
-and `run.json` pick up its options from the dataclass: nothing else changes.
+Adding a method: a module with a `Method` subclass (its `title`, `Settings` dataclass of options,
+`needs_retriever`, `trace_steps`, paper and paper metrics: see `base.Method`) and one line in METHODS,
+or an entry point in the group `mhindex.methods` of a package of its own (mhindex/registry.py). The
+CLI, `eval`, `report` and `run.json` read all they need from the class: nothing else changes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from mhindex.errors import UsageError
 from mhindex.methods.base import Answer, Method, MethodContext, Query
 from mhindex.options import declared, flag_among, settings_from
-from mhindex.registry import load
+from mhindex.registry import Registry, missing_members
 
 __all__ = [
     "METHODS",
@@ -22,28 +23,51 @@ __all__ = [
     "Query",
     "make_method",
     "method_class",
+    "method_title",
     "settings_for",
     "settings_types",
 ]
 
-METHODS = {
-    "nor": "mhindex.methods.nor:NoRetrieval",
-    "oner": "mhindex.methods.oner:OneRetrieval",
-    "ircot": "mhindex.methods.ircot:IRCoT",
-    "searchain": "mhindex.methods.searchain:SearChain",
-    "kdcot": "mhindex.methods.kdcot:KDCoT",
-    "efficientrag": "mhindex.methods.efficientrag:EfficientRAG",
-}
+
+def _check(loaded: Any) -> str | None:
+    if not (isinstance(loaded, type) and issubclass(loaded, Method)):
+        return "is not a subclass of mhindex.methods.Method"
+    return missing_members(loaded, ("name", "title", "Settings", "answer"))
+
+
+METHODS: Registry[type[Method]] = Registry(
+    "method",
+    {
+        "nor": "mhindex.methods.nor:NoRetrieval",
+        "oner": "mhindex.methods.oner:OneRetrieval",
+        "ircot": "mhindex.methods.ircot:IRCoT",
+        "searchain": "mhindex.methods.searchain:SearChain",
+        "kdcot": "mhindex.methods.kdcot:KDCoT",
+        "efficientrag": "mhindex.methods.efficientrag:EfficientRAG",
+    },
+    _check,
+)
 DEFAULT_METHOD = "ircot"
 
 
 def method_class(name: str) -> type[Method]:
-    return load(METHODS, "method", name)
+    """The method registered as `name`, or as the method part of a variant (`oner@k=5`)."""
+    return METHODS.get(name.partition("@")[0])
+
+
+def method_title(name: str) -> str:
+    """As the papers write it: `oner@k=5` -> "OneR (k=5)"; a name no longer registered as itself."""
+    method, _, setting = name.partition("@")
+    try:
+        shown = method_class(method).title
+    except UsageError:
+        shown = method
+    return f"{shown} ({setting})" if setting else shown
 
 
 def settings_types() -> dict[str, type]:
-    """Each method's settings dataclass, for the options of ask and eval."""
-    return {name: method_class(name).Settings for name in METHODS}
+    """Each method's settings dataclass, for the options of ask and eval (broken plug-ins left out)."""
+    return {name: cls.Settings for name, cls in METHODS.available().items()}
 
 
 def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,9 @@ from mhindex.backends.base import Retriever
 from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen
 from mhindex.methods.settings import ReaderSettings
+from mhindex.requirements import Requirement
+
+TITLE_SEPARATOR = " · "  # titles contain commas ("Paris, Texas"), never a middle dot
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,15 @@ class Step:
 
     def record(self) -> dict:
         return {"text": self.text, "query": self.query, "retrieved_ids": self.retrieved_ids}
+
+    def costed(self) -> dict:
+        """The record with what the step cost, for the trace of an answer just made."""
+        return {
+            **self.record(),
+            "seconds": self.seconds,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
 
 
 @dataclass
@@ -178,12 +190,66 @@ class MethodContext:
     corpus: str | None = None
 
 
+def text_of(value: Any) -> str:
+    """A record's value as a trace row shows it: text as it is, anything else as JSON."""
+    import orjson
+
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+#: One step of a trace as both the terminal and the report draw it: a title, labelled rows of text
+#: (a row with an empty label is shown as its text alone) and the ids of the paragraphs it brought.
+TraceStep = dict[str, Any]
+
+
+def trace_step(title: str, rows: list[list[str]], ids: Sequence[str] = ()) -> TraceStep:
+    return {"title": title, "rows": rows, "ids": list(ids)}
+
+
+def reader_step(record: dict) -> list[TraceStep]:
+    """The reader's call, whole (why the answer is what it is), where the record has one."""
+    reader = record.get("reader")
+    if not isinstance(reader, dict):
+        return []
+    rows = [
+        ["reader", text_of(reader.get("output") or "(nothing)")],
+        [
+            "",
+            f"read {reader.get('paragraphs', 0):,} paragraph{'' if reader.get('paragraphs') == 1 else 's'}: "
+            f"{reader.get('prompt_tokens', 0):,} prompt tokens, {float(reader.get('seconds') or 0):.1f}s",
+        ],
+    ]
+    chained = record.get("chain_answer")
+    if chained and str(chained).lower() != str(record.get("answer", "")).lower():
+        rows.append(["chain concluded", f"{text_of(chained)}; the reader's answer stands"])
+    return [trace_step("Reader", rows)]
+
+
+def step_cost(step: dict) -> str:
+    return (
+        f"{float(step.get('seconds') or 0):.1f}s, {step.get('prompt_tokens', 0):,} prompt + "
+        f"{step.get('completion_tokens', 0):,} completion tokens"
+    )
+
+
 class Method(ABC):
     """A method keeps what it was made with (`retriever`, `lm`, `settings`, `context`); a subclass's
     `__init__` calls this one first, then prepares what its questions share (demonstrations,
-    readers, models)."""
+    readers, models).
+
+    What the layers above ask of a method is declared here, so none of them names one: its `title` in
+    tables and the report, its `paper`, the `paper_metrics` its paper reports (shown where it is in a
+    table), and `trace_steps`, the one rendering of its trace that the terminal and the report draw."""
 
     name: ClassVar[str]
+    #: as the papers write it, in tables and the report ("IRCoT")
+    title: ClassVar[str]
+    #: where it comes from: the paper and the released code it follows
+    paper: ClassVar[str] = ""
+    #: metrics.py keys its paper reports beyond EM/F1/recall, shown as columns where the method is in a table
+    paper_metrics: ClassVar[tuple[str, ...]] = ()
+    #: what it needs installed beyond mhindex's own dependencies, checked by `mhindex doctor`
+    requirements: ClassVar[tuple[Requirement, ...]] = ()
     #: the method's settings; every field declared with `option(...)` is an option of ask and eval
     Settings: ClassVar[type] = ReaderSettings
     #: False for methods that answer without retrieval (no corpus or index is opened for them)
@@ -212,6 +278,26 @@ class Method(ABC):
     def trained_on(self) -> set[str]:
         """Ids of the questions the method's trained models learnt from: `eval` will not score it on them."""
         return set()
+
+    @classmethod
+    def trace_steps(cls, record: dict) -> list[TraceStep]:
+        """The answer record's trace as steps of labelled rows (`ask`'s tree and the report's page draw
+        these): here each step's query, the paragraphs it brought and the sentence written, then the
+        reader. A method that records more (rounds, verifications) draws its own."""
+        titles = {r.get("id"): r.get("title", "") for r in record.get("retrieved", []) if isinstance(r, dict)}
+        steps = []
+        for number, step in enumerate(record.get("steps", [])):
+            text, ids = step.get("text") or "", list(step.get("retrieved_ids", []))
+            rows = [["query", text_of(step["query"])]] if step.get("query") else []
+            if step.get("query"):
+                brought = TITLE_SEPARATOR.join(dict.fromkeys(titles.get(i, i) for i in ids))
+                rows.append(["retrieved", brought or "nothing new"])
+            if text:
+                rows.append(["wrote", text_of(text)])
+            if "seconds" in step:  # `ask`'s own answer knows each step's cost; a stored record does not
+                rows.append(["", step_cost(step)])
+            steps.append(trace_step(f"step {number}" + ("" if text else " (the question)"), rows, ids))
+        return steps + reader_step(record)
 
 
 class Clock:

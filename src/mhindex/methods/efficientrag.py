@@ -25,10 +25,23 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.methods.base import (
+    Answer,
+    Clock,
+    Meter,
+    Method,
+    MethodContext,
+    Query,
+    Step,
+    TraceStep,
+    reader_step,
+    text_of,
+    trace_step,
+)
 from mhindex.methods.reader import Reader
 from mhindex.methods.settings import ReaderSettings, demo_set
 from mhindex.options import option
+from mhindex.requirements import package
 
 DEVICES = ("auto", "cpu", "cuda")
 GENERATORS = ("efficientrag", "ircot")
@@ -56,6 +69,7 @@ class EfficientRAGSettings(ReaderSettings):
         "efficientrag",
         "How EfficientRAG writes its answer: efficientrag (the released QA prompt of the corpus's dataset, a "
         "JSON answer) or ircot (IRCoT's reader and demonstrations).",
+        before="ircot",
         choices=GENERATORS,
     )
 
@@ -77,6 +91,12 @@ class Chunk:
 
 class EfficientRAG(Method):
     name = "efficientrag"
+    title = "EfficientRAG"
+    paper = "EfficientRAG (Zhuang et al., EMNLP 2024; microsoft/EfficientRAG)"
+    paper_metrics = ("efficientrag_em",)
+    requirements = (
+        package("EfficientRAG training", "transformers", "transformers", "pip install 'mhindex[efficientrag]'"),
+    )
     Settings = EfficientRAGSettings
 
     settings: EfficientRAGSettings
@@ -148,6 +168,30 @@ class EfficientRAG(Method):
 
     def trained_on(self) -> set[str]:
         return self._trained_ids
+
+    @classmethod
+    def trace_steps(cls, record: dict) -> list[TraceStep]:
+        """Each round's query, its chunks with their tags and kept words, the next query; why it stopped;
+        then the reader (or the generation)."""
+        details = record.get("efficientrag")
+        if not isinstance(details, dict):
+            return super().trace_steps(record)
+        steps: list[TraceStep] = []
+        for number, round_ in enumerate(details.get("rounds", []), 1):
+            rows = [["query", text_of(round_.get("query", ""))]]
+            rows += [
+                [f"[{chunk.get('tag', '')}]", f"{chunk.get('title', '')}: {chunk.get('kept', '')}"]
+                for chunk in round_.get("chunks", [])
+            ]
+            if round_.get("next_query"):
+                rows.append(["next query", text_of(round_["next_query"])])
+            ids = [chunk["id"] for chunk in round_.get("chunks", []) if "id" in chunk]
+            steps.append(trace_step(f"Round {number}", rows, ids))
+        if details.get("stopped"):
+            steps.append(trace_step("Stopped", [["because", text_of(details["stopped"])]]))
+        if details.get("generation"):
+            steps.append(trace_step("Generation", [["output", text_of(details["generation"])]]))
+        return steps + reader_step(record)
 
     def answer(self, query: Query) -> Answer:
         from mhindex.methods.efficientrag_models import CONTINUE, TAGS, TERMINATE, filter_input, join_words, words

@@ -56,7 +56,7 @@ class IRCoTSettings(ReaderSettings):
         "Stop each reasoning step as soon as its first sentence is complete (--no-early-stop generates up to "
         "--step-tokens, then cuts).",
     )
-    clean_queries: bool = option(True, CLEAN_QUERIES_HELP)
+    clean_queries: bool = option(True, CLEAN_QUERIES_HELP, before=False)
 
     def recorded(self, dataset: str | None) -> dict:
         """Without early_stop: it never changes an answer (tests/test_ircot_loop.py), only the time."""
@@ -67,6 +67,8 @@ class IRCoTSettings(ReaderSettings):
 
 class IRCoT(Method):
     name = "ircot"
+    title = "IRCoT"
+    paper = "Interleaving Retrieval with Chain-of-Thought (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
     Settings = IRCoTSettings
 
     settings: IRCoTSettings

@@ -44,7 +44,18 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.methods.base import (
+    Answer,
+    Clock,
+    Meter,
+    Method,
+    MethodContext,
+    Query,
+    Step,
+    TraceStep,
+    text_of,
+    trace_step,
+)
 from mhindex.options import option
 from mhindex.text import normalize_answer
 
@@ -287,6 +298,8 @@ class Round:
 
 class KDCoT(Method):
     name = "kdcot"
+    title = "KD-CoT"
+    paper = "Knowledge-Driven CoT (Wang et al., 2023; AdelWang/KD-CoT)"
     Settings = KDCoTSettings
 
     settings: KDCoTSettings
@@ -318,6 +331,28 @@ class KDCoT(Method):
                 f"Thought {len(rounds) + 1}",
             ]
         )
+
+    @classmethod
+    def trace_steps(cls, record: dict) -> list[TraceStep]:
+        """Each step's thought, action, what the LM and the reader answered, the verifier and the answer kept."""
+        steps: list[TraceStep] = []
+        for entry in record.get("trace") or []:
+            rows = [
+                [label, text_of(entry[key])]
+                for key, label in (
+                    ("thought", "thought"),
+                    ("lm_answer", "LM answer"),
+                    ("reader_answer", "reader"),
+                    ("verifier_reply", "verifier"),
+                    ("verdict", "verdict"),
+                    ("answer", "kept answer"),
+                )
+                if entry.get(key) not in (None, "")
+            ]
+            rows.insert(1, ["action", f"{entry.get('action', '')}[{entry.get('argument', '')}]"])
+            ids = [p["id"] for p in entry.get("passages", []) if isinstance(p, dict) and "id" in p]
+            steps.append(trace_step(f"Step {entry.get('number', len(steps) + 1)}", rows, ids))
+        return steps
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)

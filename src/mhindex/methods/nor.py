@@ -9,6 +9,8 @@ from mhindex.methods.settings import ReaderSettings, demo_set
 
 class NoRetrieval(Method):
     name = "nor"
+    title = "NoR"
+    paper = "IRCoT's no-retrieval baseline (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
     needs_retriever = False
 
     def __init__(self, retriever, lm, settings: ReaderSettings, context: MethodContext) -> None:

@@ -15,11 +15,13 @@ from mhindex.options import option
 @dataclass(frozen=True)
 class OneRSettings(ReaderSettings):
     k: int = option(15, "Paragraphs per retrieval (K).", flag="-k", min=1)
-    clean_queries: bool = option(True, CLEAN_QUERIES_HELP)
+    clean_queries: bool = option(True, CLEAN_QUERIES_HELP, before=False)
 
 
 class OneRetrieval(Method):
     name = "oner"
+    title = "OneR"
+    paper = "IRCoT's one-retrieval baseline (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
     Settings = OneRSettings
 
     settings: OneRSettings

@@ -41,7 +41,18 @@ from pathlib import Path
 
 from mhindex.errors import UsageError
 from mhindex.lm.base import LMError
-from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
+from mhindex.methods.base import (
+    Answer,
+    Clock,
+    Meter,
+    Method,
+    MethodContext,
+    Query,
+    Step,
+    TraceStep,
+    text_of,
+    trace_step,
+)
 from mhindex.methods.prompts import concludes, cut_repetition, extract_answer, paragraph_block
 from mhindex.options import option
 from mhindex.text import normalize_answer
@@ -105,6 +116,7 @@ class SearChainSettings:
         True,
         "SearChain's last step: the LM writes the final content from the verified chain, citing each claim's "
         "document, and the answer comes from it (--no-tracing: from the last chain's [Final Content]).",
+        before=False,
     )
 
     def recorded(self, dataset: str | None) -> dict:
@@ -325,6 +337,9 @@ def contains(prediction: str, gold: str) -> bool:
 
 class SearChain(Method):
     name = "searchain"
+    title = "SearChain"
+    paper = "Search-in-the-Chain (Xu et al., WWW 2024; xsc1234/Search-in-the-Chain)"
+    paper_metrics = ("cover_em_generated",)
     Settings = SearChainSettings
 
     settings: SearChainSettings
@@ -354,6 +369,40 @@ class SearChain(Method):
         if "{question}" not in text:
             raise UsageError(f"--chain-prompt {path}: the prompt has no {{question}} to put the question in")
         return text
+
+    @classmethod
+    def trace_steps(cls, record: dict) -> list[TraceStep]:
+        """Each round's chain and the nodes it checked (as `ask` writes them), its feedback, then Tracing:
+        the final content and what each [k] points at."""
+        steps: list[TraceStep] = []
+        for number, round_ in enumerate(record.get("tree") or [], 1):
+            rows = [["chain", text_of(round_.get("chain", ""))]]
+            for node in round_.get("nodes", []):
+                confidence, number_ = node.get("confidence"), node.get("n", "?")
+                answered = "(unsolved)" if node.get("unsolved") else node.get("lm_answer", "")
+                shown = f"{confidence:.2f}" if isinstance(confidence, int | float) else "-"
+                rows.append(
+                    [
+                        f"node {number_}",
+                        f"[Query {number_}] {node.get('query', '')} -> {answered}; "
+                        f"reader: {node.get('reader_answer') or '-'} ({shown}): {node.get('verdict', '')}",
+                    ]
+                )
+            if round_.get("feedback"):
+                rows.append(["feedback", text_of(round_["feedback"])])
+            ids = [n["doc"]["id"] for n in round_.get("nodes", []) if isinstance(n.get("doc"), dict)]
+            steps.append(trace_step(f"Round {number}", rows, ids))
+        if record.get("final_content"):
+            rows = [
+                ["final content", text_of(record["final_content"])],
+                ["answer from", text_of(record.get("answer_from"))],
+            ]
+            rows += [
+                ["", f"[{ref.get('n')}] {ref.get('title', '')} ({ref.get('id', '')}), for: {ref.get('query', '')}"]
+                for ref in record.get("references", [])
+            ]
+            steps.append(trace_step("Tracing", rows))
+        return steps
 
     def answer(self, query: Query) -> Answer:
         asked = _Asked(query.question, Meter(self.lm), Clock())

@@ -1,0 +1,257 @@
+"""Indexes on disk: each lives in `<home>/<corpus>/indexes/<backend>/` with a `manifest.json` that
+records the corpus hash it was built from and its index-time options; opening an index built from
+another corpus, or asking for other index-time options than it was built with, is refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mhindex import __version__
+from mhindex.backends.base import Backend, BackendContext, Hit, Retriever
+from mhindex.backends.spec import BackendSpec
+from mhindex.errors import MhindexError, UsageError, one_line
+from mhindex.files import atomic_directory
+from mhindex.home import CorpusDir
+from mhindex.locks import changing
+from mhindex.options import declared
+
+
+def recorded_options(options: Any) -> dict[str, Any]:
+    """The index-time options, as the manifest records them (never connection settings)."""
+    fields = declared(type(options))
+    return {k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage == "index"}
+
+
+@dataclass
+class IndexResult:
+    path: Path
+    manifest: dict
+    rebuilt: bool
+
+
+class IndexDamaged(UsageError):
+    """An index that is there but cannot be read or searched: rebuilding it is the way out."""
+
+
+def _read_manifest(path: Path, strict: bool = False) -> dict | None:
+    """An index's manifest, None when there is none; one that is not an index manifest is None
+    too, or with `strict` an error (a build rebuilds it; a search says to)."""
+    try:
+        manifest = orjson.loads((path / "manifest.json").read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, orjson.JSONDecodeError) as error:
+        manifest, why = None, f"cannot be read ({error})"
+    else:
+        why = "is not an index manifest"
+    if (
+        isinstance(manifest, dict)
+        and isinstance(manifest.get("corpus_sha256"), str)
+        and isinstance(manifest.get("options", {}), dict)
+    ):
+        return manifest
+    if strict:
+        raise IndexDamaged(f"{path / 'manifest.json'} {why}")
+    return None
+
+
+def _rebuild(corpus: CorpusDir, backend: str) -> str:
+    return f"rebuild it: mhindex index {corpus.name} --backend {backend} --force"
+
+
+class _Checked:
+    """A retriever whose engine failures (a truncated Lucene segment, a damaged FAISS file) are one
+    line that names the index and says how to rebuild it, not an engine's stack trace."""
+
+    def __init__(self, inner: Retriever, what: str, fix: str) -> None:
+        self._inner, self._what, self._fix = inner, what, fix
+        if hasattr(inner, "search_titles"):
+            self.search_titles = self._checked(inner.search_titles)
+        if hasattr(inner, "candidates"):  # ids and scores, text for the top only (a hybrid's parts)
+            self.candidates = self._checked(inner.candidates)
+
+    def _checked(self, call):
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return call(*args, **kwargs)
+            except MhindexError:
+                raise
+            except Exception as error:  # noqa: BLE001 - an engine's failure, whatever its type, is one line
+                raise IndexDamaged(f"{self._what} failed ({one_line(error)}); {self._fix}") from None
+
+        return run
+
+    def search(self, query: str, k: int = 10, titles: Any = None) -> list[Hit]:
+        return self._checked(self._inner.search)(query, k, titles=titles)
+
+    def search_many(self, queries: Any, k: int = 10) -> list[list[Hit]]:
+        return self._checked(self._inner.search_many)(queries, k)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __getattr__(self, name: str) -> Any:  # the engine's own attributes (its FAISS index, its encoder)
+        return getattr(self._inner, name)
+
+
+def build_index(
+    corpus: CorpusDir, backend: BackendSpec | str, given: Mapping[str, Any] | None = None, force: bool = False
+) -> IndexResult:
+    """Index the corpus, unless an index of the same corpus and options exists. The new index is
+    built beside the old one and replaces it only when complete."""
+    spec = BackendSpec.parse(backend, given)
+    if spec.parts:
+        raise UsageError(f"a hybrid has no index of its own: build each part ({', '.join(p.name for p in spec.parts)})")
+    if not spec.builds_index:
+        raise UsageError(
+            f"the {spec.name} backend searches an index that lives elsewhere: there is nothing to build here"
+        )
+    options = spec.index_options()
+    with changing(corpus.root.parent, corpus.name, f"building its {spec.name} index"):
+        return _build_index(corpus, spec.backend(), options, force)
+
+
+def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool) -> IndexResult:
+    corpus_sha = corpus.manifest()["corpus_sha256"]
+    target = corpus.index_dir(backend.name)
+    old = _read_manifest(target)
+    index_options = recorded_options(options)
+    if not force and old and old.get("corpus_sha256") == corpus_sha and old.get("options") == index_options:
+        return IndexResult(target, old, rebuilt=False)
+    started = time.perf_counter()
+    with atomic_directory(target, corpus.root.parent) as staging:
+        facts = backend.build(corpus, staging, options, BackendContext(corpus.root.parent))
+        expected = corpus.manifest()["counts"]["paragraphs"]
+        if facts.get("paragraphs") != expected:  # checked before the new index replaces the old one
+            raise MhindexError(
+                f"the {backend.name} build indexed {facts.get('paragraphs')} of the {expected:,} paragraphs of "
+                f"'{corpus.name}'; nothing was replaced: run it again with --force"
+            )
+        manifest = {
+            "backend": backend.name,
+            "corpus": corpus.name,
+            "corpus_sha256": corpus_sha,
+            "options": index_options,
+            **facts,
+            "seconds": round(time.perf_counter() - started, 2),
+            "tool_version": __version__,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    return IndexResult(target, manifest, rebuilt=True)
+
+
+def search_stream(retriever: Retriever, items, k: int, batch: int, emit) -> int:
+    """Answer a stream of (line number, {"id", "query"} or why the line is bad) in input order,
+    `batch` queries at a time: {"id", "hits"} or {"line", "error"} to `emit`; returns the bad lines."""
+    failed = 0
+    pending: list[tuple[int, dict | str]] = []
+
+    def flush() -> None:
+        good = [(n, r) for n, r in pending if isinstance(r, dict)]
+        results = iter(retriever.search_many([r["query"] for _, r in good], k))
+        for number, record in pending:
+            if isinstance(record, str):
+                emit({"line": number, "error": record})
+            else:
+                emit({"id": record.get("id", str(number)), "hits": [h.record() for h in next(results)]})
+        pending.clear()
+
+    for number, record in items:
+        failed += isinstance(record, str)
+        pending.append((number, record))
+        if len(pending) >= batch:
+            flush()
+    flush()
+    return failed
+
+
+@dataclass
+class OpenedIndex:
+    """An index opened for searching: its retriever, and what decides its rankings (the options it
+    was built with, the search options in effect, what it records of its model), which run.json
+    and the server's /info report; never connection settings, which may hold credentials."""
+
+    retriever: Retriever
+    settings: dict[str, Any]
+
+    def close(self) -> None:
+        self.retriever.close()
+
+
+def open_index(
+    corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None
+) -> OpenedIndex:
+    """The corpus's index opened for searching, or a one-line error saying what to run. An index
+    served elsewhere needs no local corpus (`corpus` may be None)."""
+    spec = BackendSpec.parse(backend, given)
+    if spec.parts:
+        return _open_hybrid(corpus, spec)
+    engine = spec.backend()
+    if not spec.builds_index:
+        options = spec.search_options()
+        context = BackendContext(corpus.root.parent if corpus else Path("."))
+        return OpenedIndex(engine.connect(corpus, options, context), _in_effect(options, {}))
+    if corpus is None:
+        raise UsageError(f"the {spec.name} backend searches a built corpus; name one with --corpus")
+    target = corpus.index_dir(spec.name)
+    try:
+        manifest = _read_manifest(target, strict=True)
+    except IndexDamaged as error:
+        raise IndexDamaged(
+            f"the {spec.name} index of '{corpus.name}' is damaged: {error}; {_rebuild(corpus, spec.name)}"
+        ) from None
+    rebuild = f"run `mhindex index {corpus.name} --backend {spec.name}`"
+    if manifest is None:
+        raise UsageError(f"corpus '{corpus.name}' has no {spec.name} index; {rebuild}")
+    if manifest.get("corpus_sha256") != corpus.manifest()["corpus_sha256"]:
+        raise UsageError(f"the {spec.name} index of '{corpus.name}' was built from an older corpus; {rebuild}")
+    options = spec.search_options(manifest.get("options") or {}, corpus.name)
+    what = f"the {spec.name} index of '{corpus.name}' ({target})"
+    try:
+        opened = engine.open(corpus, target, manifest, options, BackendContext(corpus.root.parent))
+    except MhindexError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a damaged index file, whatever the engine raises
+        raise IndexDamaged(f"{what} cannot be opened ({one_line(error)}); {_rebuild(corpus, spec.name)}") from None
+    return OpenedIndex(
+        _Checked(opened, f"searching {what}", _rebuild(corpus, spec.name)), _in_effect(options, manifest)
+    )
+
+
+def _open_hybrid(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
+    """Each part's index opened as itself (its own one-line errors), the rankings fused."""
+    options = spec.search_options()
+    opened: list[OpenedIndex] = []
+    try:
+        for part in spec.parts:
+            opened.append(open_index(corpus, part))
+        retriever = spec.backend().fuse([(part.name, o.retriever) for part, o in zip(spec.parts, opened)], options)
+    except BaseException:
+        for o in opened:
+            o.close()
+        raise
+    parts = {part.name: o.settings for part, o in zip(spec.parts, opened)}
+    return OpenedIndex(retriever, {**_in_effect(options, {}), "parts": parts})
+
+
+def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    fields = declared(type(options))
+    effective = {
+        k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"
+    }
+    return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
+
+
+def open_retriever(
+    corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None
+) -> Retriever:
+    """`open_index(...).retriever`, for callers that need no more than the retriever."""
+    return open_index(corpus, backend, given).retriever
