@@ -139,7 +139,7 @@ def corpus_section(root: Path, args) -> Path:
 
 
 def lucene_section(home: Path, args) -> None:
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.backends.lucene import _jvm, anserini_document, index_collection_command
     from mhindex.home import corpus_dir
 
@@ -165,7 +165,7 @@ def lucene_section(home: Path, args) -> None:
     rows = [orjson.loads(line) for line in corpus.corpus.read_bytes().splitlines()]
     rng = random.Random(1)
     queries = [" ".join(rng.choice(rows)["text"].split()[:8]) for _ in range(args.queries)]
-    retriever = open_retriever(corpus, "lucene", {"threads": args.threads})
+    retriever = open_retriever(corpus, BackendSpec.parse("lucene", {"threads": args.threads}))
     classes = _jvm()
     searcher = classes["SimpleSearcher"](str(corpus.indexes / "lucene" / "lucene"))
     searcher.set_bm25(1.2, 0.75)

@@ -25,7 +25,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from mhindex.backends import build_index, open_retriever  # noqa: E402
+from mhindex.backends import BackendSpec, build_index, open_retriever  # noqa: E402
 from mhindex.corpora import DATASETS  # noqa: E402
 from mhindex.corpora.build import build_corpus  # noqa: E402
 
@@ -108,9 +108,9 @@ def main() -> None:
 
         # Lucene
         started = time.perf_counter()
-        build_index(corpus, "lucene", {"threads": args.threads})
+        build_index(corpus, BackendSpec.parse("lucene", {"threads": args.threads}))
         lucene_index_s = time.perf_counter() - started
-        lucene = open_retriever(corpus, "lucene", {"threads": args.threads})
+        lucene = open_retriever(corpus, BackendSpec.parse("lucene", {"threads": args.threads}))
         lucene.search(queries[0], 10)
         single = []
         lucene_top = []

@@ -25,7 +25,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from mhindex.backends import build_index, open_retriever  # noqa: E402
+from mhindex.backends import BackendSpec, build_index, open_retriever  # noqa: E402
 from mhindex.corpora import DATASETS, samples_dir  # noqa: E402
 from mhindex.corpora.build import Source, build_corpus  # noqa: E402
 
@@ -89,9 +89,9 @@ def main() -> None:
                 backends.append(("colbert", {"threads": args.threads}))
             for backend, options in backends:
                 started = time.perf_counter()
-                result = build_index(corpus, backend, options)
+                result = build_index(corpus, BackendSpec.parse(backend, options))
                 seconds = time.perf_counter() - started
-                retriever = open_retriever(corpus, backend, {"threads": args.threads})
+                retriever = open_retriever(corpus, BackendSpec.parse(backend, {"threads": args.threads}))
                 p50, p99 = latency_ms(retriever, questions)
                 paragraphs = result.manifest["paragraphs"]
                 print(
@@ -108,7 +108,9 @@ def main() -> None:
             ]
             fusions = fusions if args.hybrid else []
             for label, options in fusions:
-                retriever = open_retriever(corpus, "lucene+dense", {**options, "threads": args.threads})
+                retriever = open_retriever(
+                    corpus, BackendSpec.parse("lucene+dense", {**options, "threads": args.threads})
+                )
                 p50, p99 = latency_ms(retriever, questions)
                 print(
                     f"{name:16}{label:9}{paragraphs:>7}{'-':>9}{'-':>9}{p50:>8.1f}{p99:>8.1f}"

@@ -40,13 +40,13 @@ def timed(command: list[str]) -> float:
 
 
 def recall(home: Path, corpus: str, runtime: str) -> float:
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import corpus_dir
 
     questions = [
         orjson.loads(line) for line in (home / corpus / "questions.jsonl").read_bytes().splitlines() if line.strip()
     ]
-    retriever = open_retriever(corpus_dir(home, corpus), "dense", {"encoder_runtime": runtime})
+    retriever = open_retriever(corpus_dir(home, corpus), BackendSpec.parse("dense", {"encoder_runtime": runtime}))
     shares = [
         len({h.id for h in retriever.search(q["question"], 15)} & set(q["gold_ids"])) / len(q["gold_ids"])
         for q in questions

@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from mhindex.backends import build_index, open_retriever  # noqa: E402
+from mhindex.backends import BackendSpec, build_index, open_retriever  # noqa: E402
 from mhindex.corpora import DATASETS  # noqa: E402
 from mhindex.corpora.build import build_corpus  # noqa: E402
 from mhindex.lm.llamacpp import LlamaCppModel, default_threads  # noqa: E402
@@ -70,8 +70,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         corpus = build_corpus(DATASETS["musique"], [SAMPLE], home).corpus
-        build_index(corpus, "lucene")
-        retriever = open_retriever(corpus, "lucene")
+        build_index(corpus, BackendSpec.parse("lucene"))
+        retriever = open_retriever(corpus, BackendSpec.parse("lucene"))
         import orjson
 
         questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines()[: args.questions]]

@@ -201,10 +201,10 @@ def main() -> None:
         shutil.rmtree(raw_index)
 
         os.environ["MHINDEX_HOME"] = str(home)
-        from mhindex.backends import open_retriever
+        from mhindex.backends import BackendSpec, open_retriever
         from mhindex.home import corpus_dir
 
-        retriever = open_retriever(corpus_dir(home, "scale"), "lucene", {})
+        retriever = open_retriever(corpus_dir(home, "scale"), BackendSpec.parse("lucene", {}))
         rng = np.random.default_rng(1)
         texts = [p[1].split(" ") for p in passages(0, args.queries, 7)]
         queries = [" ".join(rng.choice(words, int(rng.integers(4, 12)))) for words in texts]

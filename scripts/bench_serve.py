@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from mhindex.backends import open_retriever
+from mhindex.backends import BackendSpec, open_retriever
 from mhindex.home import open_corpus
 
 
@@ -103,7 +103,7 @@ def main() -> None:
     queries = [orjson.loads(line)["question"] for line in corpus.questions.read_bytes().splitlines() if line.strip()]
     work = [queries[i % len(queries)] for i in range(args.requests)]
 
-    retriever = open_retriever(corpus, args.backend)
+    retriever = open_retriever(corpus, BackendSpec.parse(args.backend))
     expected = {k: {q: [h.id for h in retriever.search(q, k)] for q in queries} for k in (3, 6, 10)}
     latencies = []
     started = time.perf_counter()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from mhindex.backends import open_retriever
+from mhindex.backends import BackendSpec, open_retriever
 from mhindex.eval.metrics import f1
 from mhindex.home import open_corpus
 from mhindex.lm import ModelOptions
@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100, help="questions of the sample")
     args = parser.parse_args()
     lm = ModelOptions(lm=args.lm).load(args.home)
-    retriever = open_retriever(open_corpus(args.home, "musique"), "lucene")
+    retriever = open_retriever(open_corpus(args.home, "musique"), BackendSpec.parse("lucene"))
     reader, meter = LMReader(lm), Meter(lm)
     reads = []
     for line in SAMPLE.read_bytes().splitlines()[: args.limit]:

@@ -70,14 +70,14 @@ def ranked_on(
 ) -> list[dict]:
     """OneR's records with its ranking read on to the largest budget: the same query (methods/oner.py) on the
     same index, checked to give the paragraphs it retrieved first, in their order."""
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import open_corpus
     from mhindex.methods.queries import retrieval_query
 
     corpus = open_corpus(home, report["corpus"])
     if corpus.manifest().get("corpus_sha256") != report["corpus_sha256"]:
         raise SystemExit(f"{corpus.root}: not the corpus the folder was answered on (its sha256 differs)")
-    retriever = open_retriever(corpus, report["backend"])
+    retriever = open_retriever(corpus, BackendSpec.parse(report["backend"]))
     try:
         ranked = []
         for record in records:

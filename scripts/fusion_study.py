@@ -23,7 +23,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from mhindex.backends import Hit, build_index, open_retriever  # noqa: E402
+from mhindex.backends import BackendSpec, Hit, build_index, open_retriever  # noqa: E402
 from mhindex.backends.hybrid import HybridOptions, fuse  # noqa: E402
 from mhindex.corpora import DATASETS, samples_dir  # noqa: E402
 from mhindex.corpora.build import Source, build_corpus  # noqa: E402
@@ -42,9 +42,12 @@ def rankings(combined: bool, name: str, tmp: Path) -> list[tuple[list[str], Rank
     root = tmp / f"{name}-{'all' if combined else 'own'}"
     root.mkdir()
     corpus = build_corpus(spec, [samples_dir() / name / f for f in spec.samples], root, extra_sources=extra).corpus
-    build_index(corpus, "lucene", {})
-    build_index(corpus, "dense", {})
-    lucene, dense = open_retriever(corpus, "lucene"), open_retriever(corpus, "dense")
+    build_index(corpus, BackendSpec.parse("lucene", {}))
+    build_index(corpus, BackendSpec.parse("dense", {}))
+    lucene, dense = (
+        open_retriever(corpus, BackendSpec.parse("lucene")),
+        open_retriever(corpus, BackendSpec.parse("dense")),
+    )
     rows = []
     for line in corpus.questions.read_bytes().splitlines():
         question = orjson.loads(line)

@@ -76,14 +76,14 @@ def small_wiki_corpus(home: Path) -> Path:
 @pytest.fixture(scope="session")
 def musique_lucene(tmp_path_factory):
     """The MuSiQue sample's corpus and an open Lucene retriever over it, built once a session."""
-    from mhindex.backends import build_index, open_retriever
+    from mhindex.backends import BackendSpec, build_index, open_retriever
     from mhindex.corpora import DATASETS
     from mhindex.corpora.build import build_corpus
 
     home = tmp_path_factory.mktemp("musique-home")
     corpus = build_corpus(DATASETS["musique"], [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"], home).corpus
-    build_index(corpus, "lucene")
-    retriever = open_retriever(corpus, "lucene")
+    build_index(corpus, BackendSpec.parse("lucene"))
+    retriever = open_retriever(corpus, BackendSpec.parse("lucene"))
     yield corpus, retriever
     retriever.close()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import SAMPLES, read_jsonl
-from mhindex.backends import build_index, open_retriever
+from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.corpora import DATASETS
 from mhindex.corpora.build import build_corpus
 
@@ -21,13 +21,16 @@ def corpus(tmp_path_factory):
         [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"],
         tmp_path_factory.mktemp("bm25s"),
     ).corpus
-    assert build_index(built, "bm25s").manifest["paragraphs"] == len(read_jsonl(built.corpus))
-    build_index(built, "lucene")
+    assert build_index(built, BackendSpec.parse("bm25s")).manifest["paragraphs"] == len(read_jsonl(built.corpus))
+    build_index(built, BackendSpec.parse("lucene"))
     return built
 
 
 def test_finds_what_lucene_finds(corpus):
-    bm25s, lucene = open_retriever(corpus, "bm25s"), open_retriever(corpus, "lucene")
+    bm25s, lucene = (
+        open_retriever(corpus, BackendSpec.parse("bm25s")),
+        open_retriever(corpus, BackendSpec.parse("lucene")),
+    )
     questions = [q["question"] for q in read_jsonl(corpus.questions)[:30]]
     overlap = []
     for question in questions:
@@ -47,20 +50,20 @@ def test_finds_what_lucene_finds(corpus):
 
 @pytest.mark.parametrize("query", ["", "the of and", "AND OR NOT", 'title:(x "', "Zélie 東京 💡", "qwxzv"])
 def test_any_query_text_is_accepted(corpus, query):
-    retriever = open_retriever(corpus, "bm25s")
+    retriever = open_retriever(corpus, BackendSpec.parse("bm25s"))
     assert len(retriever.search(query, 3)) <= 3
     retriever.close()
 
 
 def test_title_scope_and_index_time_parameters(corpus, mh, home):
-    retriever = open_retriever(corpus, "bm25s")
+    retriever = open_retriever(corpus, BackendSpec.parse("bm25s"))
     scoped = retriever.search("company founded", 5, titles=["General Electric"])
     assert scoped and {h.title for h in scoped} == {"General Electric"}
     retriever.close()
     from mhindex.errors import UsageError
 
     with pytest.raises(UsageError, match="was built with --k1 1.2"):
-        open_retriever(corpus, "bm25s", {"k1": 0.9})
+        open_retriever(corpus, BackendSpec.parse("bm25s", {"k1": 0.9}))
     assert mh("corpus", "musique", "--input", SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl").code == 0
     assert mh("index", "musique", "--backend", "bm25s", "--k1", "0.9").code == 0
     hits = mh("search", "musique", "Ensign Manufacturing Company", "--backend", "bm25s", "--json").json()["hits"]

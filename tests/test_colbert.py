@@ -41,10 +41,10 @@ def test_index_and_late_interaction_search(root, capsys):
 
 
 def test_title_scope_and_ask_oner(root, capsys):
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import corpus_dir
 
-    retriever = open_retriever(corpus_dir(root, "iirc"), "colbert")
+    retriever = open_retriever(corpus_dir(root, "iirc"), BackendSpec.parse("colbert"))
     assert {h.title for h in retriever.search("when was he born", 5, titles=["Lord Byron"])} == {"Lord Byron"}
     retriever.close()
     question = read_jsonl(root / "iirc" / "questions.jsonl")[0]["question"]

@@ -27,10 +27,10 @@ def root(tmp_path_factory):
 
 
 def open_dense(root, **options):
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import corpus_dir
 
-    return open_retriever(corpus_dir(root, "wiki"), "dense", options)
+    return open_retriever(corpus_dir(root, "wiki"), BackendSpec.parse("dense", options))
 
 
 def test_a_paragraphs_own_words_find_it(root):

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from conftest import SAMPLES, read_jsonl
-from mhindex.backends import open_retriever
+from mhindex.backends import BackendSpec, open_retriever
 from mhindex.cli import main
 from mhindex.home import open_corpus
 from mhindex.methods.efficientrag import parse_json_object
@@ -55,7 +55,7 @@ def test_training_data_from_the_musique_sample(tmp_path):
     home = tmp_path / "home"
     assert run(home, "build", "musique") == (0, "")
     corpus = open_corpus(home, "musique")
-    retriever = open_retriever(corpus, "lucene")
+    retriever = open_retriever(corpus, BackendSpec.parse("lucene"))
     try:
         data = build_training_data(corpus, retriever)
     finally:
@@ -253,11 +253,11 @@ def test_training_takes_the_train_split_and_says_when_there_is_none(tmp_path, ca
     train.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[:6]))
     dev.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[6:10]))
     assert main(["--quiet", "--home", str(home), "build", "musique", "-i", str(train), "-i", str(dev)]) == 0
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import open_corpus
 
     corpus = open_corpus(home, "musique")
-    retriever = open_retriever(corpus, "lucene")
+    retriever = open_retriever(corpus, BackendSpec.parse("lucene"))
     try:
         data = build_training_data(corpus, retriever)  # "all": every question
         assert data.split == "all" and data.stats["questions"] == 10
@@ -271,7 +271,7 @@ def test_training_takes_the_train_split_and_says_when_there_is_none(tmp_path, ca
     # A corpus of dev questions only: `auto` (train, the papers' choice) falls back to every question, and says so.
     assert main(["--quiet", "--home", str(home), "build", "musique", "-i", str(dev), "--name", "dev-only"]) == 0
     corpus = open_corpus(home, "dev-only")
-    retriever = open_retriever(corpus, "lucene")
+    retriever = open_retriever(corpus, BackendSpec.parse("lucene"))
     try:
         data = build_training_data(corpus, retriever, split="auto")
         assert data.split == "all" and data.stats["questions"] == 4

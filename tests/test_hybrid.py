@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from conftest import serve_index, small_wiki_corpus
-from mhindex.backends import open_index, open_retriever
+from mhindex.backends import BackendSpec, open_index, open_retriever
 from mhindex.cli import main
 from mhindex.home import open_corpus
 from servers import Uvicorn
@@ -28,14 +28,17 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def parts(corpus):
-    lucene, dense = open_retriever(corpus, "lucene"), open_retriever(corpus, "dense")
+    lucene, dense = (
+        open_retriever(corpus, BackendSpec.parse("lucene")),
+        open_retriever(corpus, BackendSpec.parse("dense")),
+    )
     yield lucene, dense
     lucene.close()
     dense.close()
 
 
 def test_rrf_is_the_sum_of_reciprocal_ranks_over_the_parts(corpus, parts):
-    opened = open_index(corpus, "lucene+dense", {"rrf_k": 60, "fusion_depth": 50})
+    opened = open_index(corpus, BackendSpec.parse("lucene+dense", {"rrf_k": 60, "fusion_depth": 50}))
     try:
         fused = opened.retriever.search(QUERY, 10)
         expected: dict[str, float] = {}
@@ -58,9 +61,9 @@ def test_rrf_is_the_sum_of_reciprocal_ranks_over_the_parts(corpus, parts):
 
 def test_weighted_fusion_normalises_and_weighs_each_part(corpus, parts):
     lucene, dense = parts
-    only_lucene = open_retriever(corpus, "lucene+dense", {"fusion": "weighted", "weights": "1,0"})
-    only_dense = open_retriever(corpus, "lucene+dense", {"fusion": "weighted", "weights": "0,1"})
-    even = open_retriever(corpus, "lucene+dense", {"fusion": "weighted"})
+    only_lucene = open_retriever(corpus, BackendSpec.parse("lucene+dense", {"fusion": "weighted", "weights": "1,0"}))
+    only_dense = open_retriever(corpus, BackendSpec.parse("lucene+dense", {"fusion": "weighted", "weights": "0,1"}))
+    even = open_retriever(corpus, BackendSpec.parse("lucene+dense", {"fusion": "weighted"}))
     try:
         assert [h.id for h in only_lucene.search(QUERY, 5)] == [h.id for h in lucene.search(QUERY, 5)]
         assert [h.id for h in only_dense.search(QUERY, 5)] == [h.id for h in dense.search(QUERY, 5)]
@@ -80,7 +83,7 @@ def test_weighted_fusion_normalises_and_weighs_each_part(corpus, parts):
 
 
 def test_title_scoped_and_batched_search_go_through_every_part(corpus, parts):
-    fused = open_retriever(corpus, "lucene+dense")
+    fused = open_retriever(corpus, BackendSpec.parse("lucene+dense"))
     try:
         title = parts[0].search(QUERY, 1)[0].title
         scoped = fused.search("born", 5, titles=[title.upper()])  # titles compare as IRCoT compares them
@@ -89,7 +92,9 @@ def test_title_scoped_and_batched_search_go_through_every_part(corpus, parts):
         assert [[h.id for h in r] for r in fused.search_many(queries, 4)] == [
             [h.id for h in fused.search(q, 4)] for q in queries
         ]
-        threaded = open_retriever(corpus, "lucene+dense", {"threads": 2})  # Anserini's threaded batch for Lucene
+        threaded = open_retriever(
+            corpus, BackendSpec.parse("lucene+dense", {"threads": 2})
+        )  # Anserini's threaded batch for Lucene
         try:
             assert [[(h.id, h.text, h.score) for h in r] for r in threaded.search_many(queries, 4)] == [
                 [(h.id, h.text, h.score) for h in fused.search(q, 4)] for q in queries
@@ -122,7 +127,7 @@ def test_the_command_line_routes_each_option_to_its_part(corpus, capsys):
 
 
 def test_a_served_hybrid_answers_in_mhindex_and_ircot_protocols(corpus):
-    opened = open_index(corpus, "lucene+dense")
+    opened = open_index(corpus, BackendSpec.parse("lucene+dense"))
     try:
         fused = opened.retriever.search(QUERY, 3)
         with Uvicorn(serve_index(corpus, opened.retriever)) as server:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pytest
 
 from conftest import SAMPLES, read_jsonl
-from mhindex.backends import build_index, open_retriever
+from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.corpora import DATASETS
 from mhindex.corpora.build import build_corpus
 from mhindex.lm.base import Completion, LanguageModel
@@ -58,8 +58,8 @@ def musique(tmp_path_factory):
         [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"],
         tmp_path_factory.mktemp("loop"),
     ).corpus
-    build_index(corpus, "lucene")
-    retriever = open_retriever(corpus, "lucene")
+    build_index(corpus, BackendSpec.parse("lucene"))
+    retriever = open_retriever(corpus, BackendSpec.parse("lucene"))
     yield corpus, retriever
     retriever.close()
 
@@ -202,8 +202,8 @@ def test_iirc_pages_scope_the_retrieval(tmp_path):
     home = tmp_path / "home"
     files = [SAMPLES / "iirc" / f for f in DATASETS["iirc"].samples]
     corpus = build_corpus(DATASETS["iirc"], files, home).corpus
-    build_index(corpus, "lucene")
-    retriever = open_retriever(corpus, "lucene")
+    build_index(corpus, BackendSpec.parse("lucene"))
+    retriever = open_retriever(corpus, BackendSpec.parse("lucene"))
     question = read_jsonl(corpus.questions)[0]
     lm = ScriptedLM(
         [

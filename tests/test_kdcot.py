@@ -13,7 +13,7 @@ import json
 import pytest
 
 from conftest import SAMPLES
-from mhindex.backends import build_index, open_retriever
+from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.corpora import DATASETS
 from mhindex.corpora.build import build_corpus
 from mhindex.eval.metrics import aggregate, kdcot_scores
@@ -63,8 +63,8 @@ def webqsp(tmp_path_factory):
     home = tmp_path_factory.mktemp("kdcot")
     spec = DATASETS["webqsp"]
     built = build_corpus(spec, [SAMPLES / "webqsp" / f for f in spec.samples], home)
-    build_index(built.corpus, "lucene")
-    retriever = open_retriever(built.corpus, "lucene")
+    build_index(built.corpus, BackendSpec.parse("lucene"))
+    retriever = open_retriever(built.corpus, BackendSpec.parse("lucene"))
     yield home, retriever
     retriever.close()
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import SAMPLES, read_jsonl
-from mhindex.backends import build_index, open_retriever
+from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.corpora import DATASETS
 from mhindex.corpora.build import build_corpus
 
@@ -25,14 +25,14 @@ MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("lucene-home")
     corpus = build_corpus(DATASETS["musique"], [MUSIQUE], root).corpus
-    result = build_index(corpus, "lucene")
+    result = build_index(corpus, BackendSpec.parse("lucene"))
     assert result.rebuilt and result.manifest["paragraphs"] == len(read_jsonl(corpus.corpus))
     return root, corpus
 
 
 @pytest.fixture(scope="module")
 def retriever(built):
-    found = open_retriever(built[1], "lucene")
+    found = open_retriever(built[1], BackendSpec.parse("lucene"))
     yield found
     found.close()
 
@@ -104,14 +104,14 @@ def test_restriction_to_titles_is_exact(retriever):
 def test_search_many_matches_single_searches(built):
     questions = [q["question"] for q in read_jsonl(built[1].questions)[:20]]
     for threads in (1, 2):
-        r = open_retriever(built[1], "lucene", {"threads": threads})
+        r = open_retriever(built[1], BackendSpec.parse("lucene", {"threads": threads}))
         batched = r.search_many(questions, 10)
         assert [[h.id for h in hits] for hits in batched] == [[h.id for h in r.search(q, 10)] for q in questions]
         r.close()
 
 
 def test_k1_and_b_change_scores(built, retriever):
-    other = open_retriever(built[1], "lucene", {"k1": 0.9, "b": 0.4})
+    other = open_retriever(built[1], BackendSpec.parse("lucene", {"k1": 0.9, "b": 0.4}))
     query = "Ensign Manufacturing Company founded"
     assert retriever.search(query, 1)[0].id == other.search(query, 1)[0].id
     assert retriever.search(query, 1)[0].score != other.search(query, 1)[0].score
@@ -191,9 +191,9 @@ def test_ctrl_c_stays_with_python_once_the_jvm_runs(built, tmp_path):
     # Without -Xrs the in-process JVM takes over SIGINT and exits the process itself, so Python's
     # clean-up (keeping finished answers, "interrupted" warnings) never runs; SIGTERM made it crash.
     code = (
-        "import os, signal, time; from pathlib import Path; from mhindex.backends import open_retriever; from "
-        "mhindex.home import open_corpus; "
-        f"r = open_retriever(open_corpus(Path({str(built[0])!r}), {built[1].name!r}), 'lucene'); "
+        "import os, signal, time; from pathlib import Path; "
+        "from mhindex.backends import BackendSpec, open_retriever; from mhindex.home import open_corpus; "
+        f"r = open_retriever(open_corpus(Path({str(built[0])!r}), {built[1].name!r}), BackendSpec.parse('lucene')); "
         "assert r.search('Ensign Manufacturing', 1)\n"
         "try:\n    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"
         "except KeyboardInterrupt:\n    print('KeyboardInterrupt', flush=True); os.kill(os.getpid(), "
@@ -258,11 +258,11 @@ def test_build_is_corpus_then_index(mh, home):
 
 def test_a_query_past_lucenes_clause_limit_is_cut_to_its_first_1024_terms(built):
     from conftest import made_up_words
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.backends.lucene import MAX_TERMS
     from mhindex.home import open_corpus
 
-    retriever = open_retriever(open_corpus(built[0], built[1].name), "lucene")
+    retriever = open_retriever(open_corpus(built[0], built[1].name), BackendSpec.parse("lucene"))
     words = made_up_words(1500)
     assert len(set(words.split())) == 1500 > MAX_TERMS
     assert [h.id for h in retriever.search(f"Ensign Manufacturing {words}", 3)] == [

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import pytest
 
 from conftest import SAMPLES, read_jsonl
-from mhindex.backends import build_index, open_retriever
+from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.cli import main
 from mhindex.corpora import DATASETS
 from mhindex.corpora.build import build_corpus
@@ -75,8 +75,8 @@ def retriever(tmp_path_factory):
         [SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"],
         tmp_path_factory.mktemp("searchain"),
     ).corpus
-    build_index(corpus, "lucene")
-    opened = open_retriever(corpus, "lucene")
+    build_index(corpus, BackendSpec.parse("lucene"))
+    opened = open_retriever(corpus, BackendSpec.parse("lucene"))
     yield opened
     opened.close()
 

@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from conftest import serve_index
-from mhindex.backends import build_index, open_retriever
+from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.cli import main
 from mhindex.errors import UsageError
 from mhindex.eval.metrics import retrieval_recall
@@ -110,7 +110,7 @@ def test_the_api_key_in_every_form_a_client_can_carry_it(served):
 
 def test_a_failing_search_is_a_500_in_each_protocol_s_shape(served):
     _, _, corpus = served
-    broken = open_retriever(corpus, "lucene")
+    broken = open_retriever(corpus, BackendSpec.parse("lucene"))
     broken.close()  # searching a closed Lucene index raises inside the JVM
     with Uvicorn(serve_index(corpus, broken)) as server:
         for method, path, body, key in [
@@ -170,7 +170,7 @@ def test_the_remote_backend_reads_each_protocol_back_with_the_corpus_s_ids(serve
     questions = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines()][:20]
     in_process = [retrieval_recall(ids(retriever.search(q["question"], 15)), q["gold_ids"]) for q in questions]
     for protocol in ("mhindex", "ircot", "colbert", "search-r1"):
-        remote = open_retriever(corpus, urls["open"], {"remote_protocol": protocol})
+        remote = open_retriever(corpus, BackendSpec.parse(urls["open"], {"remote_protocol": protocol}))
         for query in QUERIES[:2]:
             assert [(h.id, h.title, h.text) for h in remote.search(query, 4)] == [
                 (h.id, h.title, h.text) for h in retriever.search(query, 4)
@@ -185,18 +185,18 @@ def test_the_remote_backend_reads_each_protocol_back_with_the_corpus_s_ids(serve
         remote.close()
     # A ColBERT server that sends no `id` (stanford-futuredata/ColBERT's own): the local corpus's
     # paragraph on line `pid`, when its text is the one served.
-    remote = open_retriever(corpus, urls["open"], {"remote_protocol": "colbert"})
+    remote = open_retriever(corpus, BackendSpec.parse(urls["open"], {"remote_protocol": "colbert"}))
     hit = retriever.search(QUERIES[0], 1)[0]
     line = next(i for i, record in enumerate(corpus.paragraphs()) if record["id"] == hit.id)
     assert remote._colbert_hit({"text": f"{hit.title} | {hit.text}", "pid": line, "score": 1.0}).id == hit.id
     assert remote._colbert_hit({"text": "Other | text", "pid": line, "score": 1.0}).id == str(line)
     remote.close()
-    locked = open_retriever(None, urls["locked"], {"remote_api_key": KEY})
+    locked = open_retriever(None, BackendSpec.parse(urls["locked"], {"remote_api_key": KEY}))
     assert ids(locked.search(QUERIES[0], 2)) == ids(retriever.search(QUERIES[0], 2))
     with pytest.raises(Exception, match="HTTP 401"):
-        open_retriever(None, urls["locked"]).search("x", 1)
+        open_retriever(None, BackendSpec.parse(urls["locked"])).search("x", 1)
     with pytest.raises(UsageError, match="nothing to build here"):
-        build_index(corpus, urls["open"])
+        build_index(corpus, BackendSpec.parse(urls["open"]))
 
 
 def test_search_through_a_served_index_without_a_local_corpus(served, capsys, tmp_path):

@@ -310,6 +310,7 @@ def leftovers(home: Path) -> tuple[list[Path], list[Path]]:
     that are gone, which nothing will use; work kept so that an interrupted dense encoding or
     training resumes, which the next run of the same command uses)."""
     from mhindex.files import stale_temporaries
+    from mhindex.methods import METHODS
 
     if not home.is_dir():
         return [], []
@@ -323,6 +324,6 @@ def leftovers(home: Path) -> tuple[list[Path], list[Path]]:
     stale = [path for folder in folders for path in stale_temporaries(folder)]
     resumable = [
         *(p for c in built_corpora(home) if c.indexes.is_dir() for p in c.indexes.glob(".dense-work-*")),
-        *(home / "models" / "efficientrag").glob("*.partial"),
+        *(path for method in METHODS.available().values() for path in method.resumable(home)),
     ]
     return sorted(stale), sorted(resumable)

@@ -160,4 +160,3 @@ class HybridBackend(Backend):
 
     def fuse(self, parts: Sequence[tuple[str, Retriever]], options: Any) -> Retriever:
         return Fused(list(parts), options)
-

@@ -101,12 +101,9 @@ class _Checked:
         return getattr(self._inner, name)
 
 
-def build_index(
-    corpus: CorpusDir, backend: BackendSpec | str, given: Mapping[str, Any] | None = None, force: bool = False
-) -> IndexResult:
+def build_index(corpus: CorpusDir, spec: BackendSpec, force: bool = False) -> IndexResult:
     """Index the corpus, unless an index of the same corpus and options exists. The new index is
     built beside the old one and replaces it only when complete."""
-    spec = BackendSpec.parse(backend, given)
     if spec.parts:
         raise UsageError(f"a hybrid has no index of its own: build each part ({', '.join(p.name for p in spec.parts)})")
     if not spec.builds_index:
@@ -186,12 +183,9 @@ class OpenedIndex:
         self.retriever.close()
 
 
-def open_index(
-    corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None
-) -> OpenedIndex:
+def open_index(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
     """The corpus's index opened for searching, or a one-line error saying what to run. An index
     served elsewhere needs no local corpus (`corpus` may be None)."""
-    spec = BackendSpec.parse(backend, given)
     if spec.parts:
         return _open_hybrid(corpus, spec)
     engine = spec.backend()
@@ -250,8 +244,6 @@ def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
     return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
 
 
-def open_retriever(
-    corpus: CorpusDir | None, backend: BackendSpec | str, given: Mapping[str, Any] | None = None
-) -> Retriever:
+def open_retriever(corpus: CorpusDir | None, spec: BackendSpec) -> Retriever:
     """`open_index(...).retriever`, for callers that need no more than the retriever."""
-    return open_index(corpus, backend, given).retriever
+    return open_index(corpus, spec).retriever

@@ -56,9 +56,8 @@ class BackendSpec:
     parts: tuple[BackendSpec, ...] = ()  # a hybrid's (`lucene+dense`), each with the options it declares
 
     @classmethod
-    def parse(cls, backend: BackendSpec | str, given: Mapping[str, Any] | None = None) -> BackendSpec:
-        if isinstance(backend, BackendSpec):
-            return backend
+    def parse(cls, backend: str, given: Mapping[str, Any] | None = None) -> BackendSpec:
+        """The one place a `--backend` value and its options are read (a command's edge)."""
         given = {k: v for k, v in (given or {}).items() if v is not None}
         fusion = _fusion()
         if "+" in backend or (fusion is not None and backend == fusion.name):

@@ -14,6 +14,7 @@ import typer
 from mhindex import __version__, ui
 from mhindex.backends import BACKENDS
 from mhindex.home import resolve_home
+from mhindex.lm import LMS
 
 
 def help_layout() -> None:
@@ -90,16 +91,17 @@ BackendOption = Annotated[
     typer.Option(
         "--backend",
         "-b",
-        help=f"Retrieval engine: {', '.join(b for b in BACKENDS if b != 'hybrid')} (lucene is embedded; see the "
-        "README); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index.",
+        help=f"Retrieval engine: {', '.join(b for b in BACKENDS if not BACKENDS[b].fuses)} (lucene is embedded; "
+        "see the README); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index.",
     ),
 ]
 LmOption = Annotated[
     Optional[str],
     typer.Option(
         "--lm",
-        help="Language model: local:qwen2.5-0.5b (default), local:smollm2-135m, local:qwen2.5-1.5b, gguf:PATH, "
-        "hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL \\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
+        help=f"Language model, KIND:... with KIND one of {', '.join(LMS)}: local:qwen2.5-0.5b (default), "
+        "local:smollm2-135m, local:qwen2.5-1.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL "
+        "\\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
         show_default=False,
     ),
 ]

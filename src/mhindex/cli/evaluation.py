@@ -131,31 +131,29 @@ def eval_(
     resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png.
     """
     from mhindex.backends import BackendSpec
-    from mhindex.eval.run import evaluate
+    from mhindex.eval.run import EvalPlan, evaluate
 
     _check_format(table_format)
     root = setup(home, quiet)
-    names = [m.strip() for m in methods.split(",") if m.strip()]
-    spec = BackendSpec.parse(backend, backend_options)
+    plan = EvalPlan.make(
+        open_corpus(root, name),
+        [m.strip() for m in methods.split(",") if m.strip()],
+        BackendSpec.parse(backend, backend_options),
+        model_from(model_options),
+        method_options,
+        sweep or [],
+        limit=limit,
+        seed=seed,
+        split=split,
+        tune_limit=tune_on,
+        tune_metric=tune_metric,
+        out=out,
+        workers=workers,
+        budget=budget,
+        judge=judge_lm,
+    )
     with ui.graceful_interrupts():
-        result = evaluate(
-            open_corpus(root, name),
-            names,
-            model=model_from(model_options),
-            backend=spec,
-            method_options=method_options,
-            limit=limit,
-            seed=seed,
-            split=split,
-            sweeps=sweep or [],
-            tune_limit=tune_on,
-            tune_metric=tune_metric,
-            out=out,
-            workers=workers,
-            budget=budget,
-            home=root,
-            judge=judge_lm,
-        )
+        result = evaluate(plan, home=root)
     report = result.report
     if json:
         print_json(report)

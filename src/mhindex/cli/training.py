@@ -75,6 +75,7 @@ def efficientrag(
     The models go to <home>/models/efficientrag/NAME/, with trained.json (what they learnt from,
     held-out scores); `mhindex ask --method efficientrag` uses them without further flags.
     """
+    from mhindex.backends import BackendSpec
     from mhindex.home import open_corpus
     from mhindex.training.efficientrag import TrainSettings, train
 
@@ -95,7 +96,7 @@ def efficientrag(
         threads=threads,
     )
     with ui.graceful_interrupts():
-        result = train(root, corpus, settings, restart=restart)
+        result = train(root, corpus, settings, BackendSpec.parse(backend), restart=restart)
     if json:
         print_json(
             {

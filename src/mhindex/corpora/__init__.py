@@ -53,6 +53,12 @@ def declared_dataset(name: str | None) -> Dataset | None:
         return None
 
 
+def demonstration_set(name: str | None) -> str | None:
+    """The demonstration set a corpus of this dataset takes (None: a user's own corpus, or no dataset)."""
+    declared = declared_dataset(name)
+    return declared.demonstration_set if declared else None
+
+
 def dataset_title(name: str) -> str:
     declared = declared_dataset(name)
     return declared.shown if declared else name

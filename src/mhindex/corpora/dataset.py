@@ -44,6 +44,14 @@ class Dataset:
     paper_metrics: tuple[str, ...] = ()
     #: what its converter needs installed beyond mhindex's own dependencies (checked by `mhindex doctor`)
     requirements: tuple[Requirement, ...] = ()
+    #: the demonstrations its questions take, where a method's prompts have that set: its own name unless
+    #: said (a variant of a dataset takes the original's); none for a user's own corpus
+    demos: str | None = None
+    own_corpus: bool = False
+
+    @property
+    def demonstration_set(self) -> str | None:
+        return None if self.own_corpus else (self.demos or self.name)
 
     @property
     def shown(self) -> str:

@@ -270,6 +270,7 @@ def convert_beir(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int
 
 
 JSONL = Dataset(
+    own_corpus=True,
     name="jsonl",
     description="Your own corpus: JSON lines of id and contents, or id, title and text (Pyserini, FlashRAG, BEIR)",
     convert=convert_jsonl,
@@ -278,6 +279,7 @@ JSONL = Dataset(
     given_ids=True,
 )
 DPR = Dataset(
+    own_corpus=True,
     name="dpr",
     description="Your own corpus: DPR's passages TSV (psgs_w100.tsv), its .qa.csv or JSON-lines questions",
     convert=convert_dpr,
@@ -285,6 +287,7 @@ DPR = Dataset(
     given_ids=True,
 )
 BEIR = Dataset(
+    own_corpus=True,
     name="beir",
     description="A BEIR dataset: corpus.jsonl, queries.jsonl and qrels/<split>.tsv",
     convert=convert_beir,

@@ -23,12 +23,13 @@ import orjson
 from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate, paired_differences
 from mhindex.eval.splits import trained_overlap
-from mhindex.eval.sweep import TUNE_METRICS, choose_settings, parse_sweeps, variants, with_overrides
+from mhindex.eval.sweep import TUNE_METRICS, Variant, choose_settings, parse_sweeps, variants, with_overrides
 from mhindex.files import atomic_file
 from mhindex.home import CorpusDir
 
 if TYPE_CHECKING:
     from mhindex.backends import BackendSpec
+    from mhindex.lm import ModelOptions
 
 
 def question_problem(record: Any) -> str | None:
@@ -320,15 +321,6 @@ def score_methods(
     return {name: aggregate(records, by_id, budget, verdicts.get(name)) for name, records in predictions.items()}
 
 
-def load_judge(spec: str | None, model: Any, home: Path | None):
-    """The judge's language model (loaded like --lm, sharing the call cache), or None."""
-    if not spec:
-        return None
-    from mhindex.lm import load_lm
-
-    return load_lm(spec, home=home, threads=model.lm_threads if model else None, cache=model.cache if model else True)
-
-
 @dataclass
 class Evaluation:
     folder: Path
@@ -353,160 +345,205 @@ def default_folder(
     return corpus.root / "eval" / f"{slug}-{backend}-s{seed}{suffix}"
 
 
-def evaluate(
-    corpus: CorpusDir,
-    methods: list[str],
-    *,
-    model: Any = None,
-    backend: BackendSpec | str = "lucene",
-    method_options: dict[str, Any] | None = None,
-    limit: int | None = None,
-    seed: int = 13370,
-    split: str = "auto",
-    sweeps: Sequence[str] = (),
-    tune_limit: int | None = None,
-    tune_metric: str = "recall",
-    out: Path | None = None,
-    workers: int = 1,
-    budget: int = 15,
-    home: Path | None = None,
-    judge: str | None = None,
-) -> Evaluation:
-    """Run `methods` on a seeded sample of the corpus's questions, resuming from the predictions
+@dataclass(frozen=True)
+class EvalPlan:
+    """What `mhindex eval` was asked, parsed and checked once where the command starts: the corpus, the
+    methods and each one's settings, the variants a `--sweep` makes and which of them a tuning chooses
+    among, the backend and the model, the sample, and where the answers go."""
+
+    corpus: CorpusDir
+    methods: list[str]
+    backend: BackendSpec
+    model: ModelOptions
+    #: every variant's name (`oner@k=5`, or the method's own) and its settings
+    settings: dict[str, Any]
+    runs: list[Variant]
+    #: the variants a tuning chooses among (a method swept over two or more values)
+    grid: list[Variant]
+    limit: int | None = None
+    seed: int = 13370
+    split: str = "auto"
+    tune_limit: int | None = None
+    tune_metric: str = "recall"
+    out: Path | None = None
+    workers: int = 1
+    budget: int = 15
+    judge: str | None = None
+
+    @classmethod
+    def make(
+        cls,
+        corpus: CorpusDir,
+        methods: Sequence[str],
+        backend: BackendSpec,
+        model: ModelOptions | None = None,
+        method_options: dict[str, Any] | None = None,
+        sweeps: Sequence[str] = (),
+        **sample: Any,
+    ) -> EvalPlan:
+        """The plan, or a one-line UsageError for what cannot be run (no method, an unknown setting, a
+        tuning with nothing to choose); `sample`: limit, seed, split, tune_limit, tune_metric, out,
+        workers, budget, judge."""
+        from mhindex.lm import ModelOptions, resolve_spec
+        from mhindex.methods import settings_for
+
+        names = list(dict.fromkeys(methods))
+        if not names:
+            raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
+        if sample.get("tune_metric", "recall") not in TUNE_METRICS:
+            raise UsageError(f"--tune-metric must be one of {', '.join(TUNE_METRICS)}, not {sample['tune_metric']!r}")
+        base = settings_for(names, method_options or {})
+        runs = variants(names, parse_sweeps(list(sweeps), names))
+        grid = [v for v in runs if sum(w.method == v.method for w in runs) > 1]
+        if sample.get("tune_limit") is not None and not grid:
+            raise UsageError("--tune-on picks the best of a --sweep: give one of two or more values, e.g. k=2,4,6,8")
+        settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
+        model = model or ModelOptions()
+        model = dataclasses.replace(model, lm=resolve_spec(model.lm))
+        return cls(corpus, names, backend, model, settings, runs, grid, **sample)
+
+
+def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
+    """Run the plan's methods on a seeded sample of the corpus's questions, resuming from the predictions
     already in the folder, and write `metrics.json` and `chart.png` there (the papers' table)."""
-    from mhindex import __version__, ui
-    from mhindex.backends import BackendSpec
-    from mhindex.eval.report import bar_chart, run_title
-    from mhindex.lm import ModelOptions, resolve_spec
-    from mhindex.locks import evaluating
-    from mhindex.methods import Query, settings_for
-    from mhindex.methods.run import run_questions
     from mhindex.methods.session import Session
 
-    model = model or ModelOptions()
-    lm_spec = resolve_spec(model.lm)
-    names = list(dict.fromkeys(methods))
-    if not names:
-        raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
-    if tune_metric not in TUNE_METRICS:
-        raise UsageError(f"--tune-metric must be one of {', '.join(TUNE_METRICS)}, not {tune_metric!r}")
-    base = settings_for(names, method_options or {})
-    runs = variants(names, parse_sweeps(list(sweeps), names))
-    grid = [v for v in runs if sum(w.method == v.method for w in runs) > 1]  # the variants a tuning chooses among
-    if tune_limit is not None and not grid:
-        raise UsageError("--tune-on picks the best of a --sweep: give one of two or more values, e.g. k=2,4,6,8")
-    settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
-    manifest = corpus.manifest()
-    dataset = manifest.get("dataset")
+    corpus, lm_spec = plan.corpus, str(plan.model.lm)
     # Tuning questions come first in the seeded order and the reported ones after them: disjoint by id.
     tuning: list[dict] = []
-    if tune_limit is not None:
-        tuning, split = sample_of_split(corpus, tune_limit, seed, split)
-    questions, split = sample_of_split(corpus, limit, seed, split, skip=len(tuning))
+    split = plan.split
+    if plan.tune_limit is not None:
+        tuning, split = sample_of_split(corpus, plan.tune_limit, plan.seed, split)
+    questions, split = sample_of_split(corpus, plan.limit, plan.seed, split, skip=len(tuning))
     if not questions:
         raise UsageError(
             f"corpus '{corpus.name}' has no questions with answers to evaluate"
             + (f" beyond the {len(tuning)} tuned on" if tuning else "")
         )
-    spec = BackendSpec.parse(backend)
-    folder = out or default_folder(
-        corpus, lm_spec, spec.label if spec.parts else spec.name, seed, limit, split, len(tuning) or None
+    spec = plan.backend
+    folder = plan.out or default_folder(
+        corpus, lm_spec, spec.label if spec.parts else spec.name, plan.seed, plan.limit, split, len(tuning) or None
     )
     session = Session(
-        corpus, methods=names, backend=spec, model=dataclasses.replace(model, lm=lm_spec), home=home, workers=workers
+        corpus, methods=plan.methods, backend=spec, model=plan.model, home=home, workers=plan.workers, judge=plan.judge
     )
     try:
-        solvers = {v.name: session.method(v.method, settings[v.name]) for v in runs}
-        for name, solver in solvers.items():
-            trained_overlap(name, solver.trained_on(), [*tuning, *questions])
-        configuration = {
-            "corpus": corpus.name,
-            "corpus_sha256": manifest.get("corpus_sha256"),
-            "lm": redact(lm_spec),  # never a key written in the URL
-            "lm_context": session.lm.context_length,
-            "lm_threads": session.lm.threads,
-            "backend": spec.label,
-            "index": session.index.settings if session.index else None,
-            "settings": {
-                name: {**s.recorded(dataset), **solvers[name].recorded_models()} for name, s in settings.items()
-            },
-            "tool_version": __version__,
-            **({"judge": judge} if judge else {}),
-        }
-        locks = home or corpus.root.parent  # the data root, where mhindex keeps its locks
-        with evaluating(locks, folder, None, "recording an evaluation's settings"):
-            configuration = claim_folder(folder, configuration)
-        log = ui.reporter()
-
-        def answer(name: str, asked: list[dict], what: str) -> list[dict]:
-            solver = solvers[name]
-
-            def run(todo: list[dict], emit: Callable[[dict], None]) -> None:
-                with log.progress(f"{name} on {corpus.name}{what}", total=len(todo)) as bar:
-
-                    def record(result: dict) -> None:
-                        emit(result)
-                        bar.advance()
-
-                    items = ((i, Query.from_record(q, str(i))) for i, q in enumerate(todo, 1))
-                    stats = run_questions(solver, items, record, workers=workers)
-                if stats.interrupted:
-                    raise KeyboardInterrupt
-
-            with evaluating(locks, folder, name, f"answering {name}"):  # another eval may share the folder
-                found = evaluate_method(name, asked, folder, run)
-            log.info(f"{name}: {len(found)} predictions in {folder / (name + '.jsonl')}")
-            return found
-
-        tuned: dict[str, dict] = {}
-        scores: dict[str, dict] = {}
-        reported = [v.name for v in runs]
-        if tuning:
-            # Only a method with a choice to make answers the tuning sample; one beside the sweep (SearChain
-            # next to a tuned OneR and IRCoT) is reported on the same questions without that cost.
-            on_tuning = {v.name: answer(v.name, tuning, " (tuning)") for v in grid}
-            scores = score_methods(on_tuning, tuning, budget)
-            tuned = choose_settings(grid, scores, tune_metric, tuning, split, seed)
-            chosen = {t["chosen"] for t in tuned.values()}
-            reported = [v.name for v in runs if v.name in chosen or v not in grid]
-        predictions = {name: answer(name, questions, "") for name in reported}
-    except KeyboardInterrupt:
-        raise Interrupted(f"the answers so far are kept in {folder}; the same command resumes from them") from None
+        try:
+            solvers = {v.name: session.method(v.method, plan.settings[v.name]) for v in plan.runs}
+            for name, solver in solvers.items():
+                trained_overlap(name, solver.trained_on(), [*tuning, *questions])
+            configuration = _claim(plan, session, solvers, folder, home)
+            answering = _Answering(plan, session, solvers, folder, home)
+            tuned, scores, reported = answering.tune(tuning, split)
+            predictions = {name: answering.answer(name, questions, "") for name in reported}
+        except KeyboardInterrupt:
+            raise Interrupted(f"the answers so far are kept in {folder}; the same command resumes from them") from None
+        try:
+            metrics = score_methods(predictions, questions, plan.budget, session.judge())
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"the answers are kept in {folder}; the same command judges them again (the judge's calls are cached)"
+            ) from None
     finally:
         session.close()
-    judge_lm = load_judge(judge, model, home)
-    try:
-        metrics = score_methods(predictions, questions, budget, judge_lm)
-    except KeyboardInterrupt:
-        raise Interrupted(
-            f"the answers are kept in {folder}; the same command judges them again (the judge's calls are cached)"
-        ) from None
-    finally:
-        if judge_lm is not None:
-            judge_lm.close()
     report = {
         **configuration,
-        "dataset": dataset,
+        "dataset": session.dataset,
         "questions": len(questions),
-        "limit": limit,
-        "seed": seed,
+        "limit": plan.limit,
+        "seed": plan.seed,
         "split": split,
-        "budget": budget,
+        "budget": plan.budget,
         **({"tuned": tuned} if tuned else {}),
         # Every variant on the tuning sample: the sweep's recall-budget curve, as only the chosen ones go on.
         **({"tuning_methods": scores} if tuned else {}),
         "methods": metrics,
         "question_ids": [q["id"] for q in questions],  # the sample scored (mhindex report lists these)
-        "paired": paired_differences(predictions, {q["id"]: q for q in questions}, budget),
+        "paired": paired_differences(predictions, {q["id"]: q for q in questions}, plan.budget),
     }
+    _write_report(folder, report, plan, len(questions))
+    return Evaluation(folder, report)
+
+
+def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, home: Path | None) -> dict:
+    """Record what makes the predictions in run.json, or check it against what the folder holds."""
+    from mhindex import __version__
+    from mhindex.locks import evaluating
+
+    configuration = {
+        "corpus": plan.corpus.name,
+        "corpus_sha256": plan.corpus.manifest().get("corpus_sha256"),
+        "lm": redact(str(plan.model.lm)),  # never a key written in the URL
+        "lm_context": session.lm.context_length,
+        "lm_threads": session.lm.threads,
+        "backend": plan.backend.label,
+        "index": session.index.settings if session.index else None,
+        "settings": {
+            name: {**s.recorded(session.dataset), **solvers[name].recorded_models()}
+            for name, s in plan.settings.items()
+        },
+        "tool_version": __version__,
+        **({"judge": plan.judge} if plan.judge else {}),
+    }
+    locks = home or plan.corpus.root.parent  # the data root, where mhindex keeps its locks
+    with evaluating(locks, folder, None, "recording an evaluation's settings"):
+        return claim_folder(folder, configuration)
+
+
+class _Answering:
+    """Each variant's answers to a sample, resumed from its predictions file under the folder's lock."""
+
+    def __init__(self, plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, home: Path | None):
+        self.plan, self.solvers, self.folder = plan, solvers, folder
+        self.locks = home or plan.corpus.root.parent
+
+    def answer(self, name: str, asked: list[dict], what: str) -> list[dict]:
+        from mhindex import ui
+        from mhindex.locks import evaluating
+        from mhindex.methods import Query
+        from mhindex.methods.run import run_questions
+
+        solver, log = self.solvers[name], ui.reporter()
+
+        def run(todo: list[dict], emit: Callable[[dict], None]) -> None:
+            with log.progress(f"{name} on {self.plan.corpus.name}{what}", total=len(todo)) as bar:
+
+                def record(result: dict) -> None:
+                    emit(result)
+                    bar.advance()
+
+                items = ((i, Query.from_record(q, str(i))) for i, q in enumerate(todo, 1))
+                stats = run_questions(solver, items, record, workers=self.plan.workers)
+            if stats.interrupted:
+                raise KeyboardInterrupt
+
+        with evaluating(self.locks, self.folder, name, f"answering {name}"):  # another eval may share the folder
+            found = evaluate_method(name, asked, self.folder, run)
+        log.info(f"{name}: {len(found)} predictions in {self.folder / (name + '.jsonl')}")
+        return found
+
+    def tune(self, tuning: list[dict], split: str) -> tuple[dict[str, dict], dict[str, dict], list[str]]:
+        """What each tuned method chose on the tuning sample, every variant's scores there, and the variants
+        to report. Only a method with a choice to make answers the tuning sample; one beside the sweep
+        (SearChain next to a tuned OneR and IRCoT) is reported on the same questions without that cost."""
+        plan = self.plan
+        if not tuning:
+            return {}, {}, [v.name for v in plan.runs]
+        on_tuning = {v.name: self.answer(v.name, tuning, " (tuning)") for v in plan.grid}
+        scores = score_methods(on_tuning, tuning, plan.budget)
+        tuned = choose_settings(plan.grid, scores, plan.tune_metric, tuning, split, plan.seed)
+        chosen = {t["chosen"] for t in tuned.values()}
+        return tuned, scores, [v.name for v in plan.runs if v.name in chosen or v not in plan.grid]
+
+
+def _write_report(folder: Path, report: dict, plan: EvalPlan, questions: int) -> None:
+    from mhindex.eval.report import bar_chart, run_title
+
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    bar_chart(
-        {dataset or corpus.name: metrics},
-        folder / "chart.png",
-        run_title(dataset or corpus.name, len(questions), redact(lm_spec), spec.label),
-    )
-    return Evaluation(folder, report)
+    dataset = report["dataset"] or plan.corpus.name
+    lm = redact(str(plan.model.lm))
+    bar_chart({dataset: report["methods"]}, folder / "chart.png", run_title(dataset, questions, lm, plan.backend.label))
 
 
 def score_file(
@@ -535,6 +572,8 @@ def score_file(
             f"{predictions}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})"
         )
     asked = {i: gold[i] for i in ids}
+    from mhindex.methods.session import load_judge
+
     judge_lm = load_judge(judge, model, home)
     try:
         verdicts = judge_predictions(judge_lm, records, asked) if judge_lm is not None else None

@@ -280,6 +280,12 @@ class Method(ABC):
         return set()
 
     @classmethod
+    def resumable(cls, home: Path) -> list[Path]:
+        """Work kept under the data root so that an interrupted run resumes (a partial training), which
+        `mhindex gc` reports and leaves."""
+        return []
+
+    @classmethod
     def trace_steps(cls, record: dict) -> list[TraceStep]:
         """The answer record's trace as steps of labelled rows (`ask`'s tree and the report's page draw
         these): here each step's query, the paragraphs it brought and the sentence written, then the

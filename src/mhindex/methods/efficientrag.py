@@ -38,6 +38,7 @@ from mhindex.methods.base import (
     text_of,
     trace_step,
 )
+from mhindex.methods.prompts import prompt_set_for, prompt_sets
 from mhindex.methods.reader import Reader
 from mhindex.methods.settings import ReaderSettings, demo_set
 from mhindex.options import option
@@ -46,8 +47,13 @@ from mhindex.requirements import package
 DEVICES = ("auto", "cpu", "cuda")
 GENERATORS = ("efficientrag", "ircot")
 # The released QA prompts (src/efficientrag_qa.py), by the corpus's dataset; others get MuSiQue's.
-ANSWER_PROMPTS = ("hotpotqa", "2wikimultihopqa", "musique")
+ANSWER_PROMPTS = prompt_sets("efficientrag", "answer_", ".txt")  # the released QA prompt of each dataset
 SYSTEM = "You are a helpful assistant."  # the released models' system message (language_models/llama.py)
+
+
+def answer_prompt(dataset: str | None) -> str:
+    """The released QA prompt a corpus of `dataset` takes: its own where the release has one, else MuSiQue's."""
+    return prompt_set_for(dataset, ANSWER_PROMPTS, "musique")
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ class EfficientRAGSettings(ReaderSettings):
     def recorded(self, dataset: str | None) -> dict:
         recorded = {**asdict(self), "demos_from": demo_set(self, dataset)}
         if self.generator == "efficientrag":  # IRCoT's reader settings do not apply
-            recorded["answer_prompt"] = dataset if dataset in ANSWER_PROMPTS else "musique"
+            recorded["answer_prompt"] = answer_prompt(dataset)
         return recorded
 
 
@@ -112,7 +118,7 @@ class EfficientRAG(Method):
         self.models = {"labeler": str(labeler_dir), "filter": str(filter_dir), "trained": _trained(labeler_dir.parent)}
         self._trained_ids = _trained_ids(labeler_dir.parent)
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
-        self.answer_prompt_name = f"answer_{context.dataset if context.dataset in ANSWER_PROMPTS else 'musique'}"
+        self.answer_prompt_name = f"answer_{answer_prompt(context.dataset)}"
         self.answer_prompt = (
             resources.files("mhindex")
             .joinpath("prompts", "efficientrag", f"{self.answer_prompt_name}.txt")
@@ -168,6 +174,12 @@ class EfficientRAG(Method):
 
     def trained_on(self) -> set[str]:
         return self._trained_ids
+
+    @classmethod
+    def resumable(cls, home: Path) -> list[Path]:
+        from mhindex.methods.efficientrag_models import models_root
+
+        return list(models_root(home).glob("*.partial"))
 
     @classmethod
     def trace_steps(cls, record: dict) -> list[TraceStep]:

@@ -56,11 +56,12 @@ from mhindex.methods.base import (
     text_of,
     trace_step,
 )
+from mhindex.methods.prompts import prompt_set_for, prompt_sets
 from mhindex.options import option
 from mhindex.text import normalize_answer
 
 ACTIONS = ("Question", "Multi_Answer_Question", "Finish")
-DEMO_SETS = ("webqsp", "cwq")
+DEMO_SETS = prompt_sets("kdcot", suffix=".json")  # the released demonstrations, one file per dataset
 # The released verifier prompt (pipeline/GPT_justify.py of AdelWang/KD-CoT).
 VERIFY_PROMPT = "Which is the correct answer for the question {question}\n{choice_1} or {choice_2}\nAssistant:"
 NEITHER = "Neither, the correct answer should be"
@@ -108,7 +109,7 @@ class KDCoTSettings:
 
 
 def demo_set(dataset: str | None) -> str:
-    return dataset if dataset in DEMO_SETS else "webqsp"
+    return prompt_set_for(dataset, DEMO_SETS, "webqsp")
 
 
 # -- demonstrations ---------------------------------------------------------------------------

@@ -18,7 +18,31 @@ from importlib import resources
 
 from mhindex.errors import UsageError
 
-DEMO_DATASETS = ("hotpotqa", "2wikimultihopqa", "musique", "iirc")
+
+@cache
+def prompt_sets(method: str, prefix: str = "", suffix: str = "") -> tuple[str, ...]:
+    """The datasets a method's shipped prompts cover, read off its folder under mhindex/prompts: the
+    folders in it (IRCoT's, one per dataset), or the files `PREFIX<dataset>SUFFIX` (one file per dataset)."""
+    folder = resources.files("mhindex").joinpath("prompts", method)
+    names = []
+    for entry in folder.iterdir():
+        if not prefix and not suffix and entry.is_dir():
+            names.append(entry.name)
+        elif (prefix or suffix) and entry.name.startswith(prefix) and entry.name.endswith(suffix):
+            names.append(entry.name[len(prefix) : len(entry.name) - len(suffix)])
+    return tuple(sorted(names))
+
+
+def prompt_set_for(dataset: str | None, sets: tuple[str, ...], default: str) -> str:
+    """The set a corpus of `dataset` takes (its declared demonstration set, where the prompts have it), else
+    the method's default."""
+    from mhindex.corpora import demonstration_set
+
+    wanted = demonstration_set(dataset)
+    return wanted if wanted in sets else default
+
+
+DEMO_DATASETS = prompt_sets("ircot")
 SEPARATOR = "\n\n\n"  # between demonstrations, as in the released files
 COT_INSTRUCTION = "Answer the following question by reasoning step-by-step."
 DIRECT_INSTRUCTION = "Answer the following question."

@@ -8,32 +8,47 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from mhindex.backends import BackendSpec
+from mhindex.backends import DEFAULT_BACKEND, BackendSpec
 from mhindex.home import CorpusDir
-from mhindex.lm import ModelOptions
+from mhindex.lm import LanguageModel, ModelOptions
 from mhindex.methods import MethodContext, make_method, method_class
 
 
+def load_judge(spec: str | None, model: ModelOptions | None, home: Path | None) -> LanguageModel | None:
+    """The judge's language model (loaded like --lm, with its threads and call cache), or None."""
+    if not spec:
+        return None
+    from mhindex.lm import load_lm
+
+    return load_lm(spec, home=home, threads=model.lm_threads if model else None, cache=model.cache if model else True)
+
+
 class Session:
+    """`judge`: the LM that scores answers (EfficientRAG's Accuracy), loaded when first asked for."""
+
     def __init__(
         self,
         corpus: CorpusDir | None,
         *,
         methods: list[str],
-        backend: BackendSpec | str = "lucene",
+        backend: BackendSpec | None = None,
         model: ModelOptions | None = None,
         home: Path | None = None,
         workers: int = 1,
+        judge: str | None = None,
     ) -> None:
         from mhindex.backends import open_index
         from mhindex.lm import load_lm
 
         model = model or ModelOptions()
+        self.model, self.judge_spec = model, judge
+        self._judge: LanguageModel | None = None
         self.corpus = corpus
         self.dataset = corpus.manifest().get("dataset") if corpus else None
         retrieves = any(method_class(name).needs_retriever for name in methods)
         #: the index, opened once for every method of the session (None when none retrieves)
-        self.index = open_index(corpus, backend) if retrieves else None
+        spec = backend or BackendSpec.parse(DEFAULT_BACKEND)
+        self.index = open_index(corpus, spec) if retrieves else None
         self.retriever = self.index.retriever if self.index else None
         self.home = home
         # A local model gets one slot per question answered at once, so `workers` questions decode together.
@@ -61,7 +76,16 @@ class Session:
             ),
         )
 
+    def judge(self) -> LanguageModel | None:
+        """The judge's model (None when none was asked for), loaded once."""
+        if self._judge is None and self.judge_spec:
+            self._judge = load_judge(self.judge_spec, self.model, self.home)
+        return self._judge
+
     def close(self) -> None:
+        judge = getattr(self, "_judge", None)
+        if judge is not None:
+            judge.close()
         if getattr(self, "lm", None) is not None:
             self.lm.close()
         if self.index is not None:

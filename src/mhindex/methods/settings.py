@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from mhindex.methods.prompts import prompt_set_for, prompt_sets
 from mhindex.options import option
 
-DEMO_SETS = ("hotpotqa", "2wikimultihopqa", "musique", "iirc")
+DEMO_SETS = prompt_sets("ircot")  # IRCoT's released demonstrations, one folder per dataset
+DEFAULT_DEMOS = "musique"  # for a corpus whose dataset has none (a user's own corpus)
 CLEAN_QUERIES_HELP = (
     "Queries as IRCoT's release sends them: without who/what/when/where/why/which/how/does/is, and "
     "a reasoning step's query is the last sentence that is not reasoning ('So ...', arithmetic), else "
@@ -57,4 +59,4 @@ class ReaderSettings:
 
 def demo_set(settings: ReaderSettings, dataset: str | None) -> str:
     """The demonstrations to use: those asked for, else the corpus's dataset's, else MuSiQue's."""
-    return settings.demos_from or (dataset if dataset in DEMO_SETS else "musique")
+    return settings.demos_from or prompt_set_for(dataset, DEMO_SETS, DEFAULT_DEMOS)

@@ -39,11 +39,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from mhindex import ui
+from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import Interrupted, UsageError
 from mhindex.home import CorpusDir
 from mhindex.methods.efficientrag_models import (
@@ -57,6 +58,9 @@ from mhindex.methods.efficientrag_models import (
     resolve_device,
     words,
 )
+
+if TYPE_CHECKING:
+    from mhindex.backends import BackendSpec
 
 BUILDER_VERSION = 1
 # Lucene's English stop set plus question words: not content words for coverage and fallbacks.
@@ -308,7 +312,7 @@ class TrainSettings:
     device: str = "auto"
     checkpoint_every: int = 50
     stop_after: int | None = None  # optimiser steps (both models together) before stopping, to resume later
-    backend: str = "lucene"
+    backend: str = DEFAULT_BACKEND
     negatives_from_top: int = 10
     threads: int | None = None
 
@@ -323,14 +327,15 @@ class TrainResult:
 
 
 def train(
-    home: Path, corpus: CorpusDir, settings: TrainSettings, backend_options: dict | None = None, restart: bool = False
+    home: Path, corpus: CorpusDir, settings: TrainSettings, backend: BackendSpec | None = None, restart: bool = False
 ) -> TrainResult:
     """Build the training data, train the Labeler & Tagger then the Filter (resuming from the
     last checkpoint of the same data and settings), score both on the held-out questions, and
-    put them where `ask --method efficientrag` finds them."""
+    put them where `ask --method efficientrag` finds them. `backend`: the index the negatives come from
+    (`settings.backend` with no options when not given)."""
     import torch
 
-    from mhindex.backends import open_retriever
+    from mhindex.backends import BackendSpec, open_retriever
     from mhindex.encoders import resolve_encoder
 
     if not 0 <= settings.held_out < 1:
@@ -342,7 +347,7 @@ def train(
     work = target.with_name(corpus.name + ".partial")
     if restart:
         shutil.rmtree(work, ignore_errors=True)
-    retriever = open_retriever(corpus, settings.backend, backend_options)
+    retriever = open_retriever(corpus, backend or BackendSpec.parse(settings.backend))
     try:
         data = build_training_data(corpus, retriever, top=settings.negatives_from_top, split=settings.split)
     finally:
