@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+from collections.abc import Callable
 
 _PR_SET_PDEATHSIG = 1
 
@@ -27,7 +28,7 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def child_of_this_process():
+def child_of_this_process() -> Callable[[], None]:
     """A `preexec_fn` for subprocess: the child is killed when this process ends."""
     parent = os.getpid()
     return lambda: die_with_parent(parent)

@@ -109,7 +109,7 @@ class Registry(Mapping[str, T], Generic[T]):
         if name not in names:
             raise unknown(self.kind, name, names)
         try:
-            loaded = _import(names[name])
+            loaded: T = _import(names[name])
             problem = self._check(loaded) if self._check else None
         except Exception as error:
             if self.builtin(name):

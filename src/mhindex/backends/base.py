@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from mhindex.home import CorpusDir
 from mhindex.requirements import Requirement
@@ -25,13 +25,29 @@ class Hit:
     text: str
     score: float
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "text": self.text, "score": round(self.score, 4)}
 
 
 #: A fusion's view of one part's ranking: id, score, and the hit where the part read its text (its top k:
 #: a paragraph that one part alone ranks below k is never in a fused top k, so only those are read).
 Candidate = tuple[str, float, Hit | None]
+
+
+@runtime_checkable
+class TitleSearch(Protocol):
+    """A retriever that ranks pages by their title itself (Lucene's title field), for IRCoT's title
+    retrieval; others get their best paragraph per page (`search_titles`)."""
+
+    def search_titles(self, query: str, k: int) -> list[Hit]: ...
+
+
+@runtime_checkable
+class CandidateSearch(Protocol):
+    """A retriever that ranks ids and scores cheaply and reads text for its top `keep` only (Lucene), for a
+    fusion's parts."""
+
+    def candidates(self, queries: Sequence[str], depth: int, keep: int) -> list[list[Candidate]]: ...
 
 
 class Retriever(Protocol):
@@ -145,7 +161,6 @@ def distinct_titles(ranked: Callable[[int], list[Hit]], k: int, total: int) -> l
 def search_titles(retriever: Retriever, query: str, k: int) -> list[Hit]:
     """One paragraph for each of the `k` pages whose title best matches `query` (IRCoT's title
     retrieval): the engine's own title search where it has one, else its best paragraph per page."""
-    own = getattr(retriever, "search_titles", None)
-    if own is not None:
-        return own(query, k)
+    if isinstance(retriever, TitleSearch):
+        return retriever.search_titles(query, k)
     return distinct_titles(lambda depth: retriever.search(query, depth), k, 1 << 62)

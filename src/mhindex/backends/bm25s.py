@@ -29,7 +29,7 @@ class Bm25sOptions:
     threads: int = option(1, "Threads for indexing and batched search.", min=1, stage="both")
 
 
-def _engine():
+def _engine() -> tuple[Any, Any]:
     try:
         import bm25s
         import Stemmer
@@ -77,7 +77,7 @@ class Bm25sRetriever:
         self._paragraphs = corpus.paragraphs()
         self._threads = options.threads
 
-    def _tokens(self, queries: Sequence[str]):
+    def _tokens(self, queries: Sequence[str]) -> Any:
         return self._bm25s.tokenize(
             list(queries), stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
         )

@@ -18,7 +18,7 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,7 @@ class ColbertUnavailable(MhindexError):
     pass
 
 
-def _prepare(home: Path, threads: int):
+def _prepare(home: Path, threads: int) -> Any:
     """Environment colbert-ai needs before its import: offline hub, our extension cache, CPU threads."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -99,7 +99,7 @@ def _drop_stale_locks(extensions: Path) -> None:
 
 
 @contextlib.contextmanager
-def _quiet(log: Path):
+def _quiet(log: Path) -> Iterator[None]:
     """colbert-ai prints its configuration and progress on stdout, and FAISS's k-means prints its
     warnings from C on descriptor 2; keep both descriptors for our output (and progress line, which
     writes to its own copy of descriptor 2) by sending them to the log while colbert-ai runs."""
@@ -262,7 +262,7 @@ class ColbertRetriever:
             )
         self._paragraphs = corpus.paragraphs()
 
-    def _hits(self, pids, scores) -> list[Hit]:
+    def _hits(self, pids: Sequence[int], scores: Sequence[float]) -> list[Hit]:
         hits = []
         for pid, score in zip(pids, scores, strict=True):
             record = self._paragraphs[int(pid)]

@@ -82,7 +82,7 @@ class DenseOptions:
     max_length: int = 256
 
 
-def recorded_runtime(options, manifest: dict[str, Any]):
+def recorded_runtime(options: Any, manifest: dict[str, Any]) -> Any:
     """Indexes built before the runtime was an option were encoded by torch: keep encoding queries so."""
     if "encoder_runtime" in (manifest.get("options") or {}):
         return options
@@ -109,7 +109,7 @@ def _work_dir(corpus: CorpusDir, options: DenseOptions) -> Path:
     return corpus.indexes / f"{WORK_PREFIX}{key}"
 
 
-def _faiss():
+def _faiss() -> Any:
     try:
         import faiss
     except ImportError:
@@ -133,7 +133,7 @@ class Vectors:
 
         lengths = [len(np.load(s, mmap_mode="r")) for s in shards]  # headers only
 
-        def rows(chosen):
+        def rows(chosen: Any) -> Any:
             parts, start = [], 0
             for shard, length in zip(shards, lengths, strict=True):
                 inside = chosen[(chosen >= start) & (chosen < start + length)] - start
@@ -145,7 +145,7 @@ class Vectors:
         return cls(lengths, lambda i: np.ascontiguousarray(np.load(shards[i], mmap_mode="r")), rows, dim)
 
     @classmethod
-    def of_array(cls, array, order, chunk_size: int) -> Vectors:
+    def of_array(cls, array: Any, order: Any, chunk_size: int) -> Vectors:
         """`array` (a np.memmap of a file) row `order[i]` is paragraph i's vector (row i without an order).
 
         In corpus order, rows are read from the file with pread, never through the map: mapped pages
@@ -160,24 +160,24 @@ class Vectors:
         row_bytes = dim * dtype.itemsize
         path, offset = getattr(array, "filename", None), int(getattr(array, "offset", 0))
 
-        def read(first: int, rows: int):
+        def read(first: int, rows: int) -> Any:
             with open(path, "rb") as handle:  # type: ignore[arg-type]  # a memmap has its filename
                 data = os.pread(handle.fileno(), rows * row_bytes, offset + first * row_bytes)
             return np.frombuffer(data, dtype=dtype).reshape(rows, dim).astype(np.float32)
 
-        def gathered(positions):
+        def gathered(positions: Any) -> Any:
             picked = np.array(array[np.asarray(order)[positions]], dtype=np.float32, order="C")
             mapped = getattr(array, "_mmap", None)
             if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
                 mapped.madvise(mmap.MADV_DONTNEED)
             return picked
 
-        def chunk(number: int):
+        def chunk(number: int) -> Any:
             first = starts[number]
             rows = min(chunk_size, count - first)
             return read(first, rows) if order is None and path else gathered(slice(first, first + rows))
 
-        def rows(chosen):
+        def rows(chosen: Any) -> Any:
             if order is not None or not path:
                 return gathered(chosen)
             # Sorted rows, read a chunk of the file at a time: one pass, one chunk in memory.
@@ -190,7 +190,7 @@ class Vectors:
 
         return cls([min(chunk_size, count - s) for s in starts], chunk, rows, dim)
 
-    def sample(self, size: int, seed: int = 0):
+    def sample(self, size: int, seed: int = 0) -> Any:
         """`size` vectors drawn uniformly (seeded)."""
         import numpy as np
 
@@ -198,7 +198,7 @@ class Vectors:
         return self.rows(np.sort(np.random.default_rng(seed).choice(count, size=min(size, count), replace=False)))
 
 
-def build_faiss_index(faiss, vectors: Vectors, options: DenseOptions):
+def build_faiss_index(faiss: Any, vectors: Vectors, options: DenseOptions) -> Any:
     """The FAISS index of the vectors, added one chunk at a time: flat and HNSW hold every vector
     in memory by nature, but IVF-PQ never needs more than its codes, its training sample and one
     chunk, so it builds corpora whose vectors do not fit in memory."""
@@ -274,7 +274,7 @@ def given_vectors(corpus: CorpusDir, options: DenseOptions, dim: int) -> Vectors
     return Vectors.of_array(array, order, options.shard_size)
 
 
-def vector_order(corpus: CorpusDir, ids_file: Path, rows: int):
+def vector_order(corpus: CorpusDir, ids_file: Path, rows: int) -> Any:
     """For each paragraph in corpus order, its row in the vectors, from the vectors' ids (one a line).
     Matched by sorting 64-bit keys, not a dict: 21M ids take 0.5 GB, not 3."""
     import numpy as np
@@ -310,7 +310,7 @@ def vectors_record(options: DenseOptions) -> dict[str, Any]:
     return {"path": str(path), "bytes": stat.st_size, "modified": stat.st_mtime}
 
 
-def read_faiss_index(faiss, path: Path, memory_map: bool):
+def read_faiss_index(faiss: Any, path: Path, memory_map: bool) -> Any:
     """IVF-PQ (`memory_map`) stays on disk: its inverted lists are memory-mapped and a query reads
     only the lists it probes (the page cache keeps the hot ones). Flat and HNSW load into memory."""
     flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if memory_map else 0
@@ -370,7 +370,7 @@ class DenseBackend(Backend):
 
     @staticmethod
     def _encode(
-        paragraphs, encoder: Encoder | OnnxEncoder, work: Path, options: DenseOptions
+        paragraphs: Any, encoder: Encoder | OnnxEncoder, work: Path, options: DenseOptions
     ) -> tuple[list[Path], int]:
         """Encode the corpus into .npy shards of `shard_size` vectors; a shard already on disk (an
         interrupted run's) is kept. Only one shard's paragraphs are in memory at a time."""
@@ -397,7 +397,7 @@ class DenseBackend(Backend):
                     order[start : start + options.batch_size] for start in range(0, len(chunk), options.batch_size)
                 ]
 
-                def encoded(batch: list[int], chunk=chunk):
+                def encoded(batch: list[int], chunk: Any = chunk) -> Any:
                     return encoder.encode([chunk[i][0] for i in batch], [chunk[i][1] for i in batch])
 
                 with ThreadPoolExecutor(encoder.parallel) as pool:
@@ -440,7 +440,7 @@ class DenseRetriever:
             context.models,
         )
 
-    def _hits(self, scores, positions) -> list[Hit]:
+    def _hits(self, scores: Any, positions: Any) -> list[Hit]:
         hits = []
         for score, position in zip(scores, positions, strict=True):
             if position < 0:

@@ -119,7 +119,7 @@ def connection_settings(options: ElasticsearchOptions) -> dict[str, Any]:
     }
 
 
-def client(options: ElasticsearchOptions):
+def client(options: ElasticsearchOptions) -> Any:
     from mhindex.http import RETRY_STATUS  # here, not at the top: the CLI reads this module's options at start-up
 
     try:
@@ -250,15 +250,15 @@ class _SharedStream:
     """One action stream drained by several bulk workers: each takes the next action under a lock,
     and a failure in one worker ends the stream for all."""
 
-    def __init__(self, actions: Iterator[dict]) -> None:
+    def __init__(self, actions: Iterator[dict[str, Any]]) -> None:
         self._actions = actions
         self._lock = threading.Lock()
         self._stopped = False
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return self
 
-    def __next__(self) -> dict:
+    def __next__(self) -> dict[str, Any]:
         with self._lock:
             if self._stopped:
                 raise StopIteration
@@ -268,7 +268,7 @@ class _SharedStream:
         self._stopped = True
 
 
-def bulk_index(es, actions: Iterator[dict], workers: int, chunk_size: int) -> int:
+def bulk_index(es: Any, actions: Iterator[dict[str, Any]], workers: int, chunk_size: int) -> int:
     """`workers` `streaming_bulk` loops over one action stream. Each sends its next request only
     when the last one was answered, so at most workers x chunk_size documents are in memory (the
     back-pressure), and each retries the documents a busy cluster rejects with 429, backing off
@@ -313,12 +313,14 @@ def bulk_index(es, actions: Iterator[dict], workers: int, chunk_size: int) -> in
         return sum(future.result() for future in futures)
 
 
-def _actions(corpus_file: Path, index: str, bar, encoder=None, batch_size: int = 32) -> Iterator[dict]:
+def _actions(
+    corpus_file: Path, index: str, bar: Any, encoder: Any = None, batch_size: int = 32
+) -> Iterator[dict[str, Any]]:
     """Index actions in corpus order; with an encoder, each carries the paragraph's vector, encoded
     from (title, text) exactly as the dense backend encodes it."""
 
-    def batches() -> Iterator[list[tuple[int, dict]]]:
-        batch: list[tuple[int, dict]] = []
+    def batches() -> Iterator[list[tuple[int, dict[str, Any]]]]:
+        batch: list[tuple[int, dict[str, Any]]] = []
         with open(corpus_file, "rb") as source:
             for line in source:
                 batch.append((len(line), orjson.loads(line)))
@@ -338,7 +340,7 @@ def _actions(corpus_file: Path, index: str, bar, encoder=None, batch_size: int =
             yield {"_op_type": "index", "_index": index, "_id": record["id"], "_source": source}
 
 
-def _encoder(options: ElasticsearchOptions, name: str | None, context: BackendContext):
+def _encoder(options: ElasticsearchOptions, name: str | None, context: BackendContext) -> Any:
     from mhindex.encoders import make_encoder
 
     return make_encoder(name, options.encoder_runtime, options.max_length, options.threads, context.models)
@@ -440,7 +442,7 @@ class ElasticsearchBackend(Backend):
 class ElasticsearchRetriever:
     """Thread-safe: the client pools connections, and nothing here changes after opening."""
 
-    def __init__(self, es, alias: str, options: ElasticsearchOptions, encoder=None) -> None:
+    def __init__(self, es: Any, alias: str, options: ElasticsearchOptions, encoder: Any = None) -> None:
         self._es = es
         self._alias = alias
         self._options = options
@@ -448,14 +450,14 @@ class ElasticsearchRetriever:
         self._encoding = threading.Lock()  # one torch forward pass at a time; searches overlap
 
     @staticmethod
-    def _hits(response) -> list[Hit]:
+    def _hits(response: Any) -> list[Hit]:
         hits = []
         for hit in response["hits"]["hits"]:
             source = hit["_source"]
             hits.append(Hit(source["id"], source["title"], source["paragraph_text"], float(hit["_score"] or 0.0)))
         return hits
 
-    def _bodies(self, queries: Sequence[str], k: int, titles: Sequence[str] | None) -> list[list[dict]]:
+    def _bodies(self, queries: Sequence[str], k: int, titles: Sequence[str] | None) -> list[list[dict[str, Any]]]:
         """Per query, the searches its mode runs: BM25, kNN, or both (each RRF_DEPTH deep)."""
         mode = self._options.es_mode
         if mode == "bm25":
@@ -474,7 +476,7 @@ class ElasticsearchRetriever:
         from elastic_transport import ConnectionError as TransportConnectionError
 
         bodies = self._bodies(queries, k, titles)
-        searches: list[dict] = []
+        searches: list[dict[str, Any]] = []
         for group in bodies:
             for body in group:
                 searches += [{"index": self._alias}, body]

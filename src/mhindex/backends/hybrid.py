@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from mhindex.backends.base import Backend, Candidate, Hit, Retriever
+from mhindex.backends.base import Backend, Candidate, CandidateSearch, Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.options import option
 
@@ -97,9 +97,8 @@ def _as_candidates(hits: Sequence[Hit]) -> list[Candidate]:
 def _candidates(retriever: Retriever, queries: Sequence[str], depth: int, keep: int) -> list[list[Candidate]]:
     """Each query's ranking by a part: from `candidates` where the engine has it (Lucene: the text of
     its top `keep` only), else its hits."""
-    own = getattr(retriever, "candidates", None)
-    if own is not None:
-        return own(queries, depth, keep)
+    if isinstance(retriever, CandidateSearch):
+        return retriever.candidates(queries, depth, keep)
     if len(queries) == 1:
         return [_as_candidates(retriever.search(queries[0], depth))]
     return [_as_candidates(hits) for hits in retriever.search_many(queries, depth)]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import orjson
 
@@ -32,7 +32,7 @@ def recorded_options(options: Any) -> dict[str, Any]:
 @dataclass
 class IndexResult:
     path: Path
-    manifest: dict
+    manifest: dict[str, Any]
     rebuilt: bool
 
 
@@ -40,7 +40,7 @@ class IndexDamaged(UsageError):
     """An index that is there but cannot be read or searched: rebuilding it is the way out."""
 
 
-def _read_manifest(path: Path, strict: bool = False) -> dict | None:
+def _read_manifest(path: Path, strict: bool = False) -> dict[str, Any] | None:
     """An index's manifest, None when there is none; one that is not an index manifest is None
     too, or with `strict` an error (a build rebuilds it; a search says to)."""
     try:
@@ -66,6 +66,10 @@ def _rebuild(corpus: CorpusDir, backend: str) -> str:
     return f"rebuild it: mhindex index {corpus.name} --backend {backend} --force"
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
 class _Checked:
     """A retriever whose engine failures (a truncated Lucene segment, a damaged FAISS file) are one
     line that names the index and says how to rebuild it, not an engine's stack trace."""
@@ -77,8 +81,8 @@ class _Checked:
         if hasattr(inner, "candidates"):  # ids and scores, text for the top only (a hybrid's parts)
             self.candidates = self._checked(inner.candidates)
 
-    def _checked(self, call):
-        def run(*args: Any, **kwargs: Any) -> Any:
+    def _checked(self, call: Callable[P, R]) -> Callable[P, R]:
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return call(*args, **kwargs)
             except MhindexError:
@@ -145,11 +149,17 @@ def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool)
     return IndexResult(target, manifest, rebuilt=True)
 
 
-def search_stream(retriever: Retriever, items, k: int, batch: int, emit) -> int:
+def search_stream(
+    retriever: Retriever,
+    items: Iterable[tuple[int, dict[str, Any] | str]],
+    k: int,
+    batch: int,
+    emit: Callable[[dict[str, Any]], None],
+) -> int:
     """Answer a stream of (line number, {"id", "query"} or why the line is bad) in input order,
     `batch` queries at a time: {"id", "hits"} or {"line", "error"} to `emit`; returns the bad lines."""
     failed = 0
-    pending: list[tuple[int, dict | str]] = []
+    pending: list[tuple[int, dict[str, Any] | str]] = []
 
     def flush() -> None:
         good = [(n, r) for n, r in pending if isinstance(r, dict)]

@@ -364,7 +364,7 @@ class LuceneRetriever:
         sort_field = classes["SortField"]
         self._order = classes["Sort"](sort_field.FIELD_SCORE, sort_field("id", classes["SortFieldType"].STRING_VAL))
 
-    def _hit(self, scored) -> Hit:
+    def _hit(self, scored: Any) -> Hit:
         """A hit of Anserini's batch search (a Result)."""
         return self._hit_of(scored.lucene_document.get("raw"), float(scored.score))
 
@@ -374,13 +374,13 @@ class LuceneRetriever:
         title = raw["title"]
         return Hit(raw["id"], title, raw["contents"][len(title) + 1 :], score)
 
-    def _top(self, query, depth: int) -> list[tuple[str, float, int]]:
+    def _top(self, query: Any, depth: int) -> list[tuple[str, float, int]]:
         """(id, score, Lucene's doc number) of the top `depth`, in Anserini's order; ids and scores
         come back as two arrays (ScoredDocs), not as an object a hit that pyjnius wraps one by one."""
         docs = self._c["ScoredDocs"].fromTopDocs(self._lucene.search(query, depth, self._order, True), self._lucene)
         return list(zip(docs.docids, docs.scores, docs.lucene_docids))
 
-    def _ranked(self, query, depth: int) -> list[Hit]:
+    def _ranked(self, query: Any, depth: int) -> list[Hit]:
         """The top `depth` of a Lucene query in Anserini's order, with their text."""
         stored = self._stored
         return [
@@ -405,7 +405,7 @@ class LuceneRetriever:
     def _terms(self, text: str) -> list[str]:
         return [str(t) for t in self._c["AnalyzerUtils"].analyze(self._analyzer, text).toArray()]
 
-    def _query(self, field: str, text: str):
+    def _query(self, field: str, text: str) -> Any:
         """Anserini's bag-of-words query of `text` on `field`; past MAX_TERMS distinct terms, cut."""
         if len(text) > MAX_TERMS:  # every term takes a character at least: shorter texts cannot be too long
             counts = Counter(self._terms(text))
@@ -419,7 +419,7 @@ class LuceneRetriever:
                 return builder.build()
         return self._generator.buildQuery(field, self._analyzer, text)
 
-    def _title_filter(self, titles: Sequence[str]):
+    def _title_filter(self, titles: Sequence[str]) -> Any:
         """Pages whose title holds all the words of one of `titles` (exactness is checked after)."""
         c = self._c
         any_title = c["BooleanQueryBuilder"]()

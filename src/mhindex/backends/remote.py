@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
 from mhindex.errors import MhindexError, UsageError
@@ -57,7 +58,7 @@ class RemoteBackend(Backend):
     addresses = ("http://", "https://")
     address_option = "remote_url"
 
-    def build(self, corpus, target, options: RemoteOptions, context: BackendContext) -> dict[str, Any]:
+    def build(self, corpus: CorpusDir, target: Path, options: RemoteOptions, context: BackendContext) -> dict[str, Any]:
         raise UsageError(
             "a remote index is built where it is served (there: mhindex index NAME, then mhindex serve NAME)"
         )
@@ -76,8 +77,13 @@ class RemoteBackend(Backend):
         )
 
 
+T = TypeVar("T")
+
+
 class RemoteRetriever:
-    def __init__(self, url: str, protocol: str, api_key: str | None, corpus_name: str = "", corpus=None) -> None:
+    def __init__(
+        self, url: str, protocol: str, api_key: str | None, corpus_name: str = "", corpus: CorpusDir | None = None
+    ) -> None:
         self.url = url.rstrip("/")
         self.protocol = protocol
         self.corpus_name = corpus_name
@@ -105,7 +111,7 @@ class RemoteRetriever:
                 f"{http.brief(response.text)}"
             ) from None
 
-    def _shape(self, path: str, reply: Any, read):
+    def _shape(self, path: str, reply: Any, read: Callable[[Any], T]) -> T:
         """`read(reply)`, or one line saying the answer has another protocol's shape."""
         try:
             return read(reply)
@@ -177,7 +183,7 @@ class RemoteRetriever:
                 )
         return results
 
-    def _colbert_hit(self, item: dict) -> Hit:
+    def _colbert_hit(self, item: dict[str, Any]) -> Hit:
         """ColBERT's passages are one text, "title | text" in its collections; the paragraph id is
         mhindex's `id` where the server adds it, else the local corpus's paragraph on line `pid`
         when its text is the served one, else the pid itself."""
@@ -205,7 +211,7 @@ class RemoteRetriever:
             self._lines.close()
 
 
-def _search_r1_hit(item: dict) -> Hit:
+def _search_r1_hit(item: dict[str, Any]) -> Hit:
     """Search-R1's documents are {"id", "contents": '"title"\\ntext'}; without scores, the document alone."""
     document = item.get("document", item)
     title, _, text = document["contents"].partition("\n")

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Union
+from typing import Any, Self, Union
 
 from mhindex.errors import MhindexError
 from mhindex.requirements import Requirement
@@ -40,7 +40,7 @@ class Completion:
     # [token, log-probability] of each generated token up to the stop, when asked for.
     token_logprobs: list[tuple[str, float]] | None = None
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return asdict(self)
 
     @property
@@ -52,14 +52,14 @@ class Completion:
 
 
 #: a conversation: {"role": "system"|"user"|"assistant", "content": str} turns; a string is one user turn
-Messages = Union[str, Sequence[dict]]
+Messages = Union[str, Sequence[dict[str, Any]]]
 #: a test on the text generated so far: generation stops as soon as it is True (IRCoT keeps only a
 #: step's first sentence, so it stops once that sentence is complete). Runtimes that stream apply
 #: it at each token; the text may run a token past the point, never short of it.
 StopWhen = Callable[[str], bool]
 
 
-def as_messages(messages: Messages) -> list[dict]:
+def as_messages(messages: Messages) -> list[dict[str, Any]]:
     return [{"role": "user", "content": messages}] if isinstance(messages, str) else [dict(m) for m in messages]
 
 
@@ -147,10 +147,10 @@ class LanguageModel(ABC):
     def close(self) -> None:  # noqa: B027 - optional: most models hold nothing to release
         pass
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

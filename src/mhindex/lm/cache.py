@@ -61,7 +61,7 @@ class CallCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+            return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def close(self) -> None:
         self._db.close()

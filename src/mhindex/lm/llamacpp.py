@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -65,12 +65,15 @@ from mhindex.lm.base import (
 from mhindex.lm.state import MIN_CHARS, PromptStates, private_folder, token_digest
 from mhindex.requirements import Requirement, package
 
+if TYPE_CHECKING:
+    import httpx
+
 # One llama.cpp server per (model file, threads, context, slots) per process, shared by every model
 # object that asks for it, with one semaphore of `slots` permits: loading is paid once, and the
 # prompt caches are shared. A server is
 # never destroyed: xllamacpp's destructor joins a server thread that does not always stop (seen
 # hanging when torch had been loaded in the same process), so servers live until the process exits.
-_SERVERS: dict[tuple, _Shared] = {}
+_SERVERS: dict[tuple[Any, ...], _Shared] = {}
 _SERVERS_LOCK = threading.Lock()
 UBATCH = 512  # llama.cpp's micro-batch (its default), set explicitly: kept states are cut at a multiple of it
 # llama.cpp's threads sleep, not spin, while they wait for each other (its default spins, poll 50): no
@@ -134,7 +137,7 @@ def _shared_server(
         return _SERVERS[key]
 
 
-def _generated(kind: str, chunks: list[dict]) -> int:
+def _generated(kind: str, chunks: list[dict[str, Any]]) -> int:
     """Tokens generated, one a streamed chunk (llama.cpp streams token by token)."""
     return sum(
         1
@@ -203,7 +206,7 @@ class LlamaCppModel(LanguageModel):
         self.reuse_prefix = reuse_prefix  # off only to measure what reuse saves
         stat = self.path.stat()
         self._identity = f"gguf:{self.path.name}:{stat.st_size}:{stat.st_mtime_ns}"
-        self._http = None
+        self._http: httpx.Client | None = None
         self._parameters: int | None = None
         self._states: PromptStates | None = None
         # Everything besides the tokens that decides a state's values (threads too: they can change
@@ -229,7 +232,7 @@ class LlamaCppModel(LanguageModel):
                 self._parameters = 0
         return self._parameters or None
 
-    def _client(self):
+    def _client(self) -> httpx.Client:
         import httpx
 
         if self._http is None:
@@ -237,16 +240,16 @@ class LlamaCppModel(LanguageModel):
         return self._http
 
     def _stream(
-        self, kind: str, body: dict, stop_when: StopWhen | None, keep: int = 0
-    ) -> tuple[str, list[dict], list[tuple[str, float]], tuple[int, float]]:
+        self, kind: str, body: dict[str, Any], stop_when: StopWhen | None, keep: int = 0
+    ) -> tuple[str, list[dict[str, Any]], list[tuple[str, float]], tuple[int, float]]:
         """Run one streamed call; returns the text, the chunks and any token log-probabilities.
         Stops early on Ctrl-C, and once `stop_when` holds for the text so far."""
-        chunks: list[dict] = []
+        chunks: list[dict[str, Any]] = []
         pieces: list[str] = []
         logprobs: list[tuple[str, float]] = []
         prefilled: list[tuple[int, float]] = []  # the opening, where it was evaluated first
 
-        def on_chunk(chunk: dict) -> bool:
+        def on_chunk(chunk: dict[str, Any]) -> bool:
             if isinstance(chunk, dict) and "prompt_progress" in chunk:  # a reading report, not output
                 ui.note_prompt(chunk["prompt_progress"])
                 return ui.stop_requested()
@@ -286,7 +289,7 @@ class LlamaCppModel(LanguageModel):
 
     # -- the opening every question shares, aligned and kept on disk (lm/state.py) ------------
 
-    def _opening_tokens(self, kind: str, body: dict, keep: int) -> list[int] | None:
+    def _opening_tokens(self, kind: str, body: dict[str, Any], keep: int) -> list[int] | None:
         """The first M tokens of the call's kept opening, M a multiple of UBATCH, checked to be the
         first M tokens of the whole prompt too; None when the opening is too short to be worth it."""
         if keep < MIN_CHARS:
@@ -311,7 +314,7 @@ class LlamaCppModel(LanguageModel):
             return None
         return tokens[:m]
 
-    def _family(self, kind: str, body: dict, opening: list[int] | None) -> str:
+    def _family(self, kind: str, body: dict[str, Any], opening: list[int] | None) -> str:
         """What a call continues: its kept opening where it has one, else how its prompt begins
         (KD-CoT's rounds, reads and checks), so each goes back to where it left off."""
         if opening is not None:
@@ -319,7 +322,7 @@ class LlamaCppModel(LanguageModel):
         text = body["prompt"] if kind == "complete" else orjson.dumps(body["messages"][:1]).decode()
         return "loose-" + hashlib.sha256(text[:LOOSE_CHARS].encode()).hexdigest()[:24]
 
-    def _enter(self, kind: str, body: dict, keep: int) -> tuple[int, float]:
+    def _enter(self, kind: str, body: dict[str, Any], keep: int) -> tuple[int, float]:
         """Before a call: the slot is made to hold the call's family. The family it held is saved
         (this process's own file), and the call's is restored from where it left off in this
         process; a family's first call starts from its opening's aligned tokens, restored from the
@@ -352,9 +355,9 @@ class LlamaCppModel(LanguageModel):
                 return 0, 0.0
             states.forget(family, f"llama.cpp could not restore the saved prompt state {path}")
         # cache_prompt off: evaluated from the first token, in micro-batches from there.
-        timings: list[dict] = []
+        timings: list[dict[str, Any]] = []
 
-        def on_chunk(chunk: dict) -> bool:
+        def on_chunk(chunk: dict[str, Any]) -> bool:
             if isinstance(chunk, dict) and chunk.get("timings"):
                 timings.append(chunk["timings"])
             if isinstance(chunk, dict) and "prompt_progress" in chunk:
@@ -400,7 +403,7 @@ class LlamaCppModel(LanguageModel):
         return list(response.json()["tokens"])
 
     def _completion(
-        self, kind: str, body: dict, stop: Sequence[str], stop_when: StopWhen | None = None, keep: int = 0
+        self, kind: str, body: dict[str, Any], stop: Sequence[str], stop_when: StopWhen | None = None, keep: int = 0
     ) -> Completion:
         started = time.perf_counter()
         text, chunks, logprobs, (opening_n, opening_ms) = self._stream(kind, body, stop_when, keep)
@@ -432,15 +435,15 @@ class LlamaCppModel(LanguageModel):
             token_logprobs=tokens_within(logprobs, text) if "logprobs" in body else None,
         )
 
-    def _prompt_of(self, kind: str, body: dict) -> str:
+    def _prompt_of(self, kind: str, body: dict[str, Any]) -> str:
         """The prompt text a call evaluated: a chat's through llama.cpp's own template endpoint."""
         if kind == "complete":
-            return body["prompt"]
+            return str(body["prompt"])
         response = self._client().post("/apply-template", json={"messages": body["messages"]})
         response.raise_for_status()
-        return response.json()["prompt"]
+        return str(response.json()["prompt"])
 
-    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> dict:
+    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> dict[str, Any]:
         body = {
             "max_tokens": max_tokens,
             "stop": list(stop),

@@ -11,6 +11,7 @@ with the key and any credentials in the URL blanked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -51,7 +52,7 @@ class RemoteModel(LanguageModel):
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.chat_only = chat
-        self.name = http.redact(f"{'openai-chat' if chat else 'openai'}:{model}@{self.base_url}")
+        self.name = redact(f"{'openai-chat' if chat else 'openai'}:{model}@{self.base_url}")
         key = api_key or os.environ.get("MHINDEX_LM_API_KEY") or os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._secrets = [key] if key else []
@@ -67,10 +68,10 @@ class RemoteModel(LanguageModel):
 
     # -- transport -------------------------------------------------------------------------
 
-    def _errors(self, url: str):
+    def _errors(self, url: str) -> contextlib.AbstractContextManager[None]:
         return http.one_line_errors("the LM server", url, LMError, self._tries, self._secrets, hint=" (--lm-timeout)")
 
-    def _within_deadline(self, call: Callable[[dict], Any], url: str) -> Any:
+    def _within_deadline(self, call: Callable[[dict[str, Any]], Any], url: str) -> Any:
         """`call(extensions)` in a helper thread, waited for until the call's deadline at most."""
         extensions = http.deadline(self.timeout)
         future = self._calls.submit(call, extensions)
@@ -79,26 +80,27 @@ class RemoteModel(LanguageModel):
         except FutureTimeout:
             future.cancel()
             raise LMError(
-                f"the LM server at {http.redact(url, self._secrets)} did not finish within {self.timeout:g} s "
-                "(--lm-timeout)"
+                f"the LM server at {redact(url, self._secrets)} did not finish within {self.timeout:g} s (--lm-timeout)"
             ) from None
 
-    def _post(self, path: str, body: dict) -> dict:
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         url = self.base_url + path
 
-        def call(extensions: dict) -> dict:
+        def call(extensions: dict[str, Any]) -> dict[str, Any]:
             with self._errors(url), self._slots:
                 response = self._client.post(path, json=body, extensions=extensions)
                 response.raise_for_status()
             try:
-                return response.json()
+                found: dict[str, Any] = response.json()
+                return found
             except ValueError:
                 raise LMError(
-                    f"the LM server at {http.redact(url)} answered with something that is not JSON: "
+                    f"the LM server at {redact(url)} answered with something that is not JSON: "
                     f"{http.brief(response.text, secrets=self._secrets)}"
                 ) from None
 
-        return self._within_deadline(call, url)
+        answered: dict[str, Any] = self._within_deadline(call, url)
+        return answered
 
     def _probe_context_length(self) -> int | None:
         """vLLM reports max_model_len and llama.cpp n_ctx_train (and n_params) on /models; others say nothing."""
@@ -123,7 +125,7 @@ class RemoteModel(LanguageModel):
 
     # -- interface ----------------------------------------------------------------------------
 
-    def _stream(self, path: str, body: dict, stop_when: StopWhen) -> dict:
+    def _stream(self, path: str, body: dict[str, Any], stop_when: StopWhen) -> dict[str, Any]:
         """A streamed call (server-sent events), read until `stop_when` holds or the server ends;
         closing the stream early tells the server to stop generating. Returns a reply shaped like
         a whole one, so both are read by the same code."""
@@ -131,12 +133,12 @@ class RemoteModel(LanguageModel):
 
         url = self.base_url + path
         pieces: list[str] = []
-        content: list[dict] = []
+        content: list[dict[str, Any]] = []
         usage: Any = None
         timings: Any = {}
         finish = "stop_when"
 
-        def call(extensions: dict) -> None:
+        def call(extensions: dict[str, Any]) -> None:
             nonlocal usage, timings, finish
             with self._errors(url), self._slots:
                 with connect_sse(
@@ -156,12 +158,12 @@ class RemoteModel(LanguageModel):
                             chunk = event.json()
                         except ValueError:
                             raise LMError(
-                                f"the LM server at {http.redact(url)} streamed something that is not JSON: "
+                                f"the LM server at {redact(url)} streamed something that is not JSON: "
                                 f"{http.brief(event.data, secrets=self._secrets)}"
                             ) from None
                         if not isinstance(chunk, dict) or not isinstance(chunk.get("choices") or [], list):
                             raise LMError(
-                                f"the LM server at {http.redact(url)} streamed a chunk of another shape than "
+                                f"the LM server at {redact(url)} streamed a chunk of another shape than "
                                 f"OpenAI's: {http.brief(event.data, secrets=self._secrets)}"
                             )
                         usage, timings = chunk.get("usage") or usage, chunk.get("timings") or timings
@@ -169,7 +171,7 @@ class RemoteModel(LanguageModel):
                             piece = _piece(choice, path)
                             if piece is None:
                                 raise LMError(
-                                    f"the LM server at {http.redact(url)} streamed a choice of another shape "
+                                    f"the LM server at {redact(url)} streamed a choice of another shape "
                                     f"than OpenAI's: {http.brief(str(choice), secrets=self._secrets)}"
                                 )
                             pieces.append(piece)
@@ -193,7 +195,9 @@ class RemoteModel(LanguageModel):
             "timings": timings,
         }
 
-    def _completion(self, path: str, body: dict, stop: Sequence[str], stop_when: StopWhen | None = None) -> Completion:
+    def _completion(
+        self, path: str, body: dict[str, Any], stop: Sequence[str], stop_when: StopWhen | None = None
+    ) -> Completion:
         started = time.perf_counter()
         reply = self._post(path, body) if stop_when is None else self._stream(path, body, stop_when)
         try:
@@ -203,10 +207,10 @@ class RemoteModel(LanguageModel):
                 raise TypeError("text is not a string")
         except (KeyError, IndexError, TypeError) as error:
             raise LMError(
-                f"the LM server at {http.redact(self.base_url + path)} answered without a completion "
+                f"the LM server at {redact(self.base_url + path)} answered without a completion "
                 f"({error}): {http.brief(str(reply), secrets=self._secrets)}"
             ) from None
-        where = http.redact(self.base_url + path)
+        where = redact(self.base_url + path)
         usage = reply.get("usage") or {}
         if not isinstance(usage, dict):
             raise LMError(
@@ -226,7 +230,7 @@ class RemoteModel(LanguageModel):
             token_logprobs=tokens_within(_logprobs(choice), text) if "logprobs" in body else None,
         )
 
-    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float) -> dict:
+    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float) -> dict[str, Any]:
         body = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature}
         if stop:
             body["stop"] = list(stop)[:4]  # OpenAI's limit; the rest are cut here
@@ -302,7 +306,7 @@ def _piece(choice: Any, path: str) -> str | None:
     return piece or "" if piece is None or isinstance(piece, str) else None
 
 
-def _count(usage: dict, key: str, where: str) -> int:
+def _count(usage: dict[str, Any], key: str, where: str) -> int:
     value = usage.get(key)
     if value is None:
         return 0
@@ -313,7 +317,7 @@ def _count(usage: dict, key: str, where: str) -> int:
     return int(value)
 
 
-def _logprobs(choice: dict) -> list[tuple[str, float]]:
+def _logprobs(choice: dict[str, Any]) -> list[tuple[str, float]]:
     """Token log-probabilities in either layout: chat's (and llama.cpp's) `content` list, or the
     legacy completions' parallel `tokens`/`token_logprobs` lists (OpenAI, vLLM)."""
     found = choice.get("logprobs") or {}

@@ -97,7 +97,7 @@ class PromptStates:
             self._checked.add(key)
         with self._lock, self._db:
             self._db.execute("UPDATE states SET used = ? WHERE key = ?", (time.time(), key))
-        return path
+        return Path(path)
 
     def record(self, key: str, path: Path) -> None:
         """Keep the state just saved at `path` (a file in the folder), then evict beyond the limit."""

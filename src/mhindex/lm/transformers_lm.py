@@ -147,14 +147,14 @@ class TransformersModel(LanguageModel):
             token_logprobs=tokens_within(pairs, truncated) if logprobs else None,
         )
 
-    def _stopping(self, stop_when: StopWhen, skip: int):
+    def _stopping(self, stop_when: StopWhen, skip: int) -> Any:
         """transformers' hook for ending generation: decode what is new after each token."""
         from transformers import StoppingCriteria, StoppingCriteriaList
 
         tokenizer = self._tokenizer
 
         class Until(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs) -> bool:
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> bool:
                 return bool(stop_when(tokenizer.decode(input_ids[0][skip:], skip_special_tokens=True)))
 
         return StoppingCriteriaList([Until()])

@@ -32,7 +32,7 @@ class Query:
     id: str
     question: str
     # IIRC: the passage the question is about; IRCoT always puts it in the prompt.
-    main_passage: dict | None = None
+    main_passage: dict[str, Any] | None = None
     # IIRC: titles of the pages the main passage links to.
     links: tuple[str, ...] = ()
 
@@ -66,10 +66,10 @@ class Step:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"text": self.text, "query": self.query, "retrieved_ids": self.retrieved_ids}
 
-    def costed(self) -> dict:
+    def costed(self) -> dict[str, Any]:
         """The record with what the step cost, for the trace of an answer just made."""
         return {
             **self.record(),
@@ -84,7 +84,7 @@ class Answer:
     id: str
     question: str
     answer: str
-    retrieved: list[dict]
+    retrieved: list[dict[str, Any]]
     steps: list[Step]
     lm_calls: int
     prompt_tokens: int
@@ -95,9 +95,9 @@ class Answer:
     # IIRC: the corpus titles retrieval was restricted to (the pages the model named).
     scope: list[str] | None = None
     # What a method records beyond the common fields (SearChain: its rounds, tree and references).
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict[str, Any])
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "question": self.question,
@@ -206,7 +206,7 @@ def trace_step(title: str, rows: list[list[str]], ids: Sequence[str] = ()) -> Tr
     return {"title": title, "rows": rows, "ids": list(ids)}
 
 
-def reader_step(record: dict) -> list[TraceStep]:
+def reader_step(record: dict[str, Any]) -> list[TraceStep]:
     """The reader's call, whole (why the answer is what it is), where the record has one."""
     reader = record.get("reader")
     if not isinstance(reader, dict):
@@ -225,7 +225,7 @@ def reader_step(record: dict) -> list[TraceStep]:
     return [trace_step("Reader", rows)]
 
 
-def step_cost(step: dict) -> str:
+def step_cost(step: dict[str, Any]) -> str:
     return (
         f"{float(step.get('seconds') or 0):.1f}s, {step.get('prompt_tokens', 0):,} prompt + "
         f"{step.get('completion_tokens', 0):,} completion tokens"
@@ -270,7 +270,7 @@ class Method(ABC):
     @abstractmethod
     def answer(self, query: Query) -> Answer: ...
 
-    def recorded_models(self) -> dict:
+    def recorded_models(self) -> dict[str, Any]:
         """What run.json records of the models the method loaded beyond its settings (trained
         models found by default), so that other models make another configuration."""
         return {}
@@ -286,7 +286,7 @@ class Method(ABC):
         return []
 
     @classmethod
-    def trace_steps(cls, record: dict) -> list[TraceStep]:
+    def trace_steps(cls, record: dict[str, Any]) -> list[TraceStep]:
         """The answer record's trace as steps of labelled rows (`ask`'s tree and the report's page draw
         these): here each step's query, the paragraphs it brought and the sentence written, then the
         reader. A method that records more (rounds, verifications) draws its own."""

@@ -21,10 +21,13 @@ import re
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from mhindex.backends.base import Retriever
 from mhindex.errors import UsageError
+from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import (
     Answer,
     Clock,
@@ -79,7 +82,7 @@ class EfficientRAGSettings(ReaderSettings):
         choices=GENERATORS,
     )
 
-    def recorded(self, dataset: str | None) -> dict:
+    def recorded(self, dataset: str | None) -> dict[str, Any]:
         recorded = {**asdict(self), "demos_from": demo_set(self, dataset)}
         if self.generator == "efficientrag":  # IRCoT's reader settings do not apply
             recorded["answer_prompt"] = answer_prompt(dataset)
@@ -107,7 +110,9 @@ class EfficientRAG(Method):
 
     settings: EfficientRAGSettings
 
-    def __init__(self, retriever, lm, settings: EfficientRAGSettings, context: MethodContext) -> None:
+    def __init__(
+        self, retriever: Retriever | None, lm: LanguageModel, settings: EfficientRAGSettings, context: MethodContext
+    ) -> None:
         from mhindex.methods.efficientrag_models import WordModel, resolve_device
 
         super().__init__(retriever, lm, settings, context)
@@ -143,7 +148,7 @@ class EfficientRAG(Method):
         query_filter = Path(settings.query_filter).expanduser() if settings.query_filter else labeler.parent / "filter"
         return labeler, query_filter
 
-    def _generate(self, meter: Meter, question: str, texts: list[str]) -> tuple[str, str, dict]:
+    def _generate(self, meter: Meter, question: str, texts: list[str]) -> tuple[str, str, dict[str, Any]]:
         """The released QA step: the kept chunks' texts, one a line, in the dataset's QA prompt; the
         answer is the JSON's "answer" (else the reply's first line, cleaned). Chunks past what the
         context holds are left out, the last kept first."""
@@ -169,7 +174,7 @@ class EfficientRAG(Method):
         first = next((line for line in reply.splitlines() if line.strip() and not line.strip().startswith("```")), "")
         return first.strip().strip('"').strip(), reply, facts
 
-    def recorded_models(self) -> dict:
+    def recorded_models(self) -> dict[str, Any]:
         return {"models": self.models}
 
     def trained_on(self) -> set[str]:
@@ -182,7 +187,7 @@ class EfficientRAG(Method):
         return list(models_root(home).glob("*.partial"))
 
     @classmethod
-    def trace_steps(cls, record: dict) -> list[TraceStep]:
+    def trace_steps(cls, record: dict[str, Any]) -> list[TraceStep]:
         """Each round's query, its chunks with their tags and kept words, the next query; why it stopped;
         then the reader (or the generation)."""
         details = record.get("efficientrag")
@@ -211,7 +216,7 @@ class EfficientRAG(Method):
         clock, meter = Clock(), Meter(self.lm)
         current, sentence = query.question, ""
         steps: list[Step] = []
-        rounds: list[dict] = []
+        rounds: list[dict[str, Any]] = []
         used: dict[str, Chunk] = {}  # every chunk not tagged <Terminate>, in the order first met
         stop = "rounds"
         for _ in range(self.settings.rounds):
@@ -257,7 +262,7 @@ class EfficientRAG(Method):
             current = following
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
         paragraphs = list(used.values())
-        details: dict = {"rounds": len(rounds), "efficientrag": {"rounds": rounds, "stopped": stop}}
+        details: dict[str, Any] = {"rounds": len(rounds), "efficientrag": {"rounds": rounds, "stopped": stop}}
         if self.settings.generator == "ircot":
             read = self.reader.read(meter, query.question, pinned + [(c.title, c.text) for c in paragraphs])
             answer, reasoning, details["reader"] = read.answer, read.output, read.record()
@@ -282,7 +287,7 @@ class EfficientRAG(Method):
         )
 
 
-def _trained(folder: Path) -> dict:
+def _trained(folder: Path) -> dict[str, Any]:
     """What `mhindex train` recorded about the models (corpus, questions, scores), if anything."""
     path = folder / "trained.json"
     if not path.is_file():
@@ -300,7 +305,7 @@ def _trained_ids(folder: Path) -> set[str]:
     return set(orjson.loads(path.read_bytes()).get("trained_question_ids") or ())
 
 
-def parse_json_object(text: str) -> dict | None:
+def parse_json_object(text: str) -> dict[str, Any] | None:
     """The released reader of a model's JSON (utils/model.py): the first `{...}` of the reply."""
     found = re.search(r"{.*?}", text, re.S)
     try:

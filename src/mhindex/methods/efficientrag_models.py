@@ -67,7 +67,7 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def _torch():
+def _torch() -> Any:
     try:
         import torch
         import transformers
@@ -82,15 +82,15 @@ def _torch():
 
 
 @functools.cache  # one class, built once torch is imported
-def _module_class():
+def _module_class() -> Any:
     torch, _ = _torch()
     nn = torch.nn
 
-    class WordClassifier(nn.Module):
+    class WordClassifier(nn.Module):  # type: ignore[misc,name-defined]  # torch has no types here
         """An encoder, a keep/drop head over tokens and, for the Labeler, a tag head over the
         pooled first token (a dense layer and GELU, as DeBERTa's ContextPooler)."""
 
-        def __init__(self, encoder, sequence_labels: int) -> None:
+        def __init__(self, encoder: Any, sequence_labels: int) -> None:
             super().__init__()
             hidden = encoder.config.hidden_size
             self.encoder = encoder
@@ -101,7 +101,7 @@ def _module_class():
                 self.pooler = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU())
                 self.sequence_head = nn.Linear(hidden, sequence_labels)
 
-        def forward(self, input_ids, attention_mask, token_type_ids=None):
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
             extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
             hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
             token_logits = self.token_head(self.dropout(hidden))
@@ -122,7 +122,7 @@ class Prediction(NamedTuple):
 class WordModel:
     """A Labeler or a Filter: the network, its tokenizer, and turning words into model inputs."""
 
-    def __init__(self, network, tokenizer, role: str, meta: dict, device: str) -> None:
+    def __init__(self, network: Any, tokenizer: Any, role: str, meta: dict[str, Any], device: str) -> None:
         self.network = network
         self.tokenizer = tokenizer
         self.role = role
@@ -182,7 +182,7 @@ class WordModel:
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(partial, folder)
 
-    def encode(self, firsts: Sequence[list[str]], seconds: Sequence[list[str]] | None = None):
+    def encode(self, firsts: Sequence[list[str]], seconds: Sequence[list[str]] | None = None) -> Any:
         """Model inputs for word lists (pairs for the Labeler), and for each example the position
         of each labelled word's first sub-token: the chunk's words for a pair, else all words."""
         if seconds is not None:
@@ -216,7 +216,7 @@ class WordModel:
             positions.append(first_token)
         return batch, positions
 
-    def forward(self, batch):
+    def forward(self, batch: Any) -> Any:
         inputs = {
             k: v.to(self.device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")
         }

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
-from mhindex.backends.base import search_titles
+from mhindex.backends.base import Retriever, search_titles
+from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
 from mhindex.methods.prompts import (
     PromptPacker,
@@ -58,7 +60,7 @@ class IRCoTSettings(ReaderSettings):
     )
     clean_queries: bool = option(True, CLEAN_QUERIES_HELP, before=False)
 
-    def recorded(self, dataset: str | None) -> dict:
+    def recorded(self, dataset: str | None) -> dict[str, Any]:
         """Without early_stop: it never changes an answer (tests/test_ircot_loop.py), only the time."""
         recorded = super().recorded(dataset)
         recorded.pop("early_stop")
@@ -73,7 +75,9 @@ class IRCoT(Method):
 
     settings: IRCoTSettings
 
-    def __init__(self, retriever, lm, settings: IRCoTSettings, context: MethodContext) -> None:
+    def __init__(
+        self, retriever: Retriever | None, lm: LanguageModel, settings: IRCoTSettings, context: MethodContext
+    ) -> None:
         super().__init__(retriever, lm, settings, context)
         self.k = settings.k
         demos_from = demo_set(settings, context.dataset)
@@ -93,7 +97,7 @@ class IRCoT(Method):
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
         pages = self._choose_pages(query, meter) if query.main_passage else None
 
-        collected: list = []
+        collected: list[Any] = []
         steps: list[Step] = []
 
         def step(sentence: str, query_text: str, started: float, tokens_before: tuple[int, int]) -> None:
@@ -160,7 +164,7 @@ class IRCoT(Method):
 
         read = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in collected])
         answer = read.answer
-        details: dict = {"reader": read.record()}
+        details: dict[str, Any] = {"reader": read.record()}
         concluded = bool(reasoning) and mentions_answer(reasoning[-1])
         if concluded:
             details["chain_answer"] = extract_answer(reasoning[-1])

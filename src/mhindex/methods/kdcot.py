@@ -40,10 +40,13 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from mhindex.backends.base import Retriever
 from mhindex.errors import UsageError
+from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import (
     Answer,
     Clock,
@@ -104,7 +107,7 @@ class KDCoTSettings:
     step_tokens: int = option(96, "Most tokens for one Thought/Action/Answer round.", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
 
-    def recorded(self, dataset: str | None) -> dict:
+    def recorded(self, dataset: str | None) -> dict[str, Any]:
         return {**asdict(self), "demos": self.demos or f"mhindex:{demo_set(dataset)}"}
 
 
@@ -174,17 +177,17 @@ class DemoPicker:
         self.encoder_name = encoder
 
     @cached_property
-    def _encoder(self):
+    def _encoder(self) -> Any:
         from mhindex.encoders import Encoder, resolve_encoder
 
         return Encoder(resolve_encoder(self.encoder_name), max_length=64, threads=1)
 
     @cached_property
-    def _matrix(self):
+    def _matrix(self) -> Any:
         return self._unit(self._encoder.encode([d.question for d in self.demos]))
 
     @staticmethod
-    def _unit(vectors):
+    def _unit(vectors: Any) -> Any:
         import numpy as np
 
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
@@ -294,7 +297,7 @@ class Round:
     verifier_reply: str | None = None
     verdict: str = ""
     answer: str = ""
-    passages: list[dict] = field(default_factory=list)
+    passages: list[dict[str, Any]] = field(default_factory=list)
 
 
 class KDCoT(Method):
@@ -305,7 +308,9 @@ class KDCoT(Method):
 
     settings: KDCoTSettings
 
-    def __init__(self, retriever, lm, settings: KDCoTSettings, context: MethodContext) -> None:
+    def __init__(
+        self, retriever: Retriever | None, lm: LanguageModel, settings: KDCoTSettings, context: MethodContext
+    ) -> None:
         super().__init__(retriever, lm, settings, context)
         self.picker = DemoPicker(read_demos(settings.demos, context.dataset), settings.demo_encoder)
         self.instruction = self._instruction(settings.instruction)
@@ -334,7 +339,7 @@ class KDCoT(Method):
         )
 
     @classmethod
-    def trace_steps(cls, record: dict) -> list[TraceStep]:
+    def trace_steps(cls, record: dict[str, Any]) -> list[TraceStep]:
         """Each step's thought, action, what the LM and the reader answered, the verifier and the answer kept."""
         steps: list[TraceStep] = []
         for entry in record.get("trace") or []:
@@ -452,7 +457,7 @@ def _cut(text: str, words: int) -> str:
     return " ".join(split[:words]) if len(split) > words else text
 
 
-def _ask(meter: Meter, lm, prompt: str, max_tokens: int, label: str) -> str:
+def _ask(meter: Meter, lm: LanguageModel, prompt: str, max_tokens: int, label: str) -> str:
     """One line from the main LM or a separate reader or verifier; either way it counts in the
     question's cost."""
     if lm is meter.lm:

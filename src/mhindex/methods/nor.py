@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mhindex.backends.base import Retriever
+from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query
 from mhindex.methods.reader import Reader
 from mhindex.methods.settings import ReaderSettings, demo_set
@@ -13,7 +15,9 @@ class NoRetrieval(Method):
     paper = "IRCoT's no-retrieval baseline (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
     needs_retriever = False
 
-    def __init__(self, retriever, lm, settings: ReaderSettings, context: MethodContext) -> None:
+    def __init__(
+        self, retriever: Retriever | None, lm: LanguageModel, settings: ReaderSettings, context: MethodContext
+    ) -> None:
         super().__init__(retriever, lm, settings, context)
         self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=False)
 

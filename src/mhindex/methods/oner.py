@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mhindex.backends.base import Retriever
+from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
 from mhindex.methods.queries import retrieval_query
 from mhindex.methods.reader import Reader
@@ -26,7 +28,9 @@ class OneRetrieval(Method):
 
     settings: OneRSettings
 
-    def __init__(self, retriever, lm, settings: OneRSettings, context: MethodContext) -> None:
+    def __init__(
+        self, retriever: Retriever | None, lm: LanguageModel, settings: OneRSettings, context: MethodContext
+    ) -> None:
         super().__init__(retriever, lm, settings, context)
         self.k = settings.k
         self.clean = settings.clean_queries

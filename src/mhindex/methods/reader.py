@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Meter
@@ -53,7 +54,7 @@ class ReaderCall:
     prompt_tokens: int
     seconds: float
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {
             "paragraphs": self.paragraphs,
             "prompt_tokens": self.prompt_tokens,

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from mhindex import ui
 from mhindex.errors import MhindexError
@@ -22,7 +23,7 @@ class RunStats:
     interrupted: bool = False
 
 
-def _answer(method: Method, number: int, item: Query | str) -> dict:
+def _answer(method: Method, number: int, item: Query | str) -> dict[str, Any]:
     if isinstance(item, str):
         return {"line": number, "error": item}
     try:
@@ -34,12 +35,12 @@ def _answer(method: Method, number: int, item: Query | str) -> dict:
 
 
 def run_questions(
-    method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict], None], workers: int = 1
+    method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict[str, Any]], None], workers: int = 1
 ) -> RunStats:
     """items: (line number, query) or (line number, why the line is not a query)."""
     stats = RunStats()
 
-    def out(record: dict) -> None:
+    def out(record: dict[str, Any]) -> None:
         if "error" in record:
             stats.failed += 1
         else:
@@ -55,7 +56,7 @@ def run_questions(
             stats.interrupted = True
         return stats
 
-    pending: deque[Future] = deque()
+    pending: deque[Future[Any]] = deque()
     executor = ThreadPoolExecutor(max_workers=workers)
     try:
         for number, item in items:

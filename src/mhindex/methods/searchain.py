@@ -38,9 +38,11 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from mhindex.backends.base import Retriever
 from mhindex.errors import UsageError
-from mhindex.lm.base import LMError
+from mhindex.lm.base import LanguageModel, LMError
 from mhindex.methods.base import (
     Answer,
     Clock,
@@ -119,7 +121,7 @@ class SearChainSettings:
         before=False,
     )
 
-    def recorded(self, dataset: str | None) -> dict:
+    def recorded(self, dataset: str | None) -> dict[str, Any]:
         """The settings as run.json records them, with the threshold that applies."""
         reader = DPRReader if self.reader_model else LMReader
         return {
@@ -226,7 +228,7 @@ class LMReader:
 
     default_threshold = LM_READER_THRESHOLD
 
-    def __init__(self, lm) -> None:
+    def __init__(self, lm: LanguageModel) -> None:
         self.lm = lm
 
     def read(self, meter: Meter, query: str, passage: str) -> tuple[str, float]:
@@ -287,7 +289,7 @@ class DPRReader:
         return (spans[0].text if spans else ""), float(outputs.relevance_logits[0])
 
 
-def make_reader(spec: str | None, lm):
+def make_reader(spec: str | None, lm: LanguageModel) -> LMReader | DPRReader:
     if not spec:
         return LMReader(lm)
     kind, _, path = spec.partition(":")
@@ -304,7 +306,7 @@ class NodeCheck:
     """What retrieval said about one query: the top document, the reader's answer and confidence."""
 
     query: str
-    doc: dict | None
+    doc: dict[str, Any] | None
     reader_answer: str = ""
     confidence: float | None = None
 
@@ -312,10 +314,10 @@ class NodeCheck:
 @dataclass
 class Round:
     chain: Chain
-    nodes: list[dict] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
     feedback: str | None = None
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"chain": self.chain.text, "nodes": self.nodes, "feedback": self.feedback}
 
 
@@ -344,7 +346,9 @@ class SearChain(Method):
 
     settings: SearChainSettings
 
-    def __init__(self, retriever, lm, settings: SearChainSettings, context: MethodContext) -> None:
+    def __init__(
+        self, retriever: Retriever | None, lm: LanguageModel, settings: SearChainSettings, context: MethodContext
+    ) -> None:
         super().__init__(retriever, lm, settings, context)
         self.reader = make_reader(settings.reader_model, lm)
         self.threshold = (
@@ -371,7 +375,7 @@ class SearChain(Method):
         return text
 
     @classmethod
-    def trace_steps(cls, record: dict) -> list[TraceStep]:
+    def trace_steps(cls, record: dict[str, Any]) -> list[TraceStep]:
         """Each round's chain and the nodes it checked (as `ask` writes them), its feedback, then Tracing:
         the final content and what each [k] points at."""
         steps: list[TraceStep] = []
@@ -469,7 +473,7 @@ class SearChain(Method):
             details=details,
         )
 
-    def _trace(self, asked: _Asked, conversation: list[dict], last: Round) -> str:
+    def _trace(self, asked: _Asked, conversation: list[dict[str, Any]], last: Round) -> str:
         """Tracing: the verified chain, each node's answer (the reader's where feedback corrected or
         completed it) and its document as [Reference n], back to the LM for the final content."""
         lines = []
@@ -575,7 +579,7 @@ class SearChain(Method):
         return "verified" if confident else "passed"
 
     @staticmethod
-    def _references(chain: Chain, content: str, seen: dict[str, NodeCheck]) -> list[dict]:
+    def _references(chain: Chain, content: str, seen: dict[str, NodeCheck]) -> list[dict[str, Any]]:
         """[k] of the final content -> the document checked for node k of the final chain."""
         by_number = {node.number: node for node in chain.nodes}
         references = []

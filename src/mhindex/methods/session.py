@@ -11,7 +11,7 @@ from typing import Any
 from mhindex.backends import DEFAULT_BACKEND, BackendSpec
 from mhindex.home import CorpusDir
 from mhindex.lm import LanguageModel, ModelOptions
-from mhindex.methods import MethodContext, make_method, method_class
+from mhindex.methods import Method, MethodContext, make_method, method_class
 
 
 def load_judge(spec: str | None, model: ModelOptions | None, home: Path | None) -> LanguageModel | None:
@@ -61,7 +61,7 @@ class Session:
             self.close()
             raise
 
-    def method(self, name: str, settings: Any):
+    def method(self, name: str, settings: Any) -> Method:
         retriever = self.retriever if method_class(name).needs_retriever else None
         return make_method(
             name,
@@ -94,5 +94,5 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -9,6 +9,7 @@ configuration."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from mhindex.methods.prompts import prompt_set_for, prompt_sets
 from mhindex.options import option
@@ -52,7 +53,7 @@ class ReaderSettings:
         before=False,
     )
 
-    def recorded(self, dataset: str | None) -> dict:
+    def recorded(self, dataset: str | None) -> dict[str, Any]:
         """The settings as run.json records them, with the demonstration set actually used."""
         return {**asdict(self), "demos_from": demo_set(self, dataset)}
 
