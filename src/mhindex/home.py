@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -305,12 +306,11 @@ def pick_corpus(home: Path, name: str | None, required: bool = True) -> CorpusDi
     raise UsageError(f"several corpora are built ({', '.join(c.name for c in corpora)}); pick one with --corpus")
 
 
-def leftovers(home: Path) -> tuple[list[Path], list[Path]]:
+def leftovers(home: Path, kept_by_methods: Iterable[Path] = ()) -> tuple[list[Path], list[Path]]:
     """What interrupted builds left in the data root: (temporary files and folders of processes
     that are gone, which nothing will use; work kept so that an interrupted dense encoding or
     training resumes, which the next run of the same command uses)."""
     from mhindex.files import stale_temporaries
-    from mhindex.methods import METHODS
 
     if not home.is_dir():
         return [], []
@@ -324,6 +324,6 @@ def leftovers(home: Path) -> tuple[list[Path], list[Path]]:
     stale = [path for folder in folders for path in stale_temporaries(folder)]
     resumable = [
         *(p for c in built_corpora(home) if c.indexes.is_dir() for p in c.indexes.glob(".dense-work-*")),
-        *(path for method in METHODS.available().values() for path in method.resumable(home)),
+        *kept_by_methods,  # a method's interrupted work (methods.resumable_work)
     ]
     return sorted(stale), sorted(resumable)

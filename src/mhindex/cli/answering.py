@@ -56,7 +56,9 @@ def ask(
         typer.Argument(help='The question, or "-" to read JSONL {"id", "question"} from stdin.', show_default=False),
     ],
     corpus_name: CorpusOption = None,
-    method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = DEFAULT_METHOD,
+    method: Annotated[
+        str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS.available())}.")
+    ] = DEFAULT_METHOD,
     backend: BackendOption = DEFAULT_BACKEND,
     workers: WorkersOption = 1,
     home: HomeOption = None,

@@ -91,15 +91,15 @@ BackendOption = Annotated[
     typer.Option(
         "--backend",
         "-b",
-        help=f"Retrieval engine: {', '.join(b for b in BACKENDS if not BACKENDS[b].fuses)} (lucene is embedded; "
-        "see the README); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index.",
+        help=f"Retrieval engine: {', '.join(n for n, b in BACKENDS.available().items() if not b.fuses)} (lucene is "
+        "embedded; see the README); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index.",
     ),
 ]
 LmOption = Annotated[
     Optional[str],
     typer.Option(
         "--lm",
-        help=f"Language model, KIND:... with KIND one of {', '.join(LMS)}: local:qwen2.5-0.5b (default), "
+        help=f"Language model, KIND:... with KIND one of {', '.join(LMS)}; e.g. local:qwen2.5-0.5b (the default), "
         "local:smollm2-135m, local:qwen2.5-1.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL "
         "\\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
         show_default=False,

@@ -22,6 +22,7 @@ from mhindex.cli.app import (
 )
 from mhindex.corpora import DATASETS
 from mhindex.home import built_corpora, damaged_corpora, downloads_dir, leftovers, open_corpus
+from mhindex.methods import resumable_work
 
 DatasetArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(DATASETS)}.", show_default=False)]
 
@@ -111,7 +112,7 @@ def list_(home: HomeOption = None, quiet: QuietOption = False, json: JsonOption 
             f"{folder}: damaged (its manifest.json cannot be read); rebuild it: mhindex corpus DATASET --name "
             f"{folder.name} --force"
         )
-    stale, resumable = leftovers(root)
+    stale, resumable = leftovers(root, resumable_work(root))
     if stale:
         log.warning(
             f"{human_size(sum(map(size_on_disk, stale)))} in {len(stale)} temporary folders of builds that "
@@ -148,7 +149,7 @@ def gc(
     from mhindex.files import OutsideRoot, human_size, inside, remove, size_on_disk
 
     root = setup(home, quiet)
-    stale, kept = leftovers(root)
+    stale, kept = leftovers(root, resumable_work(root))
     doomed = [*stale, *(kept if resumable else [])]
     freed, removed, log = 0, [], ui.reporter()
     for path in doomed:

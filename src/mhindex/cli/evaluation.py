@@ -75,7 +75,7 @@ def _check_format(form: str) -> None:
 def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
     methods: Annotated[
-        str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS)}.")
+        str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS.available())}.")
     ] = "nor,oner,ircot",
     limit: Annotated[
         Optional[int],

@@ -37,9 +37,9 @@ class Dataset:
     given_ids: bool = False
     #: as tables and the report name it ("2WikiMultihopQA"); the name when empty
     title: str = ""
-    #: how its official script scores an answer's F1: "hotpotqa" (HotpotQA's, 0 when either side is
+    #: how its official script scores an answer's F1: "strict_yes_no" (HotpotQA's, 0 when either side is
     #: yes/no/noanswer and the two differ) or "squad" (SQuAD's compute_f1: two empty answers score 1)
-    answer_f1: str = "hotpotqa"
+    answer_f1: str = "strict_yes_no"
     #: metrics.py keys its papers score its questions with beyond EM/F1/recall (KD-CoT's Hit@1 on WebQSP)
     paper_metrics: tuple[str, ...] = ()
     #: what its converter needs installed beyond mhindex's own dependencies (checked by `mhindex doctor`)

@@ -8,6 +8,7 @@ CLI, `eval`, `report` and `run.json` read all they need from the class: nothing 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mhindex.errors import UsageError
@@ -24,6 +25,7 @@ __all__ = [
     "make_method",
     "method_class",
     "method_title",
+    "resumable_work",
     "settings_for",
     "settings_types",
 ]
@@ -86,6 +88,11 @@ def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
         )
         for name, cls in classes.items()
     }
+
+
+def resumable_work(home: Path) -> list[Path]:
+    """What every method keeps under the data root so that an interrupted run resumes (`Method.resumable`)."""
+    return [path for method in METHODS.available().values() for path in method.resumable(home)]
 
 
 def make_method(name: str, retriever: Any, lm: Any, settings: Any, context: MethodContext | None = None) -> Method:

@@ -1,0 +1,259 @@
+"""Plug-ins: the example package (examples/mhindex-example-plugin) installed into a fresh virtualenv adds a
+method, a backend and a metric that ask, eval, report and --help show with no edit to mhindex; a broken
+plug-in is one line naming its package while the built-ins keep working; and no module outside a plug-in's
+own names it, so that adding one is its module and one registry line."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from mhindex.backends import BACKENDS
+from mhindex.corpora import DATASETS
+from mhindex.lm import LMS
+from mhindex.methods import METHODS
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src" / "mhindex"
+EXAMPLE = REPO / "examples" / "mhindex-example-plugin"
+
+
+def run(python: Path | str, *args: str, env: dict | None = None, stdin: str | None = None):
+    return subprocess.run(
+        [str(python), "-m", "mhindex", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        input=stdin,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def plugin_python(tmp_path_factory) -> Path:
+    """A new virtualenv that sees this environment's packages (mhindex among them) and has the example
+    package installed into it by pip, from the checkout, the way a user installs a plug-in."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # This environment's site folder, processed as a site folder (its editable mhindex and pip included).
+    Path(site, "mhindex-env.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
+    source = shutil.copytree(EXAMPLE, tmp_path_factory.mktemp("example") / EXAMPLE.name)
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return python
+
+
+@pytest.mark.slow
+def test_an_installed_plugin_package_works_through_ask_eval_report_and_help(plugin_python, tmp_path):
+    env = {"MHINDEX_HOME": str(tmp_path / "home"), "MHINDEX_LM": "local:smollm2-135m"}
+    shown = run(plugin_python, "ask", "--method", "pivot", "--help", env=env)
+    assert shown.returncode == 0 and "pivot" in shown.stdout and "Pivot makes two" in " ".join(shown.stdout.split())
+    assert "overlap" in run(plugin_python, "index", "--help", env=env).stdout
+    assert run(plugin_python, "--quiet", "corpus", "musique", env=env).returncode == 0
+    built = run(plugin_python, "index", "musique", "--backend", "overlap", "--json", env=env)
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout)["manifest"]["backend"] == "overlap"
+
+    fast = ["-k", "2", "--max-demos", "1", "--answer-tokens", "8"]
+    question = "Who founded the company that made the Van Hook Township?"
+    asked = run(plugin_python, "ask", question, "--method", "pivot", "--backend", "overlap", "--json", *fast, env=env)
+    assert asked.returncode == 0, asked.stderr
+    record = json.loads(asked.stdout)
+    assert record["method"] == "pivot" and record["lm_calls"] == 1 and record["pivot"]
+    assert len(record["steps"]) == 2 and record["steps"][1]["query"].endswith(record["pivot"])
+    trace = run(plugin_python, "ask", question, "--method", "pivot", "--backend", "overlap", *fast, env=env)
+    assert "page: " + record["pivot"] in " ".join(trace.stdout.split())  # the plug-in's own trace, drawn by ask
+
+    out = tmp_path / "eval"
+    evaluated = run(
+        plugin_python, "eval", "musique", "--method", "pivot,oner", "--backend", "overlap", "--limit", "3",
+        "--out", str(out), "--json", *fast, env=env,
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr
+    methods = json.loads(evaluated.stdout)["methods"]
+    assert set(methods) == {"pivot", "oner"} and all("token_recall" in m for m in methods.values())
+    assert len((out / "pivot.jsonl").read_text().splitlines()) == 3
+
+    page = tmp_path / "report.html"
+    assert run(plugin_python, "report", str(out), "-o", str(page), env=env).returncode == 0
+    html = page.read_text()
+    assert "Pivot − OneR" in html and "Tok. recall" in html and '"title":"Pivot","rows":[["page"' in html
+
+
+def broken_distribution(root: Path) -> Path:
+    """An installed distribution (its dist-info, as pip writes one) whose entry points are broken three ways."""
+    info = root / "mhindex_broken-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mhindex-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[mhindex.methods]\n"
+        "ghost = mhindex_broken_missing.method:Ghost\n"  # a module that does not exist
+        "ircot = mhindex_broken_missing.method:Other\n"  # a built-in's name
+        "notamethod = json:loads\n"  # imports, but is no Method
+        "[mhindex.backends]\n"
+        "nowhere = mhindex_broken_missing.backend:Nowhere\n"
+    )
+    return root
+
+
+@pytest.mark.slow
+def test_a_broken_plugin_is_one_line_naming_its_package_and_the_builtins_keep_working(tmp_path):
+    env = {"PYTHONPATH": str(broken_distribution(tmp_path / "site")), "MHINDEX_HOME": str(tmp_path / "home")}
+    shown = run(sys.executable, "ask", "--help", env=env)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr
+    warnings = [line for line in shown.stderr.splitlines() if "plug-in" in line]
+    assert len(warnings) == 4 and all("mhindex-broken" in line for line in warnings), shown.stderr
+    assert any("'ircot' takes the name of a built-in" in line for line in warnings)
+    assert any("ghost" in line and "cannot be imported" in line for line in warnings)
+    assert any("notamethod" in line and "not a subclass" in line for line in warnings)
+    assert "ghost" not in shown.stdout and "ircot" in shown.stdout  # left out of the options; built-ins there
+
+    asked = run(sys.executable, "ask", "x", "--method", "ghost", env=env)
+    assert asked.returncode == 2 and "Traceback" not in asked.stderr
+    assert "the method 'ghost' of mhindex-broken is broken: cannot be imported" in asked.stderr
+    nowhere = run(sys.executable, "index", "musique", "--backend", "nowhere", env=env)
+    assert nowhere.returncode == 2 and "the backend 'nowhere' of mhindex-broken is broken" in nowhere.stderr
+
+    # The built-ins keep working beside it: a corpus, a Lucene index and a search.
+    assert run(sys.executable, "--quiet", "corpus", "musique", env=env).returncode == 0
+    assert run(sys.executable, "--quiet", "index", "musique", env=env).returncode == 0
+    found = run(sys.executable, "search", "musique", "Van Hook Township", "-k", "1", "--json", env=env)
+    assert found.returncode == 0 and "Van Hook" in found.stdout
+
+
+# Where a plug-in's name may be written: its own module, its registry line, its prompts and tests. Names that
+# are also words of another meaning are checked only where that meaning cannot occur: "ircot", "colbert" and
+# "search-r1" name the wire protocols `serve` speaks and the remote backend reads (server/, backends/remote.py),
+# "dense" and "hybrid" are Elasticsearch's query modes, "jsonl" an output format of `search`, "dpr" a model type.
+OTHER_MEANINGS = {
+    "ircot": ("server/", "backends/remote.py"),
+    "colbert": ("server/", "backends/remote.py"),
+    "dense": ("backends/elasticsearch.py",),
+    "hybrid": ("backends/elasticsearch.py",),
+    "jsonl": ("cli/indexes.py",),
+    "dpr": ("encoders.py",),
+}
+# A plug-in that builds on another, in its own module: EfficientRAG may answer with IRCoT's reader
+# (`--generator ircot`), the fusion's default parts are Lucene and dense, SearChain's DPR reader is an hf: path,
+# bm25s has a BM25 variant it calls "lucene"; and a method's prompts, one folder or file per dataset, with
+# the set it falls back on for a corpus of its own (MuSiQue's for IRCoT's reader and EfficientRAG's answer,
+# WebQSP's for KD-CoT, IIRC's open-retrieval prompt for IRCoT's title step).
+BUILDS_ON = {
+    ("ircot", "methods/efficientrag.py"),
+    ("lucene", "backends/hybrid.py"),
+    ("dense", "backends/hybrid.py"),
+    ("hf", "methods/searchain.py"),
+    ("lucene", "backends/bm25s.py"),
+    ("ircot", "methods/settings.py"),
+    ("ircot", "methods/prompts.py"),
+    ("musique", "methods/settings.py"),
+    ("musique", "methods/efficientrag.py"),
+    ("webqsp", "methods/kdcot.py"),
+    ("iirc", "methods/ircot.py"),
+    ("efficientrag", "eval/judge.py"),  # the LLM judge is EfficientRAG's Accuracy, with its released prompt
+}
+
+
+def strings_in(text: str) -> list[tuple[int, str]]:
+    """The string constants of a module that are code, not prose: docstrings and comments left out."""
+    tree = ast.parse(text)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_no_module_names_a_plugin_outside_its_own():
+    """Each registered method, backend, LM kind and dataset is written as a string (code that means it, not
+    prose) only in its own module, its registry and what builds on it; the layers above loop over the
+    registries. The registry files hold one line per plug-in and the defaults (DEFAULT_BACKEND...)."""
+    registries = {
+        "method": (METHODS, {"methods/__init__.py"}),
+        "backend": (BACKENDS, {"backends/registry.py"}),
+        "lm": (LMS, {"lm/__init__.py"}),
+        "dataset": (DATASETS, {"corpora/__init__.py"}),
+    }
+    sources = {str(p.relative_to(SRC)): p.read_text() for p in SRC.rglob("*.py")}
+    found = []
+    for kind, (registry, registry_files) in registries.items():
+        for name in registry:
+            module = registry.target(name).split(":")[0]
+            own = module.removeprefix("mhindex.").replace(".", "/") + ".py"
+            allowed = {own, *registry_files, *(f for n, f in BUILDS_ON if n == name)}
+            family = own.removesuffix(".py") + "_"  # its helper modules: methods/efficientrag_models.py
+            # A string that is the name, or the name before a separator a spec uses (local:..., oner@k=5).
+            written = re.compile(rf"{re.escape(name)}(?:[:@].*)?", re.S)
+            for path, text in sources.items():
+                if path in allowed or path.startswith((family, *OTHER_MEANINGS.get(name, ()))):
+                    continue
+                found += [
+                    f"{kind} '{name}' in {path}:{number}: {value!r}"
+                    for number, value in strings_in(text)
+                    if written.fullmatch(value)
+                ]
+    assert found == []
+
+
+FOUNDATION = {
+    "__init__", "errors", "files", "text", "ui", "options", "registry", "requirements", "http", "locks",
+    "processes", "home", "encoders",
+}  # fmt: skip
+# Each layer and what it may import besides the foundation (README, "Architecture").
+MAY_IMPORT = {
+    "corpora": set(),
+    "lm": set(),
+    "backends": {"corpora"},  # the corpus's record format (ids)
+    "methods": {"corpora", "backends", "lm"},
+    "eval": {"corpora", "backends", "lm", "methods"},
+    "training": {"corpora", "backends", "lm", "methods", "eval"},
+    "server": {"corpora", "backends"},
+    "render": {"methods"},
+    "doctor": {"corpora", "backends", "lm", "methods"},
+}
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        layer = parts[0]
+        if layer in ("cli", "__main__"):
+            continue  # the command line may import anything
+        allowed = FOUNDATION if layer in FOUNDATION else FOUNDATION | MAY_IMPORT[layer] | {layer}
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mhindex"):
+                names = node.module.split(".")[1:2] or [alias.name for alias in node.names]
+                imported = {"__init__" if name == "__version__" else name for name in names}
+                found += [f"{'/'.join(parts)} imports mhindex.{name}" for name in imported - allowed]
+    assert found == []
