@@ -27,6 +27,7 @@ from mhindex.corpora.dataset import Dataset
 from mhindex.corpora.parallel import (
     MIN_BYTES,
     KeptLines,
+    PartResult,
     available_cores,
     can_split,
     convert_parts,
@@ -298,6 +299,36 @@ def build_corpus(
         )
 
 
+def _merged(
+    results: list[PartResult], staging: Path, questions: _Questions, guard: RecordGuard
+) -> tuple[KeptLines, int]:
+    """The parts converted on every core, merged: their kept lines, how many paragraphs they read, and what
+    they skipped (added to `guard`, the first few warned about)."""
+    lines = merge_parts(results, staging, questions.add)
+    for result in results:
+        guard.skipped += result.skipped
+        guard.first_skipped.extend(result.first_skipped[: 5 - len(guard.first_skipped)])
+        guard.notes.update(result.notes)
+    for where in guard.first_skipped:
+        reporter().warning(f"skipped bad record: {where}")
+    return lines, sum(r.paragraphs_read for r in results)
+
+
+def _counts(paragraphs: int, read: int, questions: _Questions, guard: RecordGuard) -> dict[str, int]:
+    """The manifest's counts: what was kept, dropped as a duplicate, skipped as bad, and why."""
+    counts = questions.counts
+    return {
+        "paragraphs": paragraphs,
+        "duplicate_paragraphs": read - paragraphs,
+        "questions": counts["questions"],
+        "duplicate_questions": counts["duplicate_questions"],
+        "gold_paragraphs": counts["gold_paragraphs"],
+        "questions_with_unmapped_gold": questions.unmapped_questions,
+        "skipped_bad_records": guard.skipped,
+        **{f"dropped {reason}": n for reason, n in sorted(guard.notes.items())},
+    }
+
+
 def _build(
     dataset,
     inputs: list[Path],
@@ -332,14 +363,7 @@ def _build(
             with log.progress(f"converting {dataset.name}", total=total_bytes, unit="bytes") as bar:
                 if parallel:
                     results = convert_parts(dataset, inputs, staging, workers, skip_bad, bar.advance, digests.start)
-                    lines = merge_parts(results, staging, questions.add)
-                    paragraphs_read = sum(r.paragraphs_read for r in results)
-                    for result in results:
-                        guard.skipped += result.skipped
-                        guard.first_skipped.extend(result.first_skipped[: 5 - len(guard.first_skipped)])
-                        guard.notes.update(result.notes)
-                    for where in guard.first_skipped:
-                        log.warning(f"skipped bad record: {where}")
+                    lines, paragraphs_read = _merged(results, staging, questions, guard)
                 else:
                     staged = staging / "paragraphs.staging"
                     digests.start()
@@ -353,7 +377,7 @@ def _build(
                 f"no paragraphs found in {', '.join(str(p) for s in sources for p in s.inputs)}: are these "
                 f"{dataset.name} files?"
             )
-        counts, unmapped, unmapped_questions = questions.counts, questions.unmapped, questions.unmapped_questions
+        unmapped, unmapped_questions = questions.unmapped, questions.unmapped_questions
 
         corpus_sha = _write_shuffled(lines, staging / "corpus.jsonl", seed)
         for done in lines.files:
@@ -369,16 +393,7 @@ def _build(
             "inputs": described,
             **({"options": recorded_options} if recorded_options else {}),
             **({"sources": recorded_sources} if recorded_sources else {}),
-            "counts": {
-                "paragraphs": paragraph_count,
-                "duplicate_paragraphs": paragraphs_read - paragraph_count,
-                "questions": counts["questions"],
-                "duplicate_questions": counts["duplicate_questions"],
-                "gold_paragraphs": counts["gold_paragraphs"],
-                "questions_with_unmapped_gold": unmapped_questions,
-                "skipped_bad_records": guard.skipped,
-                **{f"dropped {reason}": n for reason, n in sorted(guard.notes.items())},
-            },
+            "counts": _counts(paragraph_count, paragraphs_read, questions, guard),
             "unmapped_gold_examples": unmapped[:20],
             "corpus_sha256": corpus_sha,
             "seconds": round(time.perf_counter() - started, 2),
@@ -401,16 +416,18 @@ def _build(
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
     if dataset.given_ids and (repeated := manifest["counts"]["duplicate_paragraphs"]):
         warnings.append(f"{repeated} paragraphs repeated an id seen before; the first paragraph of each id was kept")
-    stale = (
-        sorted(
-            p.name
-            for p in target.indexes.iterdir()
-            if p.is_dir() and not p.name.startswith(".") and _built_from(p) != corpus_sha
-        )
-        if target.indexes.is_dir()
-        else []
+    return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=_stale(target, corpus_sha))
+
+
+def _stale(target: CorpusDir, corpus_sha: str) -> list[str]:
+    """The indexes of the corpus that were built from other contents than it now has."""
+    if not target.indexes.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in target.indexes.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and _built_from(p) != corpus_sha
     )
-    return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=stale)
 
 
 def _built_from(index: Path) -> str | None:

@@ -332,6 +332,21 @@ def read_metrics(path: Path) -> dict:
     return report
 
 
+def _curve_points(summaries: dict[str, dict], method: str) -> list[tuple[float, float, Any, str]]:
+    """(paragraphs a question, recall, its interval, variant) of each variant of `method` with a recall,
+    fewest paragraphs first."""
+    from mhindex.eval.sweep import base_method
+
+    return sorted(
+        (
+            (summary["retrieved_per_question"], summary["recall"], summary.get("recall_interval"), name)
+            for name, summary in summaries.items()
+            if base_method(name) == method and summary.get("recall") is not None
+        ),
+        key=lambda point: point[0],
+    )
+
+
 def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = None) -> tuple[Path | IO[str], list[dict]]:
     """Recall of gold paragraphs against paragraphs retrieved a question, one line per method over
     its sweep (IRCoT's Figure 3), a panel per evaluation folder, with 95% bootstrap intervals; and the
@@ -360,14 +375,7 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
             samples.insert(0, ("tuning", report["tuning_methods"]))
         for colour, method in zip(itertools.cycle(colours), methods):
             for sample, summaries in samples:
-                points = sorted(
-                    (
-                        (summary["retrieved_per_question"], summary["recall"], summary.get("recall_interval"), name)
-                        for name, summary in summaries.items()
-                        if base_method(name) == method and summary.get("recall") is not None
-                    ),
-                    key=lambda point: point[0],
-                )
+                points = _curve_points(summaries, method)
                 if not points:
                     continue
                 xs, ys = [p[0] for p in points], [p[1] * 100 for p in points]
@@ -395,11 +403,11 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
                         "variant": name,
                         "sample": sample,
                         "paragraphs": x,
-                        "recall": y / 100,
+                        "recall": recall,
                         "interval": interval,
                         "questions": summaries[name]["questions"],
                     }
-                    for x, y, interval, name in ((p[0], p[1] * 100, p[2], p[3]) for p in points)
+                    for x, recall, interval, name in points
                 )
         axis.set_title(dataset_name(dataset), fontsize=10)
         axis.set_xlabel("paragraphs retrieved per question")

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from mhindex.backends.base import Retriever, search_titles
+from mhindex.backends.base import Hit, Retriever, search_titles
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step
 from mhindex.methods.prompts import (
@@ -67,6 +67,42 @@ class IRCoTSettings(ReaderSettings):
         return recorded
 
 
+class _Walk:
+    """One question's walk: the paragraphs collected (within the budget), the steps taken, the clock and
+    the meter; `pages` the titles retrieval is restricted to (IIRC)."""
+
+    def __init__(
+        self, retriever: Retriever, k: int, budget: int, meter: Meter, pages: list[str] | None, clock: Clock
+    ) -> None:
+        self.retriever, self.k, self.budget, self.meter, self.pages = retriever, k, budget, meter, pages
+        self.clock = clock
+        self.collected: list[Hit] = []
+        self.steps: list[Step] = []
+
+    def tokens(self) -> tuple[int, int]:
+        return self.meter.prompt_tokens, self.meter.completion_tokens
+
+    def step(self, sentence: str, query_text: str, started: float, tokens_before: tuple[int, int]) -> None:
+        """Record one step; with a query, retrieve K and keep the new paragraphs within the budget."""
+        new: list[Hit] = []
+        if query_text:
+            have = {h.id for h in self.collected}
+            hits = self.retriever.search(query_text, self.k, titles=self.pages)
+            new = [h for h in hits if h.id not in have][: max(0, self.budget - len(self.collected))]
+            self.collected.extend(new)
+        self.steps.append(
+            Step(
+                sentence,
+                query_text,
+                [h.id for h in new],
+                [h.title for h in new],
+                self.clock() - started,
+                self.meter.prompt_tokens - tokens_before[0],
+                self.meter.completion_tokens - tokens_before[1],
+            )
+        )
+
+
 class IRCoT(Method):
     name = "ircot"
     title = "IRCoT"
@@ -96,64 +132,19 @@ class IRCoT(Method):
         clock, meter = Clock(), Meter(self.lm)
         pinned = [(query.main_passage["title"], query.main_passage["text"])] if query.main_passage else []
         pages = self._choose_pages(query, meter) if query.main_passage else None
-
-        collected: list[Any] = []
-        steps: list[Step] = []
-
-        def step(sentence: str, query_text: str, started: float, tokens_before: tuple[int, int]) -> None:
-            """Record one step; with a query, retrieve K and keep the new paragraphs within the budget."""
-            new = []
-            if query_text:
-                have = {h.id for h in collected}
-                hits = self.retriever.search(query_text, self.k, titles=pages)
-                new = [h for h in hits if h.id not in have][: max(0, s.max_paragraphs - len(collected))]
-                collected.extend(new)
-            steps.append(
-                Step(
-                    sentence,
-                    query_text,
-                    [h.id for h in new],
-                    [h.title for h in new],
-                    clock() - started,
-                    meter.prompt_tokens - tokens_before[0],
-                    meter.completion_tokens - tokens_before[1],
-                )
-            )
-
-        step(
-            "",
-            retrieval_query(query.question, [], s.clean_queries),
-            clock(),
-            (meter.prompt_tokens, meter.completion_tokens),
-        )
+        walk = _Walk(self.retriever, self.k, s.max_paragraphs, meter, pages, clock)
+        walk.step("", retrieval_query(query.question, [], s.clean_queries), walk.clock(), walk.tokens())
         reasoning: list[str] = []
         for _ in range(s.max_steps):
-            started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
-            blocks = [
-                paragraph_block(t, x, s.max_paragraph_words) for t, x in pinned + [(h.title, h.text) for h in collected]
-            ]
-            instance = "\n\n".join(
-                [*blocks, question_block(query.question, self.style, cot=True, answer_so_far=" ".join(reasoning))]
-            )
-            prompt = self.packer.render(self.demos, instance, s.step_tokens)
-            until = sentence_complete if s.early_stop else None
-            sentence = first_sentence(
-                meter.complete(
-                    prompt,
-                    s.step_tokens,
-                    stop=["\n"],
-                    label=f"reasoning step {len(reasoning) + 1}",
-                    stop_when=until,
-                    keep=len(prompt) - len(instance),
-                ).text
-            )
+            started, before = walk.clock(), walk.tokens()
+            sentence = self._next_sentence(walk, query, pinned, reasoning)
             if not sentence or sentence in reasoning:  # nothing new: a loop, not reasoning
                 break
             reasoning.append(sentence)
             done = mentions_answer(sentence)
             # The answer sentence is not a query; past the paragraph budget, reasoning goes on without retrieval.
-            retrieves = not done and len(collected) < s.max_paragraphs
-            step(
+            retrieves = not done and len(walk.collected) < s.max_paragraphs
+            walk.step(
                 sentence,
                 retrieval_query(query.question, reasoning, s.clean_queries) if retrieves else "",
                 started,
@@ -161,8 +152,34 @@ class IRCoT(Method):
             )
             if done:
                 break
+        return self._conclude(walk, query, pinned, reasoning)
 
-        read = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in collected])
+    def _next_sentence(self, walk: _Walk, query: Query, pinned: list[tuple[str, str]], reasoning: list[str]) -> str:
+        """The next sentence of the chain, from the paragraphs collected so far and the chain itself."""
+        s = self.settings
+        blocks = [
+            paragraph_block(t, x, s.max_paragraph_words)
+            for t, x in pinned + [(h.title, h.text) for h in walk.collected]
+        ]
+        instance = "\n\n".join(
+            [*blocks, question_block(query.question, self.style, cot=True, answer_so_far=" ".join(reasoning))]
+        )
+        prompt = self.packer.render(self.demos, instance, s.step_tokens)
+        return first_sentence(
+            walk.meter.complete(
+                prompt,
+                s.step_tokens,
+                stop=["\n"],
+                label=f"reasoning step {len(reasoning) + 1}",
+                stop_when=sentence_complete if s.early_stop else None,
+                keep=len(prompt) - len(instance),
+            ).text
+        )
+
+    def _conclude(self, walk: _Walk, query: Query, pinned: list[tuple[str, str]], reasoning: list[str]) -> Answer:
+        """The reader answers from everything collected; its call and the chain's own conclusion are recorded."""
+        meter = walk.meter
+        read = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in walk.collected])
         answer = read.answer
         details: dict[str, Any] = {"reader": read.record()}
         concluded = bool(reasoning) and mentions_answer(reasoning[-1])
@@ -175,7 +192,7 @@ class IRCoT(Method):
         # Where the chain concluded one answer and the reader says another, the reader's stands, as
         # in the paper: with the Direct reader (small models' default) that measured better in every
         # stored run (benchmarks/README.md, "The reader or the chain").
-        retrieved = [{"id": h.id, "title": h.title} for h in collected]
+        retrieved = [{"id": h.id, "title": h.title} for h in walk.collected]
         trace = " ".join(reasoning)
         if read.output and read.output != answer:
             trace = f"{trace}\n[reader] {read.output}" if trace else f"[reader] {read.output}"
@@ -184,14 +201,14 @@ class IRCoT(Method):
             query.question,
             answer,
             retrieved,
-            steps,
+            walk.steps,
             meter.calls,
             meter.prompt_tokens,
             meter.completion_tokens,
-            clock(),
+            walk.clock(),
             trace,
             self.name,
-            pages,
+            walk.pages,
             details,
         )
 

@@ -197,11 +197,13 @@ def next_query_labels(
     }
 
 
-def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10, split: str = "all") -> TrainingData:
-    """Labeler and Filter examples from the corpus's questions of `split` with a gold decomposition."""
+def _decomposed(
+    corpus: CorpusDir, split: str
+) -> tuple[list[dict[str, Any]], str, list[tuple[dict[str, Any], list[Any]]], dict[str, str]]:
+    """The questions of `split`, the split they resolved to, those with a gold decomposition (with its hops),
+    and the text of every paragraph a hop names."""
     from mhindex.eval.splits import select_split
 
-    stems = _Stems()
     every = [orjson.loads(line) for line in corpus.questions.read_bytes().splitlines() if line.strip()]
     questions, chosen = select_split(every, split, corpus.name, training=True)
     if split == "auto" and chosen != "train":  # asked for train, the papers' choice, and fell back
@@ -223,6 +225,13 @@ def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10, spl
         paragraphs = {record["id"]: record["text"] for record in reader if record["id"] in needed}
     finally:
         reader.close()
+    return questions, chosen, usable, paragraphs
+
+
+def build_training_data(corpus: CorpusDir, retriever: Any, *, top: int = 10, split: str = "all") -> TrainingData:
+    """Labeler and Filter examples from the corpus's questions of `split` with a gold decomposition."""
+    stems = _Stems()
+    questions, chosen, usable, paragraphs = _decomposed(corpus, split)
     data = TrainingData(split=chosen)
     counts = dict.fromkeys(
         (
