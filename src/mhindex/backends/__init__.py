@@ -2,7 +2,7 @@
 them and imports each only when it is used, so `mhindex --help` and a Lucene query never pay for torch
 or an Elasticsearch client.
 
-Adding a backend: a module with a `Backend` subclass (its `name`, `title`, `Options`, `requirements`,
+Adding a backend: a module with a `Backend` subclass (its `name`, `title`, `Settings`, `requirements`,
 `build` and `open`) and one line in `registry.BACKENDS`, or an entry point in the group
 `mhindex.backends` of a package of its own. Any two or more built backends fuse as one
 (`--backend lucene+dense`, backends/hybrid.py).
@@ -25,7 +25,7 @@ from mhindex.backends.indexes import (
     recorded_options,
     search_stream,
 )
-from mhindex.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_class, backend_title, options_types
+from mhindex.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_class, backend_title, settings_types
 from mhindex.backends.spec import BackendSpec
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "build_index",
     "open_index",
     "open_retriever",
-    "options_types",
+    "settings_types",
     "recorded_options",
     "search_stream",
 ]

@@ -91,8 +91,9 @@ class Backend:
     name: ClassVar[str]
     #: as tables and the report name it ("BM25 (Lucene)")
     title: ClassVar[str]
-    #: its options, a frozen dataclass of `option(...)` fields, each saying when it takes effect
-    Options: ClassVar[type]
+    #: its settings, a frozen dataclass of `option(...)` fields (as a method's and a dataset's), each saying
+    #: when it takes effect
+    Settings: ClassVar[type]
     #: False for an index that lives elsewhere (a served one): nothing is built or recorded here,
     #: and `open` gets no index folder and no manifest.
     builds_index: ClassVar[bool] = True

@@ -41,7 +41,7 @@ def _engine() -> tuple[Any, Any]:
 class Bm25sBackend(Backend):
     name = "bm25s"
     title = "BM25 (bm25s)"
-    Options = Bm25sOptions
+    Settings = Bm25sOptions
     builds_index = True
     requirements = (package("bm25s backend", "bm25s", "bm25s", "pip install 'mhindex[bm25s]'"),)
 

@@ -175,7 +175,7 @@ def _resolve_checkpoint(asked: str, home: Path) -> tuple[Path, bool]:
 class ColbertBackend(Backend):
     name = "colbert"
     title = "ColBERTv2"
-    Options = ColbertOptions
+    Settings = ColbertOptions
     builds_index = True
     requirements = (package("ColBERT backend", "colbert", "colbert-ai", "pip install 'mhindex[colbert]'"),)
 

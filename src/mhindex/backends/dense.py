@@ -320,7 +320,7 @@ def read_faiss_index(faiss: Any, path: Path, memory_map: bool) -> Any:
 class DenseBackend(Backend):
     name = "dense"
     title = "dense (FAISS)"
-    Options = DenseOptions
+    Settings = DenseOptions
     builds_index = True
     requirements = (
         package("dense backend", "faiss", "faiss-cpu", "pip install 'mhindex[dense]'"),

@@ -356,7 +356,7 @@ def _unreachable(error: Exception, options: ElasticsearchOptions) -> Elasticsear
 class ElasticsearchBackend(Backend):
     name = "elasticsearch"
     title = "BM25 (Elasticsearch)"
-    Options = ElasticsearchOptions
+    Settings = ElasticsearchOptions
     builds_index = True
     requirements = (
         package("Elasticsearch backend", "elasticsearch", "elasticsearch", "pip install 'mhindex[elasticsearch]'"),

@@ -151,7 +151,7 @@ class HybridBackend(Backend):
 
     name = "hybrid"
     title = "fusion"
-    Options = HybridOptions
+    Settings = HybridOptions
     builds_index = False
     #: `--backend A+B` is this backend over parts A and B; `--backend hybrid` over `default_parts`
     fuses = True

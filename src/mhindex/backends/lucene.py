@@ -264,7 +264,7 @@ def _jar(home: Path) -> str:
 class LuceneBackend(Backend):
     name = "lucene"
     title = "BM25 (Lucene)"
-    Options = LuceneOptions
+    Settings = LuceneOptions
     builds_index = True
     requirements = (
         Requirement(

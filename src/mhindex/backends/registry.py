@@ -11,7 +11,7 @@ from mhindex.registry import Registry, missing_members
 def _check(loaded: Any) -> str | None:
     if not (isinstance(loaded, type) and issubclass(loaded, Backend)):
         return "is not a subclass of mhindex.backends.base.Backend"
-    return missing_members(loaded, ("name", "title", "Options"))
+    return missing_members(loaded, ("name", "title", "Settings"))
 
 
 BACKENDS: Registry[type[Backend]] = Registry(
@@ -45,7 +45,7 @@ def backend_title(name: str) -> str:
     return " + ".join(shown)
 
 
-def options_types() -> dict[str, type]:
+def settings_types() -> dict[str, type]:
     """Each backend's options dataclass, for the options of index, search, ask and eval.
     Importing a backend module is cheap: engines (torch, FAISS, the JVM) load when used."""
-    return {name: cls.Options for name, cls in BACKENDS.available().items()}
+    return {name: cls.Settings for name, cls in BACKENDS.available().items()}

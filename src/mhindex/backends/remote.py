@@ -52,7 +52,7 @@ class RemoteOptions:
 class RemoteBackend(Backend):
     name = "remote"
     title = "a served index"
-    Options = RemoteOptions
+    Settings = RemoteOptions
     builds_index = False
     #: `--backend http://HOST:PORT` is this backend, the address given as this option
     addresses = ("http://", "https://")

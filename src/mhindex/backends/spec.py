@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mhindex.backends.base import Backend
-from mhindex.backends.registry import BACKENDS, backend_class, options_types
+from mhindex.backends.registry import BACKENDS, backend_class, settings_types
 from mhindex.errors import UsageError
 from mhindex.options import check_choices, declared, flag_among, flag_of
 
@@ -67,12 +67,12 @@ class BackendSpec:
         if served is not None:
             backend, given = served.name, {**given, served.address_option: backend}
         backend_type = backend_class(backend)
-        fields = declared(backend_type.Options)
+        fields = declared(backend_type.Settings)
         for name in given:
             if name not in fields:
-                owners = [b for b, t in options_types().items() if name in declared(t)]
+                owners = [b for b, t in settings_types().items() if name in declared(t)]
                 raise UsageError(
-                    f"{flag_among(name, options_types().values())} is an option of the "
+                    f"{flag_among(name, settings_types().values())} is an option of the "
                     f"{' and '.join(owners) or 'no'} backend, not of {backend}"
                 )
         return cls(backend, backend_type, given, label)
@@ -93,21 +93,21 @@ class BackendSpec:
         if len(set(names)) != len(names) or len(names) < 2:
             example = "+".join(fusion.default_parts) or "A+B"
             raise UsageError(f"--backend {backend}: a hybrid fuses two or more different backends, e.g. {example}")
-        own = declared(fusion.Options)
+        own = declared(fusion.Settings)
         parts = tuple(
             cls(
                 name,
                 backend_class(name),
-                {k: v for k, v in given.items() if k in declared(backend_class(name).Options)},
+                {k: v for k, v in given.items() if k in declared(backend_class(name).Settings)},
                 name,
             )
             for name in names
         )
         for name in given:
             if name not in own and not any(name in part.given for part in parts):
-                owners = [b for b, t in options_types().items() if name in declared(t)]
+                owners = [b for b, t in settings_types().items() if name in declared(t)]
                 raise UsageError(
-                    f"{flag_among(name, options_types().values())} is an option of the "
+                    f"{flag_among(name, settings_types().values())} is an option of the "
                     f"{' and '.join(owners) or 'no'} backend, not of {'+'.join(names)}"
                 )
         return cls(fusion.name, fusion, {k: v for k, v in given.items() if k in own}, "+".join(names), parts)
@@ -130,7 +130,7 @@ class BackendSpec:
     def _options(
         self, stages: tuple[str, ...], recorded: Mapping[str, Any] | None = None, corpus: str = "CORPUS"
     ) -> Any:
-        fields = declared(self.backend.Options)
+        fields = declared(self.backend.Settings)
         for name, value in self.given.items():
             stage, flag = fields[name][1].stage, flag_of(name, fields[name][1])
             if stage not in stages and stage == "search":
@@ -145,6 +145,6 @@ class BackendSpec:
                     f"rebuild it: mhindex index {corpus} --backend {self.name} {flag} {value} --force"
                 )
         known = {k: v for k, v in (recorded or {}).items() if k in fields}
-        options = self.backend.Options(**{**known, **self.given})
+        options = self.backend.Settings(**{**known, **self.given})
         check_choices(options)
         return options

@@ -168,7 +168,7 @@ def model_options(command):
 def backend_options(command):
     """Every registered backend's options, grouped by when they take effect (see mhindex/options.py):
     index-time ones are also accepted when searching, to be checked against what the index was built with."""
-    from mhindex.backends import options_types
+    from mhindex.backends import settings_types
     from mhindex.backends.spec import named_by
     from mhindex.options import with_options
 
@@ -177,7 +177,7 @@ def backend_options(command):
         "search": "Backend options, applied when searching",
     }
     return with_options(
-        "backend_options", options_types, panel=lambda opt: panels.get(opt.stage, "Backend options"), named=named_by
+        "backend_options", settings_types, panel=lambda opt: panels.get(opt.stage, "Backend options"), named=named_by
     )(command)
 
 

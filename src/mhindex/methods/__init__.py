@@ -34,7 +34,9 @@ __all__ = [
 def _check(loaded: Any) -> str | None:
     if not (isinstance(loaded, type) and issubclass(loaded, Method)):
         return "is not a subclass of mhindex.methods.Method"
-    return missing_members(loaded, ("name", "title", "Settings", "answer"))
+    return missing_members(loaded, ("name", "title", "Settings", "answer")) or (
+        None if callable(getattr(loaded.Settings, "recorded", None)) else "its Settings lack recorded(dataset)"
+    )
 
 
 METHODS: Registry[type[Method]] = Registry(

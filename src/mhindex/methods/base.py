@@ -21,7 +21,7 @@ from mhindex import ui
 from mhindex.backends.base import Retriever
 from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen
-from mhindex.methods.settings import ReaderSettings
+from mhindex.methods.settings import MethodSettings, ReaderSettings
 from mhindex.requirements import Requirement
 
 TITLE_SEPARATOR = " · "  # titles contain commas ("Paris, Texas"), never a middle dot
@@ -251,7 +251,7 @@ class Method(ABC):
     #: what it needs installed beyond mhindex's own dependencies, checked by `mhindex doctor`
     requirements: ClassVar[tuple[Requirement, ...]] = ()
     #: the method's settings; every field declared with `option(...)` is an option of ask and eval
-    Settings: ClassVar[type] = ReaderSettings
+    Settings: ClassVar[type[MethodSettings]] = ReaderSettings
     #: False for methods that answer without retrieval (no corpus or index is opened for them)
     needs_retriever: ClassVar[bool] = True
 

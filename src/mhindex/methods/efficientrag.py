@@ -51,12 +51,14 @@ DEVICES = ("auto", "cpu", "cuda")
 GENERATORS = ("efficientrag", "ircot")
 # The released QA prompts (src/efficientrag_qa.py), by the corpus's dataset; others get MuSiQue's.
 ANSWER_PROMPTS = prompt_sets("efficientrag", "answer_", ".txt")  # the released QA prompt of each dataset
+#: the prompts a corpus of a dataset the release has none for takes (its baselines' default dataset)
+DEFAULT_PROMPTS = "musique"
 SYSTEM = "You are a helpful assistant."  # the released models' system message (language_models/llama.py)
 
 
 def answer_prompt(dataset: str | None) -> str:
     """The released QA prompt a corpus of `dataset` takes: its own where the release has one, else MuSiQue's."""
-    return prompt_set_for(dataset, ANSWER_PROMPTS, "musique")
+    return prompt_set_for(dataset, ANSWER_PROMPTS, DEFAULT_PROMPTS)
 
 
 @dataclass(frozen=True)
@@ -162,17 +164,14 @@ class EfficientRAG(Method):
         reply = meter.chat(
             messages, self.settings.answer_tokens, stop=[], label=f"answering from {len(kept)} chunks"
         ).text.strip()
-        parsed = parse_json_object(reply)
+        answer, parsed = json_answer(reply)
         facts = {
             "prompt": self.answer_prompt_name,
             "chunks": len(kept),
             "left_out": len(texts) - len(kept),
             "json": parsed is not None and "answer" in parsed,
         }
-        if parsed is not None and isinstance(parsed.get("answer"), str | int | float):
-            return str(parsed["answer"]).strip(), reply, facts
-        first = next((line for line in reply.splitlines() if line.strip() and not line.strip().startswith("```")), "")
-        return first.strip().strip('"').strip(), reply, facts
+        return answer, reply, facts
 
     def recorded_models(self) -> dict[str, Any]:
         return {"models": self.models}
@@ -313,6 +312,16 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def json_answer(reply: str) -> tuple[str, dict[str, Any] | None]:
+    """The answer of a JSON reply, as the release reads it (`ask_model`'s json parser): the first `{...}`'s
+    "answer"; where there is none, the reply's first line that is not a code fence, unquoted. And the JSON."""
+    parsed = parse_json_object(reply)
+    if parsed is not None and isinstance(parsed.get("answer"), str | int | float):
+        return str(parsed["answer"]).strip(), parsed
+    first = next((line for line in reply.splitlines() if line.strip() and not line.strip().startswith("```")), "")
+    return first.strip().strip('"').strip(), parsed
 
 
 def _cut(text: str, words: int) -> str:

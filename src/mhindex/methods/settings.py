@@ -9,7 +9,7 @@ configuration."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mhindex.methods.prompts import prompt_set_for, prompt_sets
 from mhindex.options import option
@@ -21,6 +21,13 @@ CLEAN_QUERIES_HELP = (
     "a reasoning step's query is the last sentence that is not reasoning ('So ...', arithmetic), else "
     "the question (--no-clean-queries: each sentence as generated)."
 )
+
+
+class MethodSettings(Protocol):
+    """What every method's settings are: a frozen dataclass of `option(...)` fields that can say what
+    run.json records of them (`recorded`), defaults that depend on the corpus resolved."""
+
+    def recorded(self, dataset: str | None) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)

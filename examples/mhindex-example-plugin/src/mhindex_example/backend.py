@@ -62,7 +62,7 @@ class OverlapRetriever:
 class OverlapBackend(Backend):
     name = "overlap"
     title = "word overlap (example plug-in)"
-    Options = OverlapOptions
+    Settings = OverlapOptions
 
     def build(
         self, corpus: CorpusDir, target: Path, options: OverlapOptions, context: BackendContext
