@@ -48,6 +48,7 @@ METHODS: Registry[type[Method]] = Registry(
         "searchain": "mhindex.methods.searchain:SearChain",
         "kdcot": "mhindex.methods.kdcot:KDCoT",
         "efficientrag": "mhindex.methods.efficientrag:EfficientRAG",
+        "cot": "mhindex.methods.cot:CoT",
     },
     _check,
 )
