@@ -40,7 +40,10 @@ class CoTSettings:
 
     def recorded(self, dataset: str | None) -> dict[str, Any]:
         """With the prompt actually used."""
-        return {**asdict(self), "prompt_from": self.prompt_from or prompt_set_for(dataset, PROMPT_SETS, DEFAULT_PROMPTS)}
+        return {
+            **asdict(self),
+            "prompt_from": self.prompt_from or prompt_set_for(dataset, PROMPT_SETS, DEFAULT_PROMPTS),
+        }
 
 
 class CoT(Method):

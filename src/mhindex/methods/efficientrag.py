@@ -18,6 +18,7 @@ released DeBERTa models.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -151,24 +152,17 @@ class EfficientRAG(Method):
         return labeler, query_filter
 
     def _generate(self, meter: Meter, question: str, texts: list[str]) -> tuple[str, str, dict[str, Any]]:
-        """The released QA step: the kept chunks' texts, one a line, in the dataset's QA prompt; the
-        answer is the JSON's "answer" (else the reply's first line, cleaned). Chunks past what the
-        context holds are left out, the last kept first."""
-        kept = [_cut(text, self.settings.max_paragraph_words) for text in texts]
-        while True:
-            prompt = self.answer_prompt.format(question=question, knowledge="\n".join(kept))
-            if not kept or self.lm.count_tokens(prompt) + self.settings.answer_tokens + 64 <= self.lm.context_length:
-                break
-            kept.pop()
-        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-        reply = meter.chat(
-            messages, self.settings.answer_tokens, stop=[], label=f"answering from {len(kept)} chunks"
-        ).text.strip()
+        """The released QA step: the kept chunks' texts in the dataset's QA prompt; the answer is the JSON's
+        "answer" (else the reply's first line, cleaned)."""
+        s = self.settings
+        reply, read = answer_step(
+            meter, self.answer_prompt, question, texts, answer_tokens=s.answer_tokens, max_words=s.max_paragraph_words
+        )
         answer, parsed = json_answer(reply)
         facts = {
             "prompt": self.answer_prompt_name,
-            "chunks": len(kept),
-            "left_out": len(texts) - len(kept),
+            "chunks": read,
+            "left_out": len(texts) - read,
             "json": parsed is not None and "answer" in parsed,
         }
         return answer, reply, facts
@@ -322,6 +316,32 @@ def json_answer(reply: str) -> tuple[str, dict[str, Any] | None]:
         return str(parsed["answer"]).strip(), parsed
     first = next((line for line in reply.splitlines() if line.strip() and not line.strip().startswith("```")), "")
     return first.strip().strip('"').strip(), parsed
+
+
+def answer_step(
+    meter: Meter,
+    template: str,
+    question: str,
+    texts: Sequence[str],
+    *,
+    answer_tokens: int,
+    max_words: int,
+    system: str = SYSTEM,
+    slot: str = "knowledge",
+) -> tuple[str, int]:
+    """One answer step of EfficientRAG's release and its baselines: the texts, one a line, as `{slot}` in
+    `template` (with `{question}`), one user turn after `system`. Texts are cut to `max_words` and those past
+    what the context holds left out, the last first. The reply, and how many texts it read."""
+    lm = meter.lm
+    kept = [_cut(text, max_words) for text in texts]
+    while True:
+        prompt = template.format(question=question, **{slot: "\n".join(kept)})
+        if not kept or lm.count_tokens(prompt) + answer_tokens + 64 <= lm.context_length:
+            break
+        kept.pop()
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+    reply = meter.chat(messages, answer_tokens, stop=[], label=f"answering from {len(kept)} paragraphs").text
+    return reply.strip(), len(kept)
 
 
 def _cut(text: str, words: int) -> str:
