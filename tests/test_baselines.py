@@ -32,3 +32,27 @@ def test_cot_answers_from_the_released_prompt_without_retrieval(mh, musique):
     assert asked.json()["cot"]["prompt"] == "hotpotqa"
     refused = mh("ask", QUESTION, "--method", "cot", "--prompt-from", "iirc")
     assert refused.code == 2 and "--prompt-from must be one of 2wikimultihopqa, hotpotqa, musique" in refused.err
+
+
+@pytest.mark.slow
+def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_breaks(mh, musique):
+    fast = ["-k", "3", "--max-follow-ups", "2", "--answer-tokens", "48", "--json"]
+    record = mh("ask", QUESTION, "--method", "selfask", *fast).json()
+    details, steps = record["selfask"], record["steps"]
+    assert record["method"] == "selfask" and details["prompt"] == "musique"
+    # One completion to start, then per follow-up its answer and the next completion, then the final answer.
+    assert details["follow_ups"] == len(steps) <= 2 and record["lm_calls"] == 2 + 2 * len(steps)
+    history = details["history"]
+    for step in steps:  # each follow-up was written by the LM and sent to the retriever as it was written
+        assert f"Follow up: {step['query']}" in history and len(step["retrieved_ids"]) == 3
+        assert step["text"].rpartition("Intermediate answer: ")[2] + "." in history
+    assert history.endswith(record["answer"]) or details["fallback"]
+    assert {r["id"] for r in record["retrieved"]} == {i for s in steps for i in s["retrieved_ids"]}
+
+    # Completions too short to reach the format's stop strings are invalid, as in the release: no follow-up,
+    # no final answer, and the trace says so instead of looping or failing.
+    broken = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast).json()
+    assert broken["steps"] == [] and broken["answer"] == ""
+    assert broken["selfask"]["fallback"] == "the final completion gave no answer: there is none"
+    shown = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast[:-1]).out
+    assert "note: the final completion gave no answer" in " ".join(shown.split())

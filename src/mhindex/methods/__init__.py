@@ -49,6 +49,7 @@ METHODS: Registry[type[Method]] = Registry(
         "kdcot": "mhindex.methods.kdcot:KDCoT",
         "efficientrag": "mhindex.methods.efficientrag:EfficientRAG",
         "cot": "mhindex.methods.cot:CoT",
+        "selfask": "mhindex.methods.selfask:SelfAsk",
     },
     _check,
 )

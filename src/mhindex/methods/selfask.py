@@ -1,0 +1,197 @@
+"""Self-Ask with retrieval (Press et al., Findings of EMNLP 2023; ofirpress/self-ask), as EfficientRAG's
+table runs it (microsoft/EfficientRAG @6b2489f, `src/baseline/retrieve/selfask.py`).
+
+The LM continues the released prompt of the corpus's dataset (Press et al.'s format with the dataset's own
+demonstrations) as a completion, after "Are follow up questions needed here:". Each completion is read as
+the release reads it (`call_model`): up to 100 tokens, valid only if it reaches one of its stop strings
+("\\nIntermediate answer:", "So the final answer is:"), cut before the first. While the last line of what it
+wrote asks a "Follow up:" (at most 5), that question (the text after the completion's last colon) goes to
+the retriever, whose top K paragraphs answer it through EfficientRAG's QA prompt as one JSON chat turn
+("unknown" where the reply holds no JSON answer), and "\\nIntermediate answer: ANSWER." continues the
+prompt. Then "So the final answer is:" is appended and the LM completes up to its first newline; the
+answer is what follows the last colon, a final period dropped (`extract_answer`).
+
+The release's quirks are kept, since its table was made with them: each completion is stripped before it
+is appended (so "here:Yes." and "ANSWER.Follow up:" run together), and the text cut before "So the final
+answer is:" is never appended. Deviations, each forced or said: calls are greedy (the release samples, so
+its three tries of an invalid completion would give the same one here); and where the final completion
+gives no answer, the last intermediate answer is the answer and the record says so (`"fallback"`), where
+the release answers with nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any
+
+from mhindex.backends.base import Hit, Retriever
+from mhindex.lm.base import LanguageModel
+from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
+from mhindex.methods.efficientrag import DEFAULT_PROMPTS, answer_step, parse_json_object
+from mhindex.methods.prompts import prompt_set_for, prompt_sets
+from mhindex.options import option
+
+PROMPT_SETS = prompt_sets("efficientrag", "selfask_", ".txt")  # the released Self-Ask prompt of each dataset
+INTERMEDIATE = "\nIntermediate answer:"
+FOLLOW_UP = "Follow up:"
+FINAL = "So the final answer is:"
+
+
+@dataclass(frozen=True)
+class SelfAskSettings:
+    k: int = option(10, "Paragraphs retrieved for each follow-up question (the release's topk).", flag="-k", min=1)
+    max_follow_ups: int = option(5, "At most this many follow-up questions (the release's max_iter).", min=0)
+    prompt_from: str | None = option(
+        None,
+        "The released Self-Ask prompt to use: hotpotqa, 2wikimultihopqa or musique \\[default: the corpus's "
+        "dataset's, else musique].",
+        choices=PROMPT_SETS,
+    )
+    step_tokens: int = option(100, "Most tokens a completion writes (the release's max_tokens).", min=1)
+    answer_tokens: int = option(256, "Most tokens for an intermediate answer's JSON reply.", min=1)
+    max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
+
+    def recorded(self, dataset: str | None) -> dict[str, Any]:
+        """With the prompt actually used."""
+        return {
+            **asdict(self),
+            "prompt_from": self.prompt_from or prompt_set_for(dataset, PROMPT_SETS, DEFAULT_PROMPTS),
+        }
+
+
+def _stops(text: str, stops: tuple[str, ...]) -> str | None:
+    """A completion as the release's `call_model` keeps it: stripped and cut before the first stop string;
+    None when it reached none (an invalid completion, which the release answers with "")."""
+    text = text.strip()
+    found = [(text.find(stop), stop) for stop in stops if stop in text]
+    if not found:
+        return None
+    return text[: min(found)[0]].strip()
+
+
+def _after_colon(generated: str) -> str:
+    """The release's `extract_question`/`extract_answer`: what follows the text's last colon, a leading
+    space dropped (and, for an answer, a final period)."""
+    after = generated.split(":")[-1] if ":" in generated.split("\n")[-1] else generated.split("\n")[-1]
+    return after[1:] if after.startswith(" ") else after
+
+
+class SelfAsk(Method):
+    name = "selfask"
+    title = "Self-Ask"
+    paper = (
+        "Self-Ask (Press et al., Findings of EMNLP 2023), as EfficientRAG's baseline runs it (microsoft/EfficientRAG)"
+    )
+    paper_metrics = ("efficientrag_em",)
+    Settings = SelfAskSettings
+
+    settings: SelfAskSettings
+
+    def __init__(
+        self, retriever: Retriever | None, lm: LanguageModel, settings: SelfAskSettings, context: MethodContext
+    ) -> None:
+        super().__init__(retriever, lm, settings, context)
+        self.prompt_name = settings.prompt_from or prompt_set_for(context.dataset, PROMPT_SETS, DEFAULT_PROMPTS)
+        self.prompt = self._prompt(f"selfask_{self.prompt_name}")
+        self.answer_prompt = self._prompt(f"answer_{self.prompt_name}")
+
+    @staticmethod
+    def _prompt(name: str) -> str:
+        return resources.files("mhindex").joinpath("prompts", "efficientrag", f"{name}.txt").read_text("utf-8").strip()
+
+    def _complete(self, meter: Meter, prompt: str, stops: tuple[str, ...], label: str) -> str | None:
+        """Up to `step_tokens`, ended early once a stop string is written (what follows it is cut anyway); a
+        stop string is looked for after the leading white space, which the release strips first."""
+        text = meter.complete(
+            prompt,
+            self.settings.step_tokens,
+            stop=[],
+            label=label,
+            stop_when=lambda t: any(s in t.lstrip() for s in stops),
+        ).text
+        return _stops(text, stops)
+
+    def answer(self, query: Query) -> Answer:
+        s, clock, meter = self.settings, Clock(), Meter(self.lm)
+        base = self.prompt.format(question=query.question)
+        prompt, steps, found = base, list[Step](), dict[str, Hit]()
+        written = self._complete(meter, prompt, (INTERMEDIATE, FINAL), "are follow-up questions needed?") or ""
+        while FOLLOW_UP in written.split("\n")[-1] and len(steps) < s.max_follow_ups:
+            started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
+            prompt += written
+            asked = _after_colon(written)
+            hits = self.retriever.search(asked, s.k)
+            intermediate = self._intermediate(meter, asked, hits)
+            prompt += f"{INTERMEDIATE} {intermediate}."
+            steps.append(
+                Step(
+                    f"{FOLLOW_UP} {asked} / Intermediate answer: {intermediate}",
+                    asked,
+                    [h.id for h in hits],
+                    [h.title for h in hits],
+                    clock() - started,
+                    meter.prompt_tokens - before[0],
+                    meter.completion_tokens - before[1],
+                )
+            )
+            found.update({h.id: h for h in hits if h.id not in found})
+            written = self._complete(meter, prompt, (INTERMEDIATE, FINAL), f"follow-up {len(steps) + 1}") or ""
+        prompt += FINAL
+        final = self._complete(meter, prompt, ("\n",), "the final answer")
+        answer = _after_colon(prompt + (final or "")).removesuffix(".")
+        fallback = None
+        if not answer.strip():  # the format was not followed to its end: the best answer there is, said
+            answer = steps[-1].text.rpartition("Intermediate answer: ")[2] if steps else ""
+            fallback = "the final completion gave no answer: " + (
+                "the last intermediate answer stands" if steps else "there is none"
+            )
+        details = {
+            "selfask": {
+                "prompt": self.prompt_name,
+                "history": prompt[len(base) :] + (final or ""),
+                "follow_ups": len(steps),
+                "fallback": fallback,
+            }
+        }
+        return Answer(
+            query.id,
+            query.question,
+            answer,
+            [{"id": h.id, "title": h.title} for h in found.values()],
+            steps,
+            meter.calls,
+            meter.prompt_tokens,
+            meter.completion_tokens,
+            clock(),
+            prompt[len(base) :],
+            self.name,
+            details=details,
+        )
+
+    def _intermediate(self, meter: Meter, question: str, hits: list[Hit]) -> str:
+        """The release's `get_answer`: the follow-up answered from its paragraphs by the QA prompt, "unknown"
+        where the reply holds no JSON answer."""
+        reply, _ = answer_step(
+            meter,
+            self.answer_prompt,
+            question,
+            [h.text for h in hits],
+            answer_tokens=self.settings.answer_tokens,
+            max_words=self.settings.max_paragraph_words,
+        )
+        parsed = parse_json_object(reply)
+        value = parsed.get("answer") if parsed else None
+        return str(value) if isinstance(value, str | int | float) else "unknown"
+
+    @classmethod
+    def trace_steps(cls, record: dict[str, Any]) -> list[TraceStep]:
+        """Each follow-up with the paragraphs it brought and its intermediate answer, then how it concluded."""
+        steps = super().trace_steps({**record, "reader": None})
+        details = record.get("selfask")
+        if isinstance(details, dict):
+            rows = [["wrote", str(details.get("history", ""))]]
+            if details.get("fallback"):
+                rows.append(["note", str(details["fallback"])])
+            steps.append(trace_step(f"Conclusion ({details.get('prompt')}'s prompt)", rows))
+        return steps
