@@ -56,3 +56,22 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
     assert broken["selfask"]["fallback"] == "the final completion gave no answer: there is none"
     shown = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast[:-1]).out
     assert "note: the final completion gave no answer" in " ".join(shown.split())
+
+
+@pytest.mark.slow
+def test_iterretgen_retrieves_with_the_question_and_the_last_thought(mh, musique):
+    record = mh(
+        "ask", QUESTION, "--method", "iterretgen", "--iterations", "2", "-k", "3", "--answer-tokens", "48", "--json"
+    ).json()
+    steps = record["steps"]
+    assert record["method"] == "iterretgen" and record["lm_calls"] == len(steps) == 2
+    assert steps[0]["query"] == QUESTION and all(len(s["retrieved_ids"]) == 3 for s in steps)
+    first_thought, _, _ = steps[0]["text"].removeprefix("thought: ").rpartition(" / answer: ")
+    assert steps[1]["query"] == f"{QUESTION} {first_thought}"  # the release's construct_prompt
+    assert record["answer"] == steps[1]["text"].rpartition(" / answer: ")[2]
+    assert [r["id"] for r in record["retrieved"]] == list(dict.fromkeys(i for s in steps for i in s["retrieved_ids"]))
+    details = record["iterretgen"]
+    assert details["prompt"] == "musique" and set(details["no_json"]) <= {1, 2}
+    again = ["--iterations", "2", "-k", "3", "--answer-tokens", "48"]  # the same calls: from the call cache
+    shown = " ".join(mh("ask", QUESTION, "--method", "iterretgen", *again).out.split())
+    assert "iteration 2" in shown and "2 LM calls" in shown

@@ -50,6 +50,7 @@ METHODS: Registry[type[Method]] = Registry(
         "efficientrag": "mhindex.methods.efficientrag:EfficientRAG",
         "cot": "mhindex.methods.cot:CoT",
         "selfask": "mhindex.methods.selfask:SelfAsk",
+        "iterretgen": "mhindex.methods.iterretgen:IterRetGen",
     },
     _check,
 )
