@@ -75,3 +75,48 @@ def test_iterretgen_retrieves_with_the_question_and_the_last_thought(mh, musique
     again = ["--iterations", "2", "-k", "3", "--answer-tokens", "48"]  # the same calls: from the call cache
     shown = " ".join(mh("ask", QUESTION, "--method", "iterretgen", *again).out.split())
     assert "iteration 2" in shown and "2 LM calls" in shown
+
+
+def test_react_acts_on_the_corpus_as_its_wikipedia_environment_does(musique_lucene):
+    """Search, Lookup, Finish and an invalid action on a real Lucene index, as `WikiEnv.step` answers them."""
+    from mhindex.methods.base import MethodContext
+    from mhindex.methods.react import ReAct, ReActSettings, _Env, page_observation
+
+    corpus, retriever = musique_lucene
+    react = ReAct(retriever, None, ReActSettings(), MethodContext())  # the environment needs no LM
+    env = _Env()
+    title = "Van Hook Township, Mountrail County, North Dakota"
+    observation, opened = react._act(env, f"search[{title.upper()}]")  # titles compare as IRCoT compares them
+    assert opened and {h.title for h in opened} == {title}
+    assert observation == page_observation(env.page) and observation.count(".") <= 5 + observation.count(". ")
+    missing, none = react._act(env, "search[Van Hook]")
+    assert none == [] and missing.startswith("Could not find Van Hook. Similar: ['") and title in missing
+    word = env.page.split()[0]
+    first, _ = react._act(env, f"lookup[{word}]")  # the page opened before the failed search stays open
+    assert first.startswith("(Result 1 / ") and word.lower() in first.lower()
+    total = int(first.split(" / ")[1].split(")")[0])
+    for _ in range(total - 1):
+        react._act(env, f"lookup[{word}]")
+    assert react._act(env, f"lookup[{word}]")[0] == "No more results.\n"
+    assert react._act(env, "Search Van Hook")[0] == "Invalid action: Search Van Hook"
+    assert react._act(env, "finish[1898]")[0] == "Episode finished, reward = 0\n" and env.answer == "1898"
+
+
+@pytest.mark.slow
+def test_react_writes_thoughts_and_actions_and_says_when_it_never_finishes(mh, musique):
+    record = mh("ask", QUESTION, "--method", "react", "--max-steps", "2", "--step-tokens", "48", "--json").json()
+    details, steps = record["react"], record["steps"]
+    assert record["method"] == "react" and 1 <= len(steps) == len(details["trajectory"]) <= 2
+    assert record["lm_calls"] == len(steps) + details["bad_calls"]
+    for taken, step in zip(details["trajectory"], steps):
+        assert f"Action {steps.index(step) + 1}: {taken['action']}" in step["text"]
+    opened = [i for s in steps for i in s["retrieved_ids"]]
+    assert [r["id"] for r in record["retrieved"]] == list(dict.fromkeys(opened))
+    assert details["finished"] == (record["answer"] != "" or "Finish[]" in steps[-1]["text"])
+    # Three tokens hold neither a thought and its action nor a whole Finish[...]: a bad call each step, no
+    # answer after the last, and the trace says so instead of looping or failing.
+    cut = ["--method", "react", "--max-steps", "1", "--step-tokens", "3"]
+    short = mh("ask", QUESTION, *cut, "--json").json()
+    assert short["react"]["bad_calls"] == 1 and not short["react"]["finished"] and short["answer"] == ""
+    shown = " ".join(mh("ask", QUESTION, *cut).out.split())
+    assert "no Finish[] in 1 steps: no answer" in shown and "the action was asked for alone" in shown

@@ -51,6 +51,7 @@ METHODS: Registry[type[Method]] = Registry(
         "cot": "mhindex.methods.cot:CoT",
         "selfask": "mhindex.methods.selfask:SelfAsk",
         "iterretgen": "mhindex.methods.iterretgen:IterRetGen",
+        "react": "mhindex.methods.react:ReAct",
     },
     _check,
 )
