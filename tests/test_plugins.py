@@ -146,7 +146,8 @@ def test_a_broken_plugin_is_one_line_naming_its_package_and_the_builtins_keep_wo
 # Where a plug-in's name may be written: its own module, its registry line, its prompts and tests. Names that
 # are also words of another meaning are checked only where that meaning cannot occur: "ircot", "colbert" and
 # "search-r1" name the wire protocols `serve` speaks and the remote backend reads (server/, backends/remote.py),
-# "dense" and "hybrid" are Elasticsearch's query modes, "jsonl" an output format of `search`, "dpr" a model type.
+# "dense" and "hybrid" are Elasticsearch's query modes, "jsonl" an output format of `search`, "dpr" a model type,
+# "cot" a prompting of IRCoT's reader.
 OTHER_MEANINGS = {
     "ircot": ("server/", "backends/remote.py"),
     "colbert": ("server/", "backends/remote.py"),
@@ -154,25 +155,23 @@ OTHER_MEANINGS = {
     "hybrid": ("backends/elasticsearch.py",),
     "jsonl": ("cli/indexes.py",),
     "dpr": ("encoders.py",),
+    "cot": ("methods/settings.py", "methods/reader.py", "methods/ircot.py"),  # IRCoT's reader: --reader cot
 }
 # A plug-in that builds on another, in its own module: EfficientRAG may answer with IRCoT's reader
 # (`--generator ircot`), the fusion's default parts are Lucene and dense, SearChain's DPR reader is an hf: path,
-# bm25s has a BM25 variant it calls "lucene"; and a method's prompts, one folder or file per dataset, with
-# the set it falls back on for a corpus of its own (MuSiQue's for IRCoT's reader and EfficientRAG's answer,
-# WebQSP's for KD-CoT, IIRC's open-retrieval prompt for IRCoT's title step).
+# bm25s has a BM25 variant it calls "lucene"; and the prompt set (a dataset's) a method falls back on for a
+# corpus of its own: MuSiQue's for IRCoT's reader and EfficientRAG's answers, WebQSP's for KD-CoT, IIRC's
+# open-retrieval prompt for IRCoT's title step. (Prompt folders, named after papers, are not counted.)
 BUILDS_ON = {
     ("ircot", "methods/efficientrag.py"),
     ("lucene", "backends/hybrid.py"),
     ("dense", "backends/hybrid.py"),
     ("hf", "methods/searchain.py"),
     ("lucene", "backends/bm25s.py"),
-    ("ircot", "methods/settings.py"),
-    ("ircot", "methods/prompts.py"),
     ("musique", "methods/settings.py"),
     ("musique", "methods/efficientrag.py"),
     ("webqsp", "methods/kdcot.py"),
     ("iirc", "methods/ircot.py"),
-    ("efficientrag", "eval/judge.py"),  # the LLM judge is EfficientRAG's Accuracy, with its released prompt
 }
 
 
@@ -187,10 +186,23 @@ def strings_in(text: str) -> list[tuple[int, str]]:
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
+    # A folder of mhindex/prompts is named by the paper whose prompts it holds, not the plug-in of that name.
+    prompt_folders = {
+        id(argument)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            getattr(node.func, "id", getattr(node.func, "attr", "")) == "prompt_sets"
+            or (node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "prompts")
+        )
+        for argument in node.args
+    }
     return [
         (node.lineno, node.value)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings | prompt_folders
     ]
 
 
