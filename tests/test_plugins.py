@@ -10,11 +10,15 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mhindex.backends import BACKENDS
@@ -68,13 +72,13 @@ def plugin_python(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_an_installed_plugin_package_works_through_ask_eval_report_and_help(plugin_python, tmp_path):
     env = {"MHINDEX_HOME": str(tmp_path / "home"), "MHINDEX_LM": "local:smollm2-135m"}
-    shown = run(plugin_python, "ask", "--method", "pivot", "--help", env=env)
-    assert shown.returncode == 0 and "pivot" in shown.stdout and "Pivot makes two" in " ".join(shown.stdout.split())
+    shown = run(plugin_python, "ask", "--method", "pivot", "--help", env={**env, "COLUMNS": "300"})
+    assert shown.returncode == 0 and "kdcot, efficientrag" in shown.stdout and "pivot 5]" in shown.stdout  # its -k
     assert "overlap" in run(plugin_python, "index", "--help", env=env).stdout
     assert run(plugin_python, "--quiet", "corpus", "musique", env=env).returncode == 0
     built = run(plugin_python, "index", "musique", "--backend", "overlap", "--json", env=env)
     assert built.returncode == 0, built.stderr
-    assert json.loads(built.stdout)["manifest"]["backend"] == "overlap"
+    assert json.loads(built.stdout)["backend"] == "overlap" and json.loads(built.stdout)["paragraphs"] > 1000
 
     fast = ["-k", "2", "--max-demos", "1", "--answer-tokens", "8"]
     question = "Who founded the company that made the Van Hook Township?"
@@ -100,6 +104,30 @@ def test_an_installed_plugin_package_works_through_ask_eval_report_and_help(plug
     assert run(plugin_python, "report", str(out), "-o", str(page), env=env).returncode == 0
     html = page.read_text()
     assert "Pivot − OneR" in html and "Tok. recall" in html and '"title":"Pivot","rows":[["page"' in html
+
+    # `serve` over the plug-in's index: its /search answers with what the backend ranks.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = subprocess.Popen(
+        [str(plugin_python), "-m", "mhindex", "serve", "musique", "--backend", "overlap", "--port", str(port)],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url, deadline, hits = f"http://127.0.0.1:{port}", time.time() + 60, None
+        while hits is None and time.time() < deadline and served.poll() is None:
+            try:
+                hits = httpx.post(url + "/search", json={"query": question, "k": 2}).json()["hits"]
+            except httpx.TransportError:
+                time.sleep(0.3)
+        assert hits and record["steps"][0]["retrieved_ids"] == [h["id"] for h in hits]
+        assert httpx.get(url + "/info").json()["backend"] == "overlap"
+    finally:
+        served.send_signal(signal.SIGINT)
+        served.communicate(timeout=30)
 
 
 def broken_distribution(root: Path) -> Path:
