@@ -217,6 +217,10 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
     home = corpus.root.parent
     assert main(["--home", str(home), "serve", corpus.name, "--api-key", ""]) == 2
     assert "--api-key (or $MHINDEX_API_KEY) is empty" in capsys.readouterr().err
+    with pytest.MonkeyPatch.context() as env:  # the empty variable is refused too, not taken for "no key"
+        env.setenv("MHINDEX_API_KEY", "")
+        assert main(["--home", str(home), "serve", corpus.name]) == 2
+        assert "--api-key (or $MHINDEX_API_KEY) is empty" in capsys.readouterr().err
     port = free_port()
     process = subprocess.Popen(
         [

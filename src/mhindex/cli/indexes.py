@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -169,6 +170,9 @@ def serve(
     from mhindex.server.protocols import corpus_lines
 
     root = setup(home, quiet)
+    # click reads an empty $MHINDEX_API_KEY as no value at all: an empty key is refused however it is given.
+    if api_key is None and "MHINDEX_API_KEY" in os.environ:
+        api_key = os.environ["MHINDEX_API_KEY"]
     if api_key is not None and not api_key.strip():
         raise UsageError("--api-key (or $MHINDEX_API_KEY) is empty: give a key, or leave it unset to serve without one")
     corpus = open_corpus(root, name)
