@@ -14,36 +14,19 @@ first line is the answer (the release drops the question) and the record says `"
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from importlib import resources
+from dataclasses import dataclass
 from typing import Any
 
 from mhindex.backends.base import Retriever
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, TraceStep, trace_step
-from mhindex.methods.efficientrag import DEFAULT_PROMPTS, SYSTEM, json_answer
-from mhindex.methods.prompts import prompt_set_for, prompt_sets
+from mhindex.methods.efficientrag import SYSTEM, BaselineSettings, json_answer, released_prompt
 from mhindex.options import option
-
-PROMPT_SETS = prompt_sets("efficientrag", "cot_", ".txt")  # the released CoT prompt of each dataset
 
 
 @dataclass(frozen=True)
-class CoTSettings:
-    prompt_from: str | None = option(
-        None,
-        "The released CoT prompt to use: hotpotqa, 2wikimultihopqa or musique \\[default: the corpus's dataset's, "
-        "else musique].",
-        choices=PROMPT_SETS,
-    )
+class CoTSettings(BaselineSettings):
     answer_tokens: int = option(256, "Most tokens for the JSON reply (thought and answer).", min=1)
-
-    def recorded(self, dataset: str | None) -> dict[str, Any]:
-        """With the prompt actually used."""
-        return {
-            **asdict(self),
-            "prompt_from": self.prompt_from or prompt_set_for(dataset, PROMPT_SETS, DEFAULT_PROMPTS),
-        }
 
 
 class CoT(Method):
@@ -60,13 +43,8 @@ class CoT(Method):
         self, retriever: Retriever | None, lm: LanguageModel, settings: CoTSettings, context: MethodContext
     ) -> None:
         super().__init__(retriever, lm, settings, context)
-        self.prompt_name = settings.prompt_from or prompt_set_for(context.dataset, PROMPT_SETS, DEFAULT_PROMPTS)
-        self.prompt = (
-            resources.files("mhindex")
-            .joinpath("prompts", "efficientrag", f"cot_{self.prompt_name}.txt")
-            .read_text(encoding="utf-8")
-            .strip()
-        )
+        self.prompt_name = settings.prompts_for(context.dataset)
+        self.prompt = released_prompt(f"cot_{self.prompt_name}")
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)

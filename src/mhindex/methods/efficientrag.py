@@ -57,6 +57,31 @@ DEFAULT_PROMPTS = "musique"
 SYSTEM = "You are a helpful assistant."  # the released models' system message (language_models/llama.py)
 
 
+def released_prompt(name: str) -> str:
+    """One of the release's prompts, as shipped in mhindex/prompts/efficientrag (its SOURCE.md says which)."""
+    return resources.files("mhindex").joinpath("prompts", "efficientrag", f"{name}.txt").read_text("utf-8").strip()
+
+
+@dataclass(frozen=True)
+class BaselineSettings:
+    """What EfficientRAG's baselines (cot, selfask, iterretgen) share: the dataset whose released prompts
+    they use, the corpus's own where the release has them."""
+
+    prompt_from: str | None = option(
+        None,
+        "The dataset whose released prompts to use: hotpotqa, 2wikimultihopqa or musique \\[default: the "
+        "corpus's dataset's, else musique].",
+        choices=ANSWER_PROMPTS,
+    )
+
+    def prompts_for(self, dataset: str | None) -> str:
+        return self.prompt_from or prompt_set_for(dataset, ANSWER_PROMPTS, DEFAULT_PROMPTS)
+
+    def recorded(self, dataset: str | None) -> dict[str, Any]:
+        """With the prompts actually used."""
+        return {**asdict(self), "prompt_from": self.prompts_for(dataset)}
+
+
 def answer_prompt(dataset: str | None) -> str:
     """The released QA prompt a corpus of `dataset` takes: its own where the release has one, else MuSiQue's."""
     return prompt_set_for(dataset, ANSWER_PROMPTS, DEFAULT_PROMPTS)

@@ -14,38 +14,22 @@ answer, and the record says which iterations those were (`"no_json"`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from importlib import resources
+from dataclasses import dataclass
 from typing import Any
 
 from mhindex.backends.base import Hit, Retriever
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
-from mhindex.methods.efficientrag import DEFAULT_PROMPTS, answer_step, json_answer
-from mhindex.methods.prompts import prompt_set_for, prompt_sets
+from mhindex.methods.efficientrag import BaselineSettings, answer_step, json_answer, released_prompt
 from mhindex.options import option
-
-# The released prompt of each dataset (the system message is iterretgen_system.txt).
-PROMPT_SETS = tuple(name for name in prompt_sets("efficientrag", "iterretgen_", ".txt") if name != "system")
 
 
 @dataclass(frozen=True)
-class IterRetGenSettings:
+class IterRetGenSettings(BaselineSettings):
     iterations: int = option(3, "T: retrieval-generation iterations (the release's max_iter).", min=1)
     k: int = option(10, "Paragraphs retrieved in each iteration (the release's topk).", flag="-k", min=1)
-    prompt_from: str | None = option(
-        None,
-        "The released Iter-RetGen prompt to use: hotpotqa, 2wikimultihopqa or musique \\[default: the corpus's "
-        "dataset's, else musique].",
-        choices=PROMPT_SETS,
-    )
     answer_tokens: int = option(256, "Most tokens for each JSON reply (thought and answer).", min=1)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
-
-    def recorded(self, dataset: str | None) -> dict[str, Any]:
-        """With the prompt actually used."""
-        used = self.prompt_from or prompt_set_for(dataset, PROMPT_SETS, DEFAULT_PROMPTS)
-        return {**asdict(self), "prompt_from": used}
 
 
 class IterRetGen(Method):
@@ -61,14 +45,9 @@ class IterRetGen(Method):
         self, retriever: Retriever | None, lm: LanguageModel, settings: IterRetGenSettings, context: MethodContext
     ) -> None:
         super().__init__(retriever, lm, settings, context)
-        self.prompt_name = settings.prompt_from or prompt_set_for(context.dataset, PROMPT_SETS, DEFAULT_PROMPTS)
-        self.prompt = self._prompt(self.prompt_name)
-        self.system = self._prompt("system")
-
-    @staticmethod
-    def _prompt(name: str) -> str:
-        folder = resources.files("mhindex").joinpath("prompts", "efficientrag")
-        return folder.joinpath(f"iterretgen_{name}.txt").read_text("utf-8").strip()
+        self.prompt_name = settings.prompts_for(context.dataset)
+        self.prompt = released_prompt(f"iterretgen_{self.prompt_name}")
+        self.system = released_prompt("iterretgen_system")
 
     def answer(self, query: Query) -> Answer:
         s, clock, meter = self.settings, Clock(), Meter(self.lm)

@@ -21,43 +21,27 @@ the release answers with nothing.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from importlib import resources
+from dataclasses import dataclass
 from typing import Any
 
 from mhindex.backends.base import Hit, Retriever
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
-from mhindex.methods.efficientrag import DEFAULT_PROMPTS, answer_step, parse_json_object
-from mhindex.methods.prompts import prompt_set_for, prompt_sets
+from mhindex.methods.efficientrag import BaselineSettings, answer_step, parse_json_object, released_prompt
 from mhindex.options import option
 
-PROMPT_SETS = prompt_sets("efficientrag", "selfask_", ".txt")  # the released Self-Ask prompt of each dataset
 INTERMEDIATE = "\nIntermediate answer:"
 FOLLOW_UP = "Follow up:"
 FINAL = "So the final answer is:"
 
 
 @dataclass(frozen=True)
-class SelfAskSettings:
+class SelfAskSettings(BaselineSettings):
     k: int = option(10, "Paragraphs retrieved for each follow-up question (the release's topk).", flag="-k", min=1)
     max_follow_ups: int = option(5, "At most this many follow-up questions (the release's max_iter).", min=0)
-    prompt_from: str | None = option(
-        None,
-        "The released Self-Ask prompt to use: hotpotqa, 2wikimultihopqa or musique \\[default: the corpus's "
-        "dataset's, else musique].",
-        choices=PROMPT_SETS,
-    )
     step_tokens: int = option(100, "Most tokens a completion writes (the release's max_tokens).", min=1)
     answer_tokens: int = option(256, "Most tokens for an intermediate answer's JSON reply.", min=1)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
-
-    def recorded(self, dataset: str | None) -> dict[str, Any]:
-        """With the prompt actually used."""
-        return {
-            **asdict(self),
-            "prompt_from": self.prompt_from or prompt_set_for(dataset, PROMPT_SETS, DEFAULT_PROMPTS),
-        }
 
 
 def _stops(text: str, stops: tuple[str, ...]) -> str | None:
@@ -92,13 +76,9 @@ class SelfAsk(Method):
         self, retriever: Retriever | None, lm: LanguageModel, settings: SelfAskSettings, context: MethodContext
     ) -> None:
         super().__init__(retriever, lm, settings, context)
-        self.prompt_name = settings.prompt_from or prompt_set_for(context.dataset, PROMPT_SETS, DEFAULT_PROMPTS)
-        self.prompt = self._prompt(f"selfask_{self.prompt_name}")
-        self.answer_prompt = self._prompt(f"answer_{self.prompt_name}")
-
-    @staticmethod
-    def _prompt(name: str) -> str:
-        return resources.files("mhindex").joinpath("prompts", "efficientrag", f"{name}.txt").read_text("utf-8").strip()
+        self.prompt_name = settings.prompts_for(context.dataset)
+        self.prompt = released_prompt(f"selfask_{self.prompt_name}")
+        self.answer_prompt = released_prompt(f"answer_{self.prompt_name}")
 
     def _complete(self, meter: Meter, prompt: str, stops: tuple[str, ...], label: str) -> str | None:
         """Up to `step_tokens`, ended early once a stop string is written (what follows it is cut anyway); a
