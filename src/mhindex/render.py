@@ -88,15 +88,9 @@ def trace(answer) -> list:
     from rich.text import Text
     from rich.tree import Tree
 
-    from mhindex.errors import UsageError
-    from mhindex.methods import method_class
-    from mhindex.methods.base import Method
+    from mhindex.methods import trace_of
 
-    record = {**answer.record(), "steps": [step.costed() for step in answer.steps]}
-    try:
-        drawn = method_class(answer.method).trace_steps(record)
-    except UsageError:  # a record of a method no longer installed: its steps, as any method has them
-        drawn = Method.trace_steps(record)
+    drawn = trace_of({**answer.record(), "steps": [step.costed() for step in answer.steps]})
     tree = Tree(Text(f"{answer.method}: {answer.question}", style="dim"))
     for step in drawn:
         node = tree.add(Text(step["title"], style="bold" if step["title"].endswith("(the question)") else ""))

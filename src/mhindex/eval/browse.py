@@ -28,6 +28,7 @@ from mhindex.eval.report import (
     table_cells,
     tuned_summary,
 )
+from mhindex.methods import trace_of
 
 #: Question fields a list can be filtered by, where the dataset has them (MuSiQue's hops, HotpotQA's
 #: type and level, 2WikiMultihopQA's type, IIRC's answer type).
@@ -122,20 +123,6 @@ def read_paragraphs(corpus: Path, wanted: set[str]) -> dict[str, tuple[str, str]
                 if len(found) == len(wanted):
                     break
     return found
-
-
-def trace_steps(record: dict, name: str = "") -> list[dict]:
-    """A method's trace as steps of labelled rows, the same shape for every method, so that the page draws
-    them with one function: each method draws its own (`Method.trace_steps`, which `ask` draws too); a
-    record of a method no longer installed shows its steps, as every method records them."""
-    from mhindex.methods import method_class
-    from mhindex.methods.base import Method
-
-    try:
-        drawn = method_class(str(record.get("method") or name)).trace_steps
-    except UsageError:
-        drawn = Method.trace_steps
-    return drawn(record)
 
 
 def _group(runs: list[Run]) -> list[DatasetView]:
@@ -281,7 +268,7 @@ def _dataset_data(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "right": _is_right(scored),
                 "cost": {k: record.get(k) for k in ("lm_calls", "prompt_tokens", "completion_tokens", "seconds")},
                 "retrieved": [p["id"] for p in record.get("retrieved", [])],
-                "trace": trace_steps(record, view.methods[column][1]),
+                "trace": trace_of(record, view.methods[column][1]),
             }
         questions.append(
             {

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.errors import UsageError
-from mhindex.methods.base import Answer, Method, MethodContext, Query
+from mhindex.methods.base import Answer, Method, MethodContext, Query, TraceStep
 from mhindex.options import declared, flag_among, settings_from
 from mhindex.registry import Registry, missing_members
 
@@ -26,6 +26,7 @@ __all__ = [
     "method_class",
     "method_title",
     "resumable_work",
+    "trace_of",
     "settings_for",
     "settings_types",
 ]
@@ -94,6 +95,15 @@ def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
         )
         for name, cls in classes.items()
     }
+
+
+def trace_of(record: dict[str, Any], name: str = "") -> list[TraceStep]:
+    """A record's trace as its method draws it (`Method.trace_steps`: `ask`'s tree and the report's page);
+    a record of a method no longer installed shows its steps, as every method records them."""
+    try:
+        return method_class(str(record.get("method") or name)).trace_steps(record)
+    except UsageError:
+        return Method.trace_steps(record)
 
 
 def resumable_work(home: Path) -> list[Path]:
