@@ -92,9 +92,29 @@ def settings_from(settings_type: type, given: dict[str, Any], owner: str) -> Any
     if foreign:
         own = ", ".join(flag_of(n, o) for n, (_, o, _) in fields.items()) or "none"
         raise UsageError(f"{flag_among(foreign[0], [])} is not an option of {owner} (its options: {own})")
+    for name, value in given.items():
+        check_value(name, fields[name][1], fields[name][2], value)
     settings = settings_type(**given)
     check_choices(settings)
     return settings
+
+
+def check_value(name: str, opt: Opt, value_type: Any, value: Any) -> None:
+    """What Typer checks on a command line (the type, the bounds), for values given from Python."""
+    if value is None:
+        return
+    flag = flag_of(name, opt)
+    expected = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}.get(value_type)
+    if expected and (not isinstance(value, expected) or (value_type is not bool and isinstance(value, bool))):
+        raise UsageError(f"{flag} takes {value_type.__name__}, not {value!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (opt.min is not None and value < opt.min) or (opt.max is not None and value > opt.max):
+            bounds = " and ".join(
+                f"{word} {bound:g}"
+                for word, bound in (("at least", opt.min), ("at most", opt.max))
+                if bound is not None
+            )
+            raise UsageError(f"{flag} must be {bounds}, not {value!r}")
 
 
 def flag_among(name: str, settings_types: Iterable[type]) -> str:

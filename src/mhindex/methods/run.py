@@ -6,7 +6,7 @@ on; Ctrl-C stops after writing every answer already finished."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -34,28 +34,16 @@ def _answer(method: Method, number: int, item: Query | str) -> dict[str, Any]:
         return {"line": number, "id": item.id, "error": f"{type(error).__name__}: {error}"}
 
 
-def run_questions(
-    method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict[str, Any]], None], workers: int = 1
-) -> RunStats:
-    """items: (line number, query) or (line number, why the line is not a query)."""
-    stats = RunStats()
-
-    def out(record: dict[str, Any]) -> None:
-        if "error" in record:
-            stats.failed += 1
-        else:
-            stats.answered += 1
-        emit(record)
-
+def answer_records(
+    method: Method, items: Iterable[tuple[int, Query | str]], workers: int = 1
+) -> Iterator[dict[str, Any]]:
+    """Each item's answer record (or error record), in input order, as soon as it and all before it are
+    done. On Ctrl-C the answers already finished come out before KeyboardInterrupt goes on."""
     if workers <= 1:
-        try:
-            for number, item in items:
-                ui.check_stop()
-                out(_answer(method, number, item))
-        except KeyboardInterrupt:
-            stats.interrupted = True
-        return stats
-
+        for number, item in items:
+            ui.check_stop()
+            yield _answer(method, number, item)
+        return
     pending: deque[Future[Any]] = deque()
     executor = ThreadPoolExecutor(max_workers=workers)
     try:
@@ -63,16 +51,33 @@ def run_questions(
             ui.check_stop()
             pending.append(executor.submit(_answer, method, number, item))
             while pending and (pending[0].done() or len(pending) >= workers * 2):
-                out(pending.popleft().result())
+                yield pending.popleft().result()
         while pending:
-            out(pending.popleft().result())
+            yield pending.popleft().result()
     except KeyboardInterrupt:
-        stats.interrupted = True
         for future in pending:
             future.cancel()
         for future in pending:
             if future.done() and not future.cancelled():
-                out(future.result())
+                yield future.result()
+        raise
     finally:
-        executor.shutdown(wait=not stats.interrupted, cancel_futures=True)
+        # Never waits on a call in flight: after Ctrl-C or an early stop its answer is not wanted.
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def run_questions(
+    method: Method, items: Iterable[tuple[int, Query | str]], emit: Callable[[dict[str, Any]], None], workers: int = 1
+) -> RunStats:
+    """items: (line number, query) or (line number, why the line is not a query)."""
+    stats = RunStats()
+    try:
+        for record in answer_records(method, items, workers):
+            if "error" in record:
+                stats.failed += 1
+            else:
+                stats.answered += 1
+            emit(record)
+    except KeyboardInterrupt:
+        stats.interrupted = True
     return stats

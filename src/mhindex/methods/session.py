@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.backends import DEFAULT_BACKEND, BackendSpec
+from mhindex.backends.base import Retriever
 from mhindex.home import CorpusDir
 from mhindex.lm import LanguageModel, ModelOptions
 from mhindex.methods import Method, MethodContext, make_method, method_class
@@ -24,7 +25,9 @@ def load_judge(spec: str | None, model: ModelOptions | None, home: Path | None) 
 
 
 class Session:
-    """`judge`: the LM that scores answers (EfficientRAG's Accuracy), loaded when first asked for."""
+    """`judge`: the LM that scores answers (EfficientRAG's Accuracy), loaded when first asked for.
+    `lm`, `retriever`: a model or a retriever of the caller's own (the Python API's), used instead of
+    loading one; the caller closes them."""
 
     def __init__(
         self,
@@ -36,6 +39,8 @@ class Session:
         home: Path | None = None,
         workers: int = 1,
         judge: str | None = None,
+        lm: LanguageModel | None = None,
+        retriever: Retriever | None = None,
     ) -> None:
         from mhindex.backends import open_index
         from mhindex.lm import load_lm
@@ -48,15 +53,16 @@ class Session:
         retrieves = any(method_class(name).needs_retriever for name in methods)
         #: the index, opened once for every method of the session (None when none retrieves)
         spec = backend or BackendSpec.parse(DEFAULT_BACKEND)
-        self.index = open_index(corpus, spec) if retrieves else None
-        self.retriever = self.index.retriever if self.index else None
+        self.index = open_index(corpus, spec) if retrieves and retriever is None else None
+        self.retriever = retriever if retriever is not None else self.index.retriever if self.index else None
         self.home = home
         # A local model gets one slot per question answered at once, so `workers` questions decode together.
         self.load_lm = functools.partial(
             load_lm, home=home, threads=model.lm_threads, cache=model.cache, slots=workers, timeout=model.lm_timeout
         )
+        self._own_lm = lm is None
         try:
-            self.lm = model.load(home, slots=workers)
+            self.lm = lm if lm is not None else model.load(home, slots=workers)
         except BaseException:
             self.close()
             raise
@@ -86,7 +92,7 @@ class Session:
         judge = getattr(self, "_judge", None)
         if judge is not None:
             judge.close()
-        if getattr(self, "lm", None) is not None:
+        if getattr(self, "lm", None) is not None and self._own_lm:
             self.lm.close()
         if self.index is not None:
             self.index.close()
