@@ -1,8 +1,104 @@
 """mhindex: multi-hop question answering over your own corpora.
 
-The tree is the architecture: `corpora/` turns dataset releases into paragraph corpora,
-`backends/` indexes and searches them, `lm/` completes prompts, `methods/` answer questions
-with retrieval and reasoning, `eval/` scores them, and `cli/` is a thin layer over all of it.
+From Python, everything public is a name of this module (listed in `__all__`)::
+
+    import mhindex
+
+    corpus = mhindex.build("musique")                      # the bundled sample, indexed with Lucene
+    with corpus.searcher("lucene") as searcher:
+        hits = searcher.search("Van Hook Township county seat", k=3)
+    answer = mhindex.ask("What is the seat of the county where Van Hook Township is located?",
+                         method="ircot", corpus=corpus)
+    evaluation = mhindex.evaluate(corpus, ["nor", "oner"], limit=5)
+    evaluation.table()                                      # a DataFrame where pandas is installed
+
+The tree is the architecture: `corpora/` turns dataset releases into paragraph corpora, `backends/` indexes
+and searches them, `lm/` completes prompts, `methods/` answer questions with retrieval and reasoning,
+`eval/` scores them, `_api/` is what this module exports, and `cli/` is a thin layer over all of it.
+The names are imported on first use, so `import mhindex` (and every CLI command) stays fast.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# name -> the module that defines it (imported when the name is first used: PEP 562)
+_EXPORTS = {
+    "Corpus": "mhindex._api.corpora",
+    "Paragraph": "mhindex._api.corpora",
+    "Question": "mhindex._api.corpora",
+    "Searcher": "mhindex._api.corpora",
+    "build": "mhindex._api.corpora",
+    "corpus": "mhindex._api.corpora",
+    "list_corpora": "mhindex._api.corpora",
+    "Answer": "mhindex._api.answering",
+    "Asker": "mhindex._api.answering",
+    "ask": "mhindex._api.answering",
+    "ask_many": "mhindex._api.answering",
+    "Evaluation": "mhindex._api.evaluation",
+    "evaluate": "mhindex._api.evaluation",
+    "read_evaluation": "mhindex._api.evaluation",
+    "score": "mhindex._api.evaluation",
+    "show_progress": "mhindex.ui",
+    "Hit": "mhindex.backends.base",
+    "Completion": "mhindex.lm.base",
+    "LanguageModel": "mhindex.lm.base",
+    "MhindexError": "mhindex.errors",
+    "UsageError": "mhindex.errors",
+    "BadInput": "mhindex.errors",
+    "Interrupted": "mhindex.errors",
+    "LMError": "mhindex.lm.base",
+}
+
+__all__ = [
+    "__version__",
+    "Corpus",
+    "Paragraph",
+    "Question",
+    "Searcher",
+    "build",
+    "corpus",
+    "list_corpora",
+    "Answer",
+    "Asker",
+    "ask",
+    "ask_many",
+    "Evaluation",
+    "evaluate",
+    "read_evaluation",
+    "score",
+    "show_progress",
+    "Hit",
+    "Completion",
+    "LanguageModel",
+    "MhindexError",
+    "UsageError",
+    "BadInput",
+    "Interrupted",
+    "LMError",
+]
+
+if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getattr__ imports on first use
+    from mhindex._api.answering import Answer, Asker, ask, ask_many
+    from mhindex._api.corpora import Corpus, Paragraph, Question, Searcher, build, corpus, list_corpora
+    from mhindex._api.evaluation import Evaluation, evaluate, read_evaluation, score
+    from mhindex.backends.base import Hit
+    from mhindex.errors import BadInput, Interrupted, MhindexError, UsageError
+    from mhindex.lm.base import Completion, LanguageModel, LMError
+    from mhindex.ui import show_progress
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mhindex' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -146,6 +146,12 @@ def reporter() -> Reporter:
     return _reporter
 
 
+def show_progress(on: bool = True) -> None:
+    """From Python (`mhindex.show_progress()`): progress bars and log lines while mhindex works, drawn by
+    rich on stderr (a notebook shows them under the cell); off by default, as a library is quiet."""
+    configure(quiet=not on, interactive=on)
+
+
 def configure(quiet: bool = False, interactive: bool | None = None) -> Reporter:
     global _reporter
     _reporter = Reporter(quiet=quiet, interactive=interactive)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -73,28 +74,23 @@ def ask(
     With "-", reads JSONL from stdin ({"id", "question"}, plus "main_passage" for IIRC) and writes
     one JSON result per line in input order; a bad line gets {"line", "error"} and the exit code is 1.
     """
-    from mhindex.backends import BackendSpec
-    from mhindex.home import pick_corpus
-    from mhindex.methods import Query, method_class, settings_for
-    from mhindex.methods.session import Session
+    from mhindex._api.answering import Asker
+    from mhindex.methods import Query
 
     root = setup(home, quiet)
     if not question.strip():
         raise UsageError('the question is empty; ask something, or pass "-" to read JSONL questions from stdin')
-    settings = settings_for([method], method_options or {})[method]
-    spec = BackendSpec.parse(backend, backend_options)
-    # A method that retrieves from an index built here needs its corpus; a served index does not.
-    found = pick_corpus(root, corpus_name, required=method_class(method).needs_retriever and spec.builds_index)
+    model = dataclasses.asdict(model_from(model_options))
     with ui.graceful_interrupts():
-        with Session(
-            found, methods=[method], backend=spec, model=model_from(model_options), home=root, workers=workers
-        ) as session:
-            solver = session.method(method, settings)
+        with Asker(
+            method, corpus_name, backend=backend, backend_options=backend_options, workers=workers, home=root,
+            **model, **(method_options or {}),
+        ) as asker:  # fmt: skip
             if question == "-":
-                _answer_stream(solver, workers)
+                _answer_stream(asker.method, workers)
                 return
             with ui.reporter().activity(f"{method}: starting"):
-                answer = solver.answer(Query("cli", question))
+                answer = asker.method.answer(Query("cli", question))
     if json:
         print_json(answer.record())
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -25,8 +26,7 @@ from mhindex.cli.app import (
     setup,
 )
 from mhindex.eval.splits import SPLIT_HELP
-from mhindex.home import open_corpus
-from mhindex.methods import METHODS
+from mhindex.methods import DEFAULT_EVAL_METHODS, METHODS
 
 JudgeOption = Annotated[
     Optional[str],
@@ -76,7 +76,7 @@ def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
     methods: Annotated[
         str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS.available())}.")
-    ] = "nor,oner,ircot",
+    ] = ",".join(DEFAULT_EVAL_METHODS),
     limit: Annotated[
         Optional[int],
         typer.Option(
@@ -130,30 +130,30 @@ def eval_(
     Predictions are appended to <out>/<method>.jsonl as each question finishes, so an interrupted run
     resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png.
     """
-    from mhindex.backends import BackendSpec
-    from mhindex.eval.run import EvalPlan, evaluate
+    from mhindex._api.evaluation import evaluate
 
     _check_format(table_format)
     root = setup(home, quiet)
-    plan = EvalPlan.make(
-        open_corpus(root, name),
-        [m.strip() for m in methods.split(",") if m.strip()],
-        BackendSpec.parse(backend, backend_options),
-        model_from(model_options),
-        method_options,
-        sweep or [],
-        limit=limit,
-        seed=seed,
-        split=split,
-        tune_limit=tune_on,
-        tune_metric=tune_metric,
-        out=out,
-        workers=workers,
-        budget=budget,
-        judge=judge_lm,
-    )
     with ui.graceful_interrupts():
-        result = evaluate(plan, home=root)
+        result = evaluate(
+            name,
+            [m.strip() for m in methods.split(",") if m.strip()],
+            limit=limit,
+            seed=seed,
+            split=split,
+            sweep=sweep or [],
+            tune_on=tune_on,
+            tune_metric=tune_metric,
+            out=out,
+            budget=budget,
+            judge_lm=judge_lm,
+            backend=backend,
+            backend_options=backend_options,
+            workers=workers,
+            home=root,
+            **dataclasses.asdict(model_from(model_options)),
+            **(method_options or {}),
+        )
     report = result.report
     if json:
         print_json(report)

@@ -57,6 +57,8 @@ METHODS: Registry[type[Method]] = Registry(
     _check,
 )
 DEFAULT_METHOD = "ircot"
+#: what `eval` compares unless told: IRCoT's paper's table (no retrieval, one retrieval, IRCoT)
+DEFAULT_EVAL_METHODS = ("nor", "oner", "ircot")
 
 
 def method_class(name: str) -> type[Method]:
@@ -86,6 +88,12 @@ def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
     for option in given:
         if not any(option in declared(cls.Settings) for cls in classes.values()):
             owners = {n: t for n, t in settings_types().items() if option in declared(t)}
+            if not owners:
+                own = sorted({flag_among(o, [c.Settings]) for c in classes.values() for o in declared(c.Settings)})
+                raise UsageError(
+                    f"{flag_among(option, [])} is not an option of {', '.join(names)} (its options: "
+                    f"{', '.join(own) or 'none'})"
+                )
             raise UsageError(
                 f"{flag_among(option, owners.values())} is an option of {', '.join(owners)}, not of {', '.join(names)}"
             )

@@ -1,0 +1,234 @@
+"""Corpora from Python: build one (a dataset's release or your own files), open it, read its paragraphs and
+questions by id, index it, and search it with any backend or fusion (Pyserini's `searcher.search(q)`)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mhindex.backends.base import Hit, Retriever
+from mhindex.backends.registry import DEFAULT_BACKEND
+from mhindex.errors import UsageError
+from mhindex.home import CorpusDir, resolve_home
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question with what it is scored against; `record` is its whole line of questions.jsonl (a dataset's
+    own fields too: MuSiQue's decomposition, IIRC's main passage)."""
+
+    id: str
+    question: str
+    answers: list[str]
+    gold_ids: list[str]
+    record: dict[str, Any] = field(repr=False)
+
+
+class Searcher:
+    """An open index of a corpus (or a fusion of several, or a served one): `search` and `batch_search`.
+    Close it, or use it in a `with` block: an engine holds files and threads."""
+
+    def __init__(self, retriever: Retriever, backend: str) -> None:
+        self._retriever, self.backend = retriever, backend
+
+    def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
+        """The `k` best paragraphs for `query`, best first; `titles`: only paragraphs of these pages."""
+        _check_k(k)
+        return self._retriever.search(query, k, list(titles) if titles is not None else None)
+
+    def batch_search(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        """Each query's `k` best paragraphs, in the order given, searched together (Lucene's and FAISS's
+        batches run on the engine's own threads: `corpus.searcher("lucene", threads=4)`)."""
+        _check_k(k)
+        return self._retriever.search_many(list(queries), k)
+
+    def close(self) -> None:
+        self._retriever.close()
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise UsageError(f"k must be a whole number of paragraphs, at least 1, not {k!r}")
+
+
+class Corpus:
+    """A corpus built under a data root: its paragraphs, its questions and its indexes."""
+
+    def __init__(self, folder: CorpusDir) -> None:
+        self._folder = folder
+        self._manifest = folder.manifest()
+        self._lock = threading.Lock()
+        self._positions: dict[str, int] = {}
+        self._questions: dict[str, Question] | None = None
+
+    @property
+    def name(self) -> str:
+        return self._folder.name
+
+    @property
+    def path(self) -> Path:
+        return self._folder.root
+
+    @property
+    def dataset(self) -> str | None:
+        """The dataset it was built from (`musique`, `jsonl` for an own corpus)."""
+        dataset = self._manifest.get("dataset")
+        return str(dataset) if dataset is not None else None
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """What `mhindex info` shows: inputs and their hashes, seed, counts."""
+        return dict(self._manifest)
+
+    @property
+    def indexes(self) -> list[str]:
+        """The backends it has an index of."""
+        return list(self._folder.summary()["indexes"])
+
+    def __len__(self) -> int:
+        return int(self._manifest["counts"]["paragraphs"])
+
+    def __repr__(self) -> str:
+        return f"Corpus({self.name!r}, dataset={self.dataset!r}, paragraphs={len(self)}, path={str(self.path)!r})"
+
+    def paragraphs(self) -> Iterator[Paragraph]:
+        """Every paragraph, in the corpus's (shuffled) order."""
+        reader = self._folder.paragraphs()
+        try:
+            for record in reader:
+                yield Paragraph(record["id"], record.get("title", ""), record["text"])
+        finally:
+            reader.close()
+
+    def paragraph(self, paragraph_id: str) -> Paragraph:
+        """One paragraph by its id (the table of ids is read on first use)."""
+        with self._lock:
+            if not self._positions:
+                reader = self._folder.paragraphs()
+                try:
+                    self._positions.update((record["id"], line) for line, record in enumerate(reader))
+                finally:
+                    reader.close()
+        if paragraph_id not in self._positions:
+            raise UsageError(f"corpus '{self.name}' has no paragraph {paragraph_id!r}")
+        reader = self._folder.paragraphs()
+        try:
+            record = reader[self._positions[paragraph_id]]
+        finally:
+            reader.close()
+        return Paragraph(record["id"], record.get("title", ""), record["text"])
+
+    def questions(self) -> list[Question]:
+        """The questions with their gold answers and gold paragraph ids, in the file's order."""
+        return list(self._question_table().values())
+
+    def question(self, question_id: str) -> Question:
+        found = self._question_table().get(question_id)
+        if found is None:
+            raise UsageError(f"corpus '{self.name}' has no question {question_id!r}")
+        return found
+
+    def _question_table(self) -> dict[str, Question]:
+        from mhindex.eval.run import read_questions_file
+
+        with self._lock:
+            if self._questions is None:
+                records = read_questions_file(self._folder.questions) if self._folder.questions.is_file() else []
+                self._questions = {
+                    r["id"]: Question(
+                        r["id"], r["question"], list(r.get("answers") or []), list(r.get("gold_ids") or []), r
+                    )
+                    for r in records
+                }
+            return self._questions
+
+    def index(self, backend: str = DEFAULT_BACKEND, *, force: bool = False, **options: Any) -> list[dict[str, Any]]:
+        """Index the corpus (each part of a fusion as itself); returns each index's manifest. An index that is
+        up to date is kept unless `force`; a new one replaces the old only when complete."""
+        from mhindex.backends import BackendSpec, build_index
+
+        spec = BackendSpec.parse(backend, options)
+        return [
+            {"rebuilt": built.rebuilt, **built.manifest}
+            for built in (build_index(self._folder, part, force=force) for part in spec.parts or (spec,))
+        ]
+
+    def searcher(self, backend: str = DEFAULT_BACKEND, **options: Any) -> Searcher:
+        """A searcher over this corpus's index: `lucene`, `dense`, `lucene+dense` (fused), a served index's
+        `http://HOST:PORT`, with the backend's options as keywords (`k1=0.9`, `threads=4`)."""
+        from mhindex.backends import BackendSpec, open_retriever
+
+        spec = BackendSpec.parse(backend, options)
+        return Searcher(open_retriever(self._folder, spec), spec.label)
+
+
+def corpus(name: str | None = None, *, home: Path | str | None = None) -> Corpus:
+    """The corpus built as `name` under the data root (`home`, else $MHINDEX_HOME, else the default); with
+    no name, the only one built (or the one built last)."""
+    from mhindex.home import pick_corpus
+
+    found = pick_corpus(resolve_home(home), name)
+    assert found is not None  # required: a one-line UsageError otherwise
+    return Corpus(found)
+
+
+def list_corpora(*, home: Path | str | None = None) -> list[Corpus]:
+    """Every corpus built under the data root, by name."""
+    from mhindex.home import built_corpora
+
+    return [Corpus(folder) for folder in built_corpora(resolve_home(home))]
+
+
+def build(
+    dataset: str,
+    *,
+    inputs: Sequence[Path | str] | None = None,
+    name: str | None = None,
+    backend: str | None = DEFAULT_BACKEND,
+    force: bool = False,
+    home: Path | str | None = None,
+    seed: int = 13370,
+    skip_bad: bool = False,
+    add: Sequence[str] | None = None,
+    backend_options: dict[str, Any] | None = None,
+    **converter_options: Any,
+) -> Corpus:
+    """Build a corpus from a dataset's release files (`inputs`; else the downloaded release, else the bundled
+    sample), or from your own (`build("jsonl", inputs=["paragraphs.jsonl"], name="mine")`), then index it
+    with `backend` (None: no index). Unchanged inputs are not converted again unless `force`."""
+    from mhindex.backends import BackendSpec, build_index
+    from mhindex.corpora.build import CorpusOptions, build_dataset
+
+    spec = BackendSpec.parse(backend, backend_options) if backend else None
+    for part in (spec.parts or (spec,)) if spec else ():
+        part.index_options()  # a wrong option fails before any work
+    options = CorpusOptions(
+        inputs=[Path(p).expanduser() for p in inputs] if inputs is not None else None,
+        name=name,
+        seed=seed,
+        skip_bad=skip_bad,
+        add=list(add) if add else None,
+    )
+    built = build_dataset(resolve_home(home), dataset, options, converter_options, force=force)
+    for warning in built.warnings:  # records passed over, a stale index: a notebook shows them
+        warnings.warn(warning, stacklevel=2)
+    for part in (spec.parts or (spec,)) if spec else ():
+        build_index(built.corpus, part, force=force)
+    return Corpus(built.corpus)

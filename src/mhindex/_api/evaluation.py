@@ -1,0 +1,141 @@
+"""Evaluation from Python: run methods on a corpus's questions (`evaluate`, as `mhindex eval`), read a run
+folder back (`read_evaluation`), its table and paired differences as data, its answers, and its report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mhindex._api.answering import Answer, _model_options
+from mhindex._api.corpora import Corpus
+from mhindex.backends.registry import DEFAULT_BACKEND
+from mhindex.errors import UsageError
+from mhindex.home import resolve_home
+from mhindex.methods import DEFAULT_EVAL_METHODS
+
+
+def _frame(rows: list[dict[str, Any]], as_frame: bool | None) -> Any:
+    """Rows as a pandas DataFrame where pandas is installed (or asked for), else as they are."""
+    if as_frame is False:
+        return rows
+    try:
+        import pandas
+    except ImportError:
+        if as_frame:
+            raise UsageError("a DataFrame needs pandas: pip install pandas") from None
+        return rows
+    return pandas.DataFrame(rows)
+
+
+class Evaluation:
+    """An evaluation folder: what `metrics.json` holds (`report`), each method's answers, the report page."""
+
+    def __init__(self, folder: Path, report: dict[str, Any], home: Path | None = None) -> None:
+        self.folder, self.report, self._home = folder, report, home
+
+    def __repr__(self) -> str:
+        return f"Evaluation({str(self.folder)!r}, methods={self.methods}, questions={self.report.get('questions')})"
+
+    @property
+    def methods(self) -> list[str]:
+        """The rows of the table (a swept variant as `oner@k=5`)."""
+        return list(self.report["methods"])
+
+    def table(self, as_frame: bool | None = None) -> Any:
+        """The paper-style table: a row per method with its metrics (F1, EM, recall, calls, tokens, seconds),
+        as a pandas DataFrame where pandas is installed, else a list of dicts (`as_frame=False`: always)."""
+        return _frame([{"method": name, **row} for name, row in self.report["methods"].items()], as_frame)
+
+    def paired(self, as_frame: bool | None = None) -> Any:
+        """Each pair of methods on the same questions: a minus b's mean difference per metric, its 95% paired
+        bootstrap interval (`ci95`), and how many questions each won."""
+        return _frame([dict(row) for row in self.report.get("paired", [])], as_frame)
+
+    def answers(self, method: str) -> list[Answer]:
+        """One method's answers, in the order they were written (failed ones with their `error`)."""
+        from mhindex.eval.run import read_predictions
+
+        if method not in self.report["methods"]:
+            raise UsageError(f"{self.folder}: no method {method!r}; it has {', '.join(self.methods)}")
+        return [Answer.from_record(record) for record in read_predictions(self.folder / f"{method}.jsonl")]
+
+    def write_report(self, out: Path | str = "report.html", title: str | None = None) -> Path:
+        """The evaluation as one self-contained HTML page (`mhindex report`); returns its path."""
+        from mhindex.eval.browse import build_report, write_report
+
+        return write_report(build_report([self.folder], resolve_home(self._home), None, title), Path(out))
+
+
+def read_evaluation(folder: Path | str, *, home: Path | str | None = None) -> Evaluation:
+    """An `mhindex eval` output folder (or its metrics.json), read back."""
+    from mhindex.eval.browse import read_metrics
+
+    path = Path(folder).expanduser()
+    return Evaluation(path if path.is_dir() else path.parent, read_metrics(path), resolve_home(home))
+
+
+def evaluate(
+    corpus: Corpus | str,
+    methods: Sequence[str] = DEFAULT_EVAL_METHODS,
+    *,
+    limit: int | None = None,
+    seed: int = 13370,
+    split: str = "auto",
+    sweep: Sequence[str] = (),
+    tune_on: int | None = None,
+    tune_metric: str = "recall",
+    out: Path | str | None = None,
+    budget: int = 15,
+    judge_lm: str | None = None,
+    backend: str = DEFAULT_BACKEND,
+    backend_options: dict[str, Any] | None = None,
+    lm: str | None = None,
+    lm_threads: int | None = None,
+    lm_context: int | None = None,
+    cache: bool = True,
+    lm_timeout: float | None = None,
+    workers: int = 1,
+    home: Path | str | None = None,
+    **settings: Any,
+) -> Evaluation:
+    """Run `methods` on a seeded sample of the corpus's questions and score them, as `mhindex eval` does
+    (same folder, same resuming, same table); `settings`: the methods' settings as keywords."""
+    from mhindex.backends import BackendSpec
+    from mhindex.eval.run import EvalPlan
+    from mhindex.eval.run import evaluate as run_evaluation
+    from mhindex.home import open_corpus
+
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
+    plan = EvalPlan.make(
+        open_corpus(root, corpus if isinstance(corpus, str) else corpus.name),
+        list(methods),
+        BackendSpec.parse(backend, backend_options),
+        _model_options(lm, lm_threads, lm_context, cache, lm_timeout),
+        settings,
+        list(sweep),
+        limit=limit,
+        seed=seed,
+        split=split,
+        tune_limit=tune_on,
+        tune_metric=tune_metric,
+        out=Path(out).expanduser() if out is not None else None,
+        workers=workers,
+        budget=budget,
+        judge=judge_lm,
+    )
+    result = run_evaluation(plan, home=root)
+    return Evaluation(result.folder, result.report, root)
+
+
+def score(
+    predictions: Path | str, questions: Path | str, *, budget: int = 15, home: Path | str | None = None
+) -> dict[str, Any]:
+    """A predictions file (`ask --json` records, one a line) scored against a questions file or a corpus
+    name, as `mhindex score`: its metrics."""
+    from mhindex.eval.run import score_file
+
+    summary, _ = score_file(Path(predictions).expanduser(), str(questions), budget, resolve_home(home))
+    return dict(next(iter(summary.values())))

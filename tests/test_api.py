@@ -1,0 +1,156 @@
+"""The Python API, through its public names only: this module imports `mhindex` and nothing under it.
+A real Lucene index of the MuSiQue sample and the fast packaged model (SmolLM2-135M, llama.cpp); the model
+and retriever objects "of one's own" below wrap those real ones, as a notebook's would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import pytest
+
+import mhindex
+
+QUESTION_ID = "2hop__574419_270105"  # the county seat of Van Hook Township: Stanley
+
+
+@pytest.fixture(scope="module")
+def musique(tmp_path_factory):
+    home = tmp_path_factory.mktemp("api-home")
+    return mhindex.build("musique", home=home)
+
+
+def test_every_public_name_resolves_and_importing_mhindex_loads_none_of_them():
+    assert sorted(dir(mhindex)) == sorted(mhindex.__all__)
+    for name in mhindex.__all__:
+        assert getattr(mhindex, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'internals'"):
+        _ = mhindex.internals  # type: ignore[attr-defined]
+    # The CLI imports the package on every command: the API's modules load only when a name is used.
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, mhindex; print(sorted(m for m in sys.modules if m.startswith('mhindex')))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert loaded.strip() == "['mhindex']"
+    assert issubclass(mhindex.UsageError, mhindex.MhindexError) and issubclass(mhindex.LMError, mhindex.MhindexError)
+
+
+def test_a_corpus_is_built_listed_read_by_id_and_searched(musique):
+    home = musique.path.parent
+    assert [c.name for c in mhindex.list_corpora(home=home)] == ["musique"]
+    opened = mhindex.corpus("musique", home=home)
+    assert opened.dataset == "musique" and len(opened) == musique.manifest["counts"]["paragraphs"] > 1000
+    assert opened.indexes == ["lucene"]
+
+    question = opened.question(QUESTION_ID)
+    assert question.answers == ["Stanley"] and len(question.gold_ids) == 2
+    assert question in opened.questions()
+    gold = opened.paragraph(question.gold_ids[0])
+    assert gold.id == question.gold_ids[0] and "Stanley" in gold.text
+    assert sum(1 for _ in opened.paragraphs()) == len(opened)
+
+    with opened.searcher("lucene", k1=0.9, b=0.4) as searcher:
+        hits = searcher.search("Van Hook Township Mountrail County", k=3)
+        assert len(hits) == 3 and hits[0].title.startswith("Van Hook Township") and hits[0].score >= hits[1].score
+        assert isinstance(hits[0], mhindex.Hit)
+        batch = searcher.batch_search(["Van Hook Township Mountrail County", "Mountrail County Courthouse"], k=3)
+        assert [h.id for h in batch[0]] == [h.id for h in hits] and len(batch[1]) == 3
+        scoped = searcher.search("county seat", k=2, titles=["Mountrail County Courthouse"])
+        assert {h.title for h in scoped} == {"Mountrail County Courthouse"}
+        with pytest.raises(mhindex.UsageError, match="k must be a whole number"):
+            searcher.search("county", k=0)
+
+    # Bad input is the CLI's one line, raised as the documented exceptions (never SystemExit).
+    with pytest.raises(mhindex.UsageError, match="no corpus named 'nope'|'nope'"):
+        mhindex.corpus("nope", home=home)
+    with pytest.raises(mhindex.UsageError, match="--k3 is an option of"):
+        opened.searcher("lucene", k3=1.0)
+    with pytest.raises(mhindex.UsageError, match="no paragraph 'missing'"):
+        opened.paragraph("missing")
+
+
+def test_ask_returns_what_ask_json_prints_and_checks_settings_as_the_cli_does(musique):
+    home = musique.path.parent
+    question = musique.question(QUESTION_ID)
+    answer = mhindex.ask(question, method="oner", corpus=musique, k=3, answer_tokens=16)
+    assert answer.ok and answer.method == "oner" and answer.id == QUESTION_ID and answer.lm_calls == 1
+    assert len(answer.paragraph_ids) == 3 and answer.prompt_tokens > 0
+    assert [step["title"] for step in answer.trace()][-1] == "Reader"
+
+    args = ["--home", str(home), "ask", question.question, "-m", "oner", "-k", "3", "--answer-tokens", "16", "--json"]
+    run = subprocess.run([sys.executable, "-m", "mhindex", *args], capture_output=True, text=True, check=True)
+    printed = json.loads(run.stdout)
+    ours = answer.to_dict()
+    for field in ("answer", "retrieved", "steps", "method", "lm_calls", "prompt_tokens", "completion_tokens"):
+        assert ours[field] == printed[field], field
+
+    with pytest.raises(mhindex.UsageError, match="-k must be at least 1, not 0"):
+        mhindex.ask("Who?", method="oner", corpus=musique, k=0)
+    with pytest.raises(mhindex.UsageError, match="-k takes int, not '3'"):
+        mhindex.ask("Who?", method="oner", corpus=musique, k="3")
+    with pytest.raises(mhindex.UsageError, match="--depth is not an option of oner"):
+        mhindex.ask("Who?", method="oner", corpus=musique, depth=3)
+    with pytest.raises(mhindex.UsageError, match="question 1: field 'question' is missing or empty"):
+        mhindex.ask("  ", method="nor", corpus=musique)
+
+
+class CountingModel(mhindex.LanguageModel):
+    """A model object of one's own: it counts the calls and hands them to the packaged model."""
+
+    def __init__(self, inner: mhindex.LanguageModel) -> None:
+        self.inner, self.prompts = inner, []
+        self.name, self.context_length = "counting:" + inner.name, inner.context_length
+
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0):
+        self.prompts.append(prompt)
+        return self.inner.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+
+class RecordingRetriever:
+    """A retriever object of one's own: anything with search, search_many and close."""
+
+    def __init__(self, searcher: mhindex.Searcher, fail: bool = False) -> None:
+        self.searcher, self.queries, self.fail = searcher, [], fail
+
+    def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[mhindex.Hit]:
+        if self.fail:
+            raise RuntimeError("the index went away")
+        self.queries.append(query)
+        return self.searcher.search(query, k, titles)
+
+    def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[mhindex.Hit]]:
+        return [self.search(q, k) for q in queries]
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_lm_and_a_retriever_of_ones_own_plug_into_asking_and_many_questions_keep_their_order(musique):
+    questions = musique.questions()[:3]
+    with mhindex.Asker("nor", musique, answer_tokens=8) as packaged, musique.searcher() as searcher:
+        model, retriever = CountingModel(packaged.lm), RecordingRetriever(searcher)
+        with mhindex.Asker("oner", musique, lm=model, retriever=retriever, k=2, answer_tokens=8) as asker:
+            answers = list(asker.ask_many([*questions[:2], {"id": "mine", "question": questions[2].question}]))
+            assert [a.id for a in answers] == [questions[0].id, questions[1].id, "mine"]
+            assert all(a.ok and a.lm_calls == 1 for a in answers) and len(model.prompts) == 3
+            asked = [q.question for q in questions]
+            assert len(retriever.queries) == 3
+            # oner sends each question as its query, with question words removed (--clean-queries)
+            assert all(all(w in asked[i] for w in q.rstrip("?").split()) for i, q in enumerate(retriever.queries))
+            assert answers[0].paragraph_ids == [h.id for h in searcher.search(retriever.queries[0], 2)]
+            with pytest.raises(mhindex.UsageError, match="question 2: field 'question' is missing"):
+                list(asker.ask_many(["Who?", {"id": "x"}]))
+        assert model.inner is packaged.lm  # the Asker closed neither object: they are the caller's
+
+        # A question the method cannot answer is an Answer that says why, not a traceback.
+        broken = RecordingRetriever(searcher, fail=True)
+        with mhindex.Asker("oner", musique, lm=model, retriever=broken, k=2) as asker:
+            failed = asker.ask("Who founded it?")
+        assert not failed.ok and failed.error == "RuntimeError: the index went away" and failed.answer == ""
