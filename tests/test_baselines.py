@@ -120,3 +120,29 @@ def test_react_writes_thoughts_and_actions_and_says_when_it_never_finishes(mh, m
     assert short["react"]["bad_calls"] == 1 and not short["react"]["finished"] and short["answer"] == ""
     shown = " ".join(mh("ask", QUESTION, *cut).out.split())
     assert "no Finish[] in 1 steps: no answer" in shown and "the action was asked for alone" in shown
+
+
+@pytest.mark.slow
+def test_decompose_searches_each_sub_question_and_answers_from_all_they_brought(mh, musique):
+    record = mh("ask", QUESTION, "--method", "decompose", "-k", "3", "--answer-tokens", "32", "--json").json()
+    details, steps = record["decompose"], record["steps"]
+    assert record["method"] == "decompose" and record["lm_calls"] == 2 and details["prompt"] == "musique"
+    # SmolLM2 writes no JSON list: the question itself is searched, and the record says so.
+    assert details["sub_questions"] == [QUESTION] and details["fallback"].startswith("the reply listed no")
+    assert [s["query"] for s in steps] == details["sub_questions"] and all(len(s["retrieved_ids"]) == 3 for s in steps)
+    assert [r["id"] for r in record["retrieved"]] == list(dict.fromkeys(i for s in steps for i in s["retrieved_ids"]))
+    assert details["read"] == len(record["retrieved"])
+    shown = " ".join(mh("ask", QUESTION, "--method", "decompose", "-k", "3", "--answer-tokens", "32").out.split())
+    assert "Decomposition" in shown and "sub-question 1" in shown and "note: the reply listed no sub-questions" in shown
+
+
+def test_decompose_reads_the_sub_questions_as_the_release_writes_them():
+    from mhindex.methods.decompose import listed_sub_questions
+
+    listed = '```json\n{"decomposed_questions": ["Who made X?", "Where is Y?", "Who made X?"]}\n```'
+    assert listed_sub_questions(listed, 6) == ["Who made X?", "Where is Y?"]
+    assert listed_sub_questions(listed, 1) == ["Who made X?"]
+    synthesis = '{"question": "q", "decomposed_questions": {"1": {"sub_question": "A?"}, "2": {"sub_question": "B?"}}}'
+    assert listed_sub_questions(synthesis, 6) == []  # the release reads the first {...}: a nested object fails
+    assert listed_sub_questions("The answer to the question is:", 6) == []
+    assert listed_sub_questions('{"decomposed_questions": "not a list"}', 6) == []

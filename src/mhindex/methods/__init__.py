@@ -53,6 +53,7 @@ METHODS: Registry[type[Method]] = Registry(
         "selfask": "mhindex.methods.selfask:SelfAsk",
         "iterretgen": "mhindex.methods.iterretgen:IterRetGen",
         "react": "mhindex.methods.react:ReAct",
+        "decompose": "mhindex.methods.decompose:Decompose",
     },
     _check,
 )

@@ -64,7 +64,7 @@ def released_prompt(name: str) -> str:
 
 @dataclass(frozen=True)
 class BaselineSettings:
-    """What EfficientRAG's baselines (cot, selfask, iterretgen) share: the dataset whose released prompts
+    """What EfficientRAG's baselines (CoT, Self-Ask, Iter-RetGen, Decompose) share: the dataset whose released prompts
     they use, the corpus's own where the release has them."""
 
     prompt_from: str | None = option(
