@@ -41,6 +41,7 @@ _EXPORTS = {
     "Evaluation": "mhindex._api.evaluation",
     "evaluate": "mhindex._api.evaluation",
     "read_evaluation": "mhindex._api.evaluation",
+    "latest_evaluation": "mhindex._api.evaluation",
     "score": "mhindex._api.evaluation",
     "show_progress": "mhindex.ui",
     "Hit": "mhindex.backends.base",
@@ -69,6 +70,7 @@ __all__ = [
     "Evaluation",
     "evaluate",
     "read_evaluation",
+    "latest_evaluation",
     "score",
     "show_progress",
     "Hit",
@@ -84,7 +86,7 @@ __all__ = [
 if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getattr__ imports on first use
     from mhindex._api.answering import Answer, Asker, ask, ask_many
     from mhindex._api.corpora import Corpus, Paragraph, Question, Searcher, build, corpus, list_corpora
-    from mhindex._api.evaluation import Evaluation, evaluate, read_evaluation, score
+    from mhindex._api.evaluation import Evaluation, evaluate, latest_evaluation, read_evaluation, score
     from mhindex.backends.base import Hit
     from mhindex.errors import BadInput, Interrupted, MhindexError, UsageError
     from mhindex.lm.base import Completion, LanguageModel, LMError

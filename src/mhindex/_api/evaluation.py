@@ -43,8 +43,9 @@ class Evaluation:
         return list(self.report["methods"])
 
     def table(self, as_frame: bool | None = None) -> Any:
-        """The paper-style table: a row per method with its metrics (F1, EM, recall, calls, tokens, seconds),
-        as a pandas DataFrame where pandas is installed, else a list of dicts (`as_frame=False`: always)."""
+        """The paper-style table: a row per method with its metrics (`f1`, `em`, `recall`, `lm_calls_per_question`,
+        `seconds_per_question`...), as a pandas DataFrame where pandas is installed, else a list of dicts
+        (`as_frame=False`: always)."""
         return _frame([{"method": name, **row} for name, row in self.report["methods"].items()], as_frame)
 
     def paired(self, as_frame: bool | None = None) -> Any:
@@ -73,6 +74,20 @@ def read_evaluation(folder: Path | str, *, home: Path | str | None = None) -> Ev
 
     path = Path(folder).expanduser()
     return Evaluation(path if path.is_dir() else path.parent, read_metrics(path), resolve_home(home))
+
+
+def latest_evaluation(corpus: Corpus | str | None = None, *, home: Path | str | None = None) -> Evaluation:
+    """The corpus's evaluation written last (by its metrics.json; `mhindex report` with no folder reads it);
+    with no corpus, the default one's."""
+    from mhindex.home import pick_corpus
+
+    root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
+    found = pick_corpus(root, corpus.name if isinstance(corpus, Corpus) else corpus)
+    assert found is not None  # required: a one-line UsageError otherwise
+    done = sorted((p.stat().st_mtime, p.parent) for p in (found.root / "eval").glob("*/metrics.json"))
+    if not done:
+        raise UsageError(f"corpus '{found.name}' has no finished evaluation; run `mhindex eval {found.name}` first")
+    return read_evaluation(done[-1][1], home=root)
 
 
 def evaluate(
@@ -127,7 +142,7 @@ def evaluate(
         judge=judge_lm,
     )
     result = run_evaluation(plan, home=root)
-    return Evaluation(result.folder, result.report, root)
+    return read_evaluation(result.folder, home=root)  # as any later reader sees it (JSON's lists, not tuples)
 
 
 def score(

@@ -300,21 +300,10 @@ def report(
 
     root = setup(home, quiet)
     if not runs:
-        runs = [_latest_evaluation(root, corpus)]
+        from mhindex._api.evaluation import latest_evaluation
+
+        runs = [latest_evaluation(corpus, home=root).folder]
+        ui.reporter().info(f"report of {runs[0]}, the latest evaluation of corpus '{runs[0].parent.parent.name}'")
     with ui.graceful_interrupts():
         path = write_report(build_report(runs, root, questions, title), out)
     console().print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
-
-
-def _latest_evaluation(root: Path, name: str | None) -> Path:
-    """The evaluation folder of the corpus written last (by its metrics.json), said in a log line."""
-    from mhindex.errors import UsageError
-    from mhindex.home import pick_corpus
-
-    corpus = pick_corpus(root, name)
-    assert corpus is not None  # required: a one-line error otherwise
-    done = sorted((p.stat().st_mtime, p.parent) for p in (corpus.root / "eval").glob("*/metrics.json"))
-    if not done:
-        raise UsageError(f"corpus '{corpus.name}' has no finished evaluation; run `mhindex eval {corpus.name}` first")
-    ui.reporter().info(f"report of {done[-1][1]}, the latest evaluation of corpus '{corpus.name}'")
-    return done[-1][1]
