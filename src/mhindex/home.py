@@ -327,3 +327,29 @@ def leftovers(home: Path, kept_by_methods: Iterable[Path] = ()) -> tuple[list[Pa
         *kept_by_methods,  # a method's interrupted work (methods.resumable_work)
     ]
     return sorted(stale), sorted(resumable)
+
+
+def remove_leftovers(home: Path, paths: Iterable[Path]) -> tuple[list[Path], int, list[str]]:
+    """`mhindex gc`: remove each path (a link itself, never what it points to), except one reached through a
+    link out of the data root; returns what was removed, the bytes freed, and why any was left alone."""
+    from mhindex.files import OutsideRoot, inside, remove, size_on_disk
+
+    removed, freed, left = [], 0, []
+    for path in paths:
+        try:
+            inside(home, path.parent)
+        except OutsideRoot as error:
+            left.append(f"left alone: {error}")
+            continue
+        size = size_on_disk(path)
+        try:
+            remove(path)
+        except OSError as error:
+            left.append(f"could not remove {path}: {error.strerror or error}")
+            continue
+        if not path.exists() and not path.is_symlink():  # a read-only root keeps it: not counted as removed
+            removed.append(path)
+            freed += size
+        else:
+            left.append(f"could not remove {path}")
+    return removed, freed, left

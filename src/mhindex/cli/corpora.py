@@ -146,23 +146,16 @@ def gc(
     json: JsonOption = False,
 ) -> None:
     """Remove what killed builds left in the data root: temporary folders of processes that are gone."""
-    from mhindex.files import OutsideRoot, human_size, inside, remove, size_on_disk
+    from mhindex.files import human_size
+    from mhindex.home import remove_leftovers
 
     root = setup(home, quiet)
     stale, kept = leftovers(root, resumable_work(root))
-    doomed = [*stale, *(kept if resumable else [])]
-    freed, removed, log = 0, [], ui.reporter()
-    for path in doomed:
-        try:
-            inside(root, path.parent)  # never through a link out of the data root
-        except OutsideRoot as error:
-            log.warning(f"left alone: {error}")
-            continue
-        freed += size_on_disk(path)
-        remove(path)  # a link itself is unlinked, never followed
-        removed.append(str(path))
+    removed, freed, left = remove_leftovers(root, [*stale, *(kept if resumable else [])])
+    for line in left:
+        ui.reporter().warning(line)
     if json:
-        print_json({"removed": removed, "bytes": freed})
+        print_json({"removed": [str(p) for p in removed], "bytes": freed})
     else:
         console().print(
             f"removed {len(removed)} leftovers, {human_size(freed)}"

@@ -165,27 +165,16 @@ def serve(
     """Serve a corpus's index over HTTP: mhindex's JSON API, and the retrieval protocols of IRCoT
     (POST /retrieve/), ColBERT (GET /api/search, also at / for DSPy) and Search-R1 (POST /retrieve)."""
     from mhindex.backends import BackendSpec, open_index
-    from mhindex.server.app import Limits, make_app
+    from mhindex.server.app import Limits, checked_key, index_info, make_app
     from mhindex.server.app import serve as run_server
     from mhindex.server.protocols import corpus_lines
 
     root = setup(home, quiet)
-    # click reads an empty $MHINDEX_API_KEY as no value at all: an empty key is refused however it is given.
-    if api_key is None and "MHINDEX_API_KEY" in os.environ:
-        api_key = os.environ["MHINDEX_API_KEY"]
-    if api_key is not None and not api_key.strip():
-        raise UsageError("--api-key (or $MHINDEX_API_KEY) is empty: give a key, or leave it unset to serve without one")
+    api_key = checked_key(api_key, dict(os.environ))
     corpus = open_corpus(root, name)
     opened = open_index(corpus, BackendSpec.parse(backend, backend_options))
     retriever = opened.retriever
-    manifest = corpus.manifest()
-    info = {
-        "corpus": corpus.name,
-        "dataset": manifest.get("dataset"),
-        "paragraphs": manifest.get("counts", {}).get("paragraphs"),
-        "backend": backend,
-        "index": opened.settings,
-    }
+    info = index_info(corpus, backend, opened.settings)
     log = ui.reporter()
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")

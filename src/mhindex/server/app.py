@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlencode
 import anyio
 import orjson
 
+from mhindex.errors import UsageError
 from mhindex.server.errors import Refused, error_body
 from mhindex.server.routes import ENDPOINTS, protocol_of, reply
 
@@ -40,6 +41,28 @@ class Limits:
 
     def public(self) -> dict[str, Any]:
         return {"max_k": self.max_k, "max_batch": self.max_batch, "max_body_bytes": self.max_body_bytes}
+
+
+def checked_key(given: str | None, environment: dict[str, str]) -> str | None:
+    """The API key to require: `--api-key`, else $MHINDEX_API_KEY; an empty one is refused however it is given
+    (click reads an empty variable as no value at all, which would serve without a key)."""
+    if given is None and "MHINDEX_API_KEY" in environment:
+        given = environment["MHINDEX_API_KEY"]
+    if given is not None and not given.strip():
+        raise UsageError("--api-key (or $MHINDEX_API_KEY) is empty: give a key, or leave it unset to serve without one")
+    return given
+
+
+def index_info(corpus: Any, backend: str, settings: Any) -> dict[str, Any]:
+    """What `/info` (and each protocol's metadata) says of the served index."""
+    manifest = corpus.manifest()
+    return {
+        "corpus": corpus.name,
+        "dataset": manifest.get("dataset"),
+        "paragraphs": manifest.get("counts", {}).get("paragraphs"),
+        "backend": backend,
+        "index": settings,
+    }
 
 
 def make_app(
