@@ -1,0 +1,68 @@
+"""The documentation site: built strictly (a broken link or API reference fails the build), every public
+name in the API reference, and the walkthrough's code run as written, block after block, on the bundled
+sample with the fast packaged model (SmolLM2-135M, set by conftest)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mhindex
+
+REPO = Path(__file__).resolve().parents[1]
+MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]  # not --quiet: it hides the warnings strict counts
+
+
+def _build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MKDOCS, "-f", str(root / "mkdocs.yml"), "-d", str(site)], capture_output=True, text=True)
+
+
+def test_the_site_builds_strictly_and_a_broken_reference_fails_it(tmp_path):
+    built = _build(REPO, tmp_path / "site")
+    assert built.returncode == 0, built.stderr
+    api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text()
+    for name in set(mhindex.__all__) - {"__version__"}:
+        assert f'id="mhindex.{name}"' in api, f"{name} is public but not in docs/reference/api.md"
+    cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
+    assert "mhindex ask" in cli and "--method" in cli  # generated from the Typer app
+
+    copy = tmp_path / "copy"
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "site", "*.egg-info", "node_modules"))
+    page = copy / "docs" / "python.md"
+    page.write_text(page.read_text() + "\nSee [the tables](no-such-page.md).\n")
+    broken = _build(copy, tmp_path / "broken")
+    assert broken.returncode != 0 and "no-such-page.md" in broken.stderr
+    page.write_text(page.read_text().replace("[the tables](no-such-page.md)", "the tables") + "\n::: mhindex.nothing\n")
+    broken = _build(copy, tmp_path / "broken2")
+    assert broken.returncode != 0 and "mhindex.nothing" in broken.stderr
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+@pytest.mark.slow
+def test_the_walkthrough_and_the_readme_run_as_written(home, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks((REPO / "docs" / "python.md").read_text())
+    assert len(blocks) == 4
+    namespace: dict[str, object] = {}
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"docs/python.md, block {number}", "exec"), namespace)
+    shown = capsys.readouterr().out
+    assert "-> ['Stanley']" in shown and "gold: Mountrail County Courthouse" in shown
+    assert "oner: " in shown and "ircot: " in shown and "nor" in shown and (tmp_path / "report.html").is_file()
+    evaluation = namespace["evaluation"]
+    assert isinstance(evaluation, mhindex.Evaluation) and evaluation.methods == ["nor", "oner"]
+    assert evaluation.report["questions"] == 5 and len(evaluation.paired(as_frame=False)) >= 2
+    assert mhindex.read_evaluation(evaluation.folder).table(as_frame=False) == evaluation.table(as_frame=False)
+
+    # The README's Python example, on the same data root (its answers come from the call cache or the model).
+    (readme,) = python_blocks((REPO / "README.md").read_text())
+    exec(compile(readme, "README.md", "exec"), {})
+    assert "Van Hook Township" in capsys.readouterr().out
