@@ -28,7 +28,7 @@ def run_arm(lm: str, threads: int, poll: int, home: Path) -> None:
 
     llamacpp.POLL = poll
     model = load_lm(lm, home=home, threads=threads, cache=False)
-    words = (ROOT / "README.md").read_text().split()
+    words = (ROOT / "docs" / "methods.md").read_text().split()
     prompt = " ".join(words[:600])
     count = model.count_tokens(prompt)
     started = time.perf_counter()

@@ -269,7 +269,7 @@ FOUNDATION = {
     "__init__", "errors", "files", "text", "ui", "options", "registry", "requirements", "http", "locks",
     "processes", "home", "encoders",
 }  # fmt: skip
-# Each layer and what it may import besides the foundation (README, "Architecture").
+# Each layer and what it may import besides the foundation (docs/development.md, "Architecture").
 MAY_IMPORT = {
     "corpora": set(),
     "lm": set(),

@@ -1,6 +1,6 @@
 """BM25 in Python with `bm25s` (numpy and scipy): for users without Java, and for corpora that fit
 in memory. Lucene stays the default: it is as fast to query and far faster to index beyond a
-million paragraphs (benchmarks in README.md). Same scoring family as Lucene's BM25 (bm25s's
+million paragraphs (docs/benchmarks.md). Same scoring family as Lucene's BM25 (bm25s's
 "lucene" variant), English stop words and Snowball stemming; k1 and b are baked into the index.
 
 Paragraph N of the corpus is document N of the index, read back through the corpus's offsets.

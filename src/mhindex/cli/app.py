@@ -92,7 +92,7 @@ BackendOption = Annotated[
         "--backend",
         "-b",
         help=f"Retrieval engine: {', '.join(n for n, b in BACKENDS.available().items() if not b.fuses)} (lucene is "
-        "embedded; see the README); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index.",
+        "embedded; see docs/search.md); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index.",
     ),
 ]
 LmOption = Annotated[

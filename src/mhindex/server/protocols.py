@@ -19,7 +19,7 @@ with the requests its own clients send (tests/test_serve_*.py, which cite file a
   with `{"queries": [...], "topk", "return_scores"}` (a missing or 0 topk is the server's
   default, 3), answered by `{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}`
   (documents alone without `return_scores`), `contents` being `"Title"\\ntext` as its corpus
-  format has it (README, "Corpora").
+  format has it (docs/corpora.md).
 """
 
 from __future__ import annotations
