@@ -480,3 +480,29 @@ def test_a_larger_limit_grows_the_same_folder(root, capsys):
     assert len(folders) == 1 and grown["questions"] == 3 and first["questions"] == 2
     lines = read_predictions(folders[0] / "nor.jsonl")
     assert len(lines) == 3  # the two answers of the first run kept, one more asked
+
+
+def test_a_papers_table_is_one_option_and_list_methods_says_whose_rows_they_are(root, tmp_path, capsys):
+    from mhindex.backends import BackendSpec
+    from mhindex.eval.run import EvalPlan
+    from mhindex.home import open_corpus
+    from mhindex.methods import table_rows
+
+    # Every method that declares a row of EfficientRAG's table, with the paper's settings for it (Direct-R: K=10).
+    methods, sweeps = table_rows("efficientrag")
+    assert methods == ["nor", "oner", "efficientrag", "cot", "selfask", "iterretgen", "decompose"]
+    assert sweeps == ["oner.k=10"]
+    plan = EvalPlan.make(open_corpus(root, "musique"), methods, BackendSpec.parse("lucene"), None, {}, sweeps)
+    assert [v.name for v in plan.runs][:2] == ["nor", "oner@k=10"] and plan.settings["oner@k=10"].k == 10
+    assert table_rows("searchain")[0] == ["nor", "ircot", "searchain", "cot", "selfask", "react"]
+
+    assert main(["--home", str(root), "list", "methods", "--json"]) == 0
+    listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert listed["oner"]["tables"] == ["IRCoT", "EfficientRAG (k=10)"] and not listed["cot"]["retrieves"]
+    assert main(["--home", str(root), "eval", "musique", "--table", "ACL"]) == 2
+    assert "--table must be one of EfficientRAG, IRCoT, KD-CoT, SearChain, not 'ACL'" in capsys.readouterr().err
+
+    small = ["--limit", "1", "--seed", "7", "-k", "2", "--max-demos", "1", "--max-steps", "1", "--answer-tokens", "8"]
+    out = ["--out", str(tmp_path / "ircot-table"), "--quiet", "--json"]
+    assert main(["--home", str(root), "eval", "musique", "--table", "ircot", *small, *out]) == 0
+    assert list(json.loads(capsys.readouterr().out)["methods"]) == ["nor", "oner", "ircot"]

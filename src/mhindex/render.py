@@ -62,6 +62,18 @@ def corpora_table(rows: Sequence[dict], root: Path):
     return table
 
 
+def methods_table(rows: Sequence[dict]):
+    """`mhindex list methods`: each method, what it is from, and the papers' tables it is a row of."""
+    from rich.table import Table
+
+    table = Table("method", "title", "retrieves", "paper", "rows of (eval --table)")
+    for row in rows:
+        table.add_row(
+            row["name"], row["title"], "yes" if row["retrieves"] else "no", row["paper"], ", ".join(row["tables"])
+        )
+    return table
+
+
 def corpus_info(summary: dict) -> str:
     manifest = summary["manifest"]
     lines = [f"[bold]{summary['name']}[/bold] ({manifest['dataset']}) at {summary['path']}, {summary['size']}"]

@@ -92,8 +92,9 @@ def latest_evaluation(corpus: Corpus | str | None = None, *, home: Path | str | 
 
 def evaluate(
     corpus: Corpus | str,
-    methods: Sequence[str] = DEFAULT_EVAL_METHODS,
+    methods: Sequence[str] | None = None,
     *,
+    table: str | None = None,
     limit: int | None = None,
     seed: int = 13370,
     split: str = "auto",
@@ -114,23 +115,32 @@ def evaluate(
     home: Path | str | None = None,
     **settings: Any,
 ) -> Evaluation:
-    """Run `methods` on a seeded sample of the corpus's questions and score them, as `mhindex eval` does
-    (same folder, same resuming, same table); `settings`: the methods' settings as keywords."""
+    """Run `methods` (default: NoR, OneR and IRCoT) on a seeded sample of the corpus's questions and score them,
+    as `mhindex eval` does (same folder, same resuming, same table); `table`: every row of a paper's table
+    ("EfficientRAG", "SearChain", "IRCoT", "KD-CoT"), each with its paper's settings, before any `methods`;
+    `settings`: the methods' settings as keywords."""
     from mhindex.backends import BackendSpec
     from mhindex.eval.run import EvalPlan
     from mhindex.eval.run import evaluate as run_evaluation
     from mhindex.home import open_corpus
+    from mhindex.methods import table_rows
 
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
+    names, sweeps = list(methods or ()), list(sweep)
+    if table is not None:
+        rows, row_sweeps = table_rows(table)
+        names, sweeps = rows + [m for m in names if m not in rows], row_sweeps + sweeps
+    elif methods is None:
+        names = list(DEFAULT_EVAL_METHODS)
     root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
     plan = EvalPlan.make(
         open_corpus(root, corpus if isinstance(corpus, str) else corpus.name),
-        list(methods),
+        names,
         BackendSpec.parse(backend, backend_options),
         _model_options(lm, lm_threads, lm_context, cache, lm_timeout),
         settings,
-        list(sweep),
+        sweeps,
         limit=limit,
         seed=seed,
         split=split,

@@ -21,6 +21,7 @@ from mhindex.cli.app import (
     setup,
 )
 from mhindex.corpora import DATASETS
+from mhindex.errors import UsageError
 from mhindex.home import built_corpora, damaged_corpora, downloads_dir, leftovers, open_corpus
 from mhindex.methods import resumable_work
 
@@ -100,11 +101,25 @@ def download(
 
 
 @app.command(name="list")
-def list_(home: HomeOption = None, quiet: QuietOption = False, json: JsonOption = False) -> None:
-    """List the corpora built under the data root, with counts, indexes and sizes."""
+def list_(
+    what: Annotated[
+        str, typer.Argument(help="corpora, or methods (each with its paper and the tables it is a row of).")
+    ] = "corpora",
+    home: HomeOption = None,
+    quiet: QuietOption = False,
+    json: JsonOption = False,
+) -> None:
+    """List the corpora built under the data root (counts, indexes, sizes), or the methods installed."""
     from mhindex.files import human_size, size_on_disk
 
     root = setup(home, quiet)
+    if what == "methods":
+        from mhindex.methods import method_rows
+
+        print_json(method_rows()) if json else console().print(render.methods_table(method_rows()))
+        return
+    if what != "corpora":
+        raise UsageError(f"mhindex list shows corpora or methods, not {what!r}")
     rows = [c.summary() for c in built_corpora(root)]
     log = ui.reporter()
     for folder in damaged_corpora(root):

@@ -26,7 +26,7 @@ from mhindex.cli.app import (
     setup,
 )
 from mhindex.eval.splits import SPLIT_HELP
-from mhindex.methods import DEFAULT_EVAL_METHODS, METHODS
+from mhindex.methods import DEFAULT_EVAL_METHODS, METHODS, paper_tables
 
 JudgeOption = Annotated[
     Optional[str],
@@ -75,8 +75,24 @@ def _check_format(form: str) -> None:
 def eval_(
     name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
     methods: Annotated[
-        str, typer.Option("--method", "-m", help=f"Comma-separated methods, of: {', '.join(METHODS.available())}.")
-    ] = ",".join(DEFAULT_EVAL_METHODS),
+        Optional[str],
+        typer.Option(
+            "--method",
+            "-m",
+            help=f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: "
+            f"{','.join(DEFAULT_EVAL_METHODS)}, unless --table].",
+            show_default=False,
+        ),
+    ] = None,
+    table: Annotated[
+        Optional[str],
+        typer.Option(
+            "--table",
+            help=f"Every row of a paper's table, each with the paper's settings: {', '.join(paper_tables())} "
+            "(`mhindex list methods` shows whose rows); --method adds others.",
+            show_default=False,
+        ),
+    ] = None,
     limit: Annotated[
         Optional[int],
         typer.Option(
@@ -137,7 +153,8 @@ def eval_(
     with ui.graceful_interrupts():
         result = evaluate(
             name,
-            [m.strip() for m in methods.split(",") if m.strip()],
+            None if methods is None else [m.strip() for m in methods.split(",") if m.strip()],
+            table=table,
             limit=limit,
             seed=seed,
             split=split,

@@ -24,6 +24,9 @@ __all__ = [
     "Query",
     "make_method",
     "method_class",
+    "method_rows",
+    "paper_tables",
+    "table_rows",
     "method_title",
     "resumable_work",
     "trace_of",
@@ -75,6 +78,43 @@ def method_title(name: str) -> str:
     except UsageError:
         shown = method
     return f"{shown} ({setting})" if setting else shown
+
+
+def _table_key(table: str) -> str:
+    return "".join(ch for ch in table.lower() if ch.isalnum())
+
+
+def paper_tables() -> list[str]:
+    """The papers' tables the methods are rows of, as the papers are written ("EfficientRAG", "IRCoT")."""
+    return sorted({table for cls in METHODS.available().values() for table in cls.tables}, key=str.lower)
+
+
+def table_rows(table: str) -> tuple[list[str], list[str]]:
+    """A paper's table (`eval --table`, matched however it is cased or hyphenated): its methods, in the
+    registry's order, and the `--sweep`s that give a row its paper's settings (`oner.k=10`)."""
+    methods, sweeps = [], []
+    for name, cls in METHODS.available().items():
+        for title, settings in cls.tables.items():
+            if _table_key(title) == _table_key(table):
+                methods.append(name)
+                sweeps += [f"{name}.{field}={value}" for field, value in settings.items()]
+    if not methods:
+        raise UsageError(f"--table must be one of {', '.join(paper_tables())}, not {table!r}")
+    return methods, sweeps
+
+
+def method_rows() -> list[dict[str, Any]]:
+    """Each installed method as `mhindex list methods` shows it: name, title, paper, whether it retrieves, tables."""
+    return [
+        {
+            "name": name,
+            "title": cls.title,
+            "paper": cls.paper,
+            "retrieves": cls.needs_retriever,
+            "tables": [title + "".join(f" ({k}={v})" for k, v in row.items()) for title, row in cls.tables.items()],
+        }
+        for name, cls in METHODS.available().items()
+    ]
 
 
 def settings_types() -> dict[str, type]:

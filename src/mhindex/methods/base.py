@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -248,6 +248,9 @@ class Method(ABC):
     paper: ClassVar[str] = ""
     #: metrics.py keys its paper reports beyond EM/F1/recall, shown as columns where the method is in a table
     paper_metrics: ClassVar[tuple[str, ...]] = ()
+    #: the papers' tables it is a row of (as the paper is written: "EfficientRAG"), with that row's settings
+    #: (EfficientRAG's Direct-R is OneR with K=10): `eval --table EfficientRAG` runs every row
+    tables: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     #: what it needs installed beyond mhindex's own dependencies, checked by `mhindex doctor`
     requirements: ClassVar[tuple[Requirement, ...]] = ()
     #: the method's settings; every field declared with `option(...)` is an option of ask and eval

@@ -33,6 +33,7 @@ class CoT(Method):
     name = "cot"
     title = "CoT"
     paper = "Chain-of-thought prompting, as EfficientRAG's baseline (Zhuang et al., EMNLP 2024; microsoft/EfficientRAG)"
+    tables = {"EfficientRAG": {}, "SearChain": {}}
     paper_metrics = ("efficientrag_em",)
     Settings = CoTSettings
     needs_retriever = False

@@ -48,6 +48,7 @@ class Decompose(Method):
     name = "decompose"
     title = "Decompose"
     paper = "Question decomposition then retrieval, as EfficientRAG's baseline (Zhuang et al., EMNLP 2024)"
+    tables = {"EfficientRAG": {}}
     paper_metrics = ("efficientrag_em",)
     Settings = DecomposeSettings
 

@@ -107,6 +107,7 @@ class IRCoT(Method):
     name = "ircot"
     title = "IRCoT"
     paper = "Interleaving Retrieval with Chain-of-Thought (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
+    tables = {"IRCoT": {}, "SearChain": {}}
     Settings = IRCoTSettings
 
     settings: IRCoTSettings

@@ -304,6 +304,7 @@ class KDCoT(Method):
     name = "kdcot"
     title = "KD-CoT"
     paper = "Knowledge-Driven CoT (Wang et al., 2023; AdelWang/KD-CoT)"
+    tables = {"KD-CoT": {}}
     Settings = KDCoTSettings
 
     settings: KDCoTSettings

@@ -24,6 +24,7 @@ class OneRetrieval(Method):
     name = "oner"
     title = "OneR"
     paper = "IRCoT's one-retrieval baseline (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
+    tables = {"IRCoT": {}, "EfficientRAG": {"k": 10}}
     Settings = OneRSettings
 
     settings: OneRSettings

@@ -68,6 +68,7 @@ class ReAct(Method):
     name = "react"
     title = "ReAct"
     paper = "ReAct (Yao et al., ICLR 2023; ysymyth/ReAct), its HotpotQA agent over the corpus"
+    tables = {"SearChain": {}, "KD-CoT": {}}
     Settings = ReActSettings
 
     settings: ReActSettings

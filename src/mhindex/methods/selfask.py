@@ -67,6 +67,7 @@ class SelfAsk(Method):
     paper = (
         "Self-Ask (Press et al., Findings of EMNLP 2023), as EfficientRAG's baseline runs it (microsoft/EfficientRAG)"
     )
+    tables = {"EfficientRAG": {}, "SearChain": {}}
     paper_metrics = ("efficientrag_em",)
     Settings = SelfAskSettings
 
