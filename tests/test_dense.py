@@ -282,3 +282,15 @@ def test_vectors_computed_elsewhere_build_the_same_index(root, tmp_path, capsys)
     )
     assert code != 0 and "has no vector for 1 paragraphs of the corpus" in err
     assert all(len(line) < 300 for line in err.splitlines()) and "Traceback" not in err
+
+    # A NaN or an infinity is named, never indexed (FAISS took them silently: an inf row topped every query).
+    index_before = (home / "wiki" / "indexes" / "dense").stat().st_mtime_ns
+    for bad in (np.nan, np.inf):
+        poisoned = vectors.copy()
+        poisoned[7, 3] = bad
+        np.save(tmp_path / "poisoned.npy", poisoned)
+        code, err = index("--vectors", tmp_path / "poisoned.npy")
+        assert code == 2 and "the vector of paragraph 7 (in corpus order) holds NaN or infinity" in err
+    assert (home / "wiki" / "indexes" / "dense").stat().st_mtime_ns == index_before  # the old index stands
+    code, err = index("--vectors", tmp_path)
+    assert code == 2 and f"{tmp_path} is a folder; --vectors takes one file" in err

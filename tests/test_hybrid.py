@@ -120,6 +120,9 @@ def test_the_command_line_routes_each_option_to_its_part(corpus, capsys):
     assert code == 2 and "--rrf-k is an option of the hybrid backend, not of lucene" in err
     code, _, err = run("search", "wiki", QUERY, "--backend", "lucene+dense", "--weights", "1,0")
     assert code == 2 and "give it with --fusion weighted" in err
+    for weights in ("nan,1", "inf,1"):
+        code, _, err = run("search", "wiki", QUERY, "-b", "lucene+dense", "--fusion", "weighted", "--weights", weights)
+        assert code == 2 and "--weights needs 2 finite numbers of 0 or more" in err
     code, _, err = run("search", "wiki", QUERY, "--backend", "lucene+http://x")
     assert code == 2 and "a hybrid fuses indexes built here" in err
     code, _, err = run("search", "wiki", QUERY, "--backend", "lucene+bm25s")  # a part not built yet

@@ -225,8 +225,18 @@ def build_faiss_index(faiss: Any, vectors: Vectors, options: DenseOptions) -> An
         index.train(vectors.sample(options.ivf_train or max(64 * lists, 2**bits * 40)))
     else:
         raise UsageError(f"--faiss-index must be flat, hnsw or ivfpq, not {kind!r}")
+    import numpy as np
+
+    first = 0
     for number in range(len(vectors.lengths)):
-        index.add(vectors.chunk(number))
+        chunk = vectors.chunk(number)
+        finite = np.isfinite(chunk).all(axis=1)
+        if not finite.all():  # FAISS takes them without a word, and an inf row then tops every ranking
+            where = first + int(np.argmin(finite))
+            given = f"{options.vectors} (--vectors): the" if options.vectors else "The"
+            raise BadInput(f"{given} vector of paragraph {where:,} (in corpus order) holds NaN or infinity")
+        index.add(chunk)
+        first += len(chunk)
     return index
 
 
@@ -235,6 +245,8 @@ def given_vectors(corpus: CorpusDir, options: DenseOptions, dim: int) -> Vectors
     import numpy as np
 
     path = Path(options.vectors or "").expanduser()
+    if path.is_dir():
+        raise BadInput(f"{path} is a folder; --vectors takes one file of vectors (.npy, or raw with --vectors-dim)")
     if not path.is_file():
         raise BadInput(f"{path}: no such file (--vectors)")
     if path.suffix == ".npy":

@@ -18,6 +18,7 @@ Ties keep the order of the first ranking that holds them. Title-scoped search go
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,9 +61,9 @@ def part_weights(options: HybridOptions, parts: int) -> list[float]:
         weights = [float(w) for w in options.weights.split(",")]
     except ValueError:
         raise UsageError(f"--weights takes numbers separated by commas, one a part, not {options.weights!r}") from None
-    if len(weights) != parts or any(w < 0 for w in weights) or not any(weights):
+    if len(weights) != parts or any(not math.isfinite(w) or w < 0 for w in weights) or not any(weights):
         raise UsageError(
-            f"--weights needs {parts} numbers of 0 or more (one a part, in order), not {options.weights!r}"
+            f"--weights needs {parts} finite numbers of 0 or more (one a part, in order), not {options.weights!r}"
         )
     return weights
 
