@@ -73,6 +73,24 @@ def test_a_damaged_state_is_read_again_with_one_warning(kept):
     assert restored(lm(home, "What is 4 plus 4?"))  # saved anew
 
 
+def test_a_damaged_index_is_made_again_and_a_bad_limit_is_one_line(tmp_path):
+    home = tmp_path / "home"
+    first = lm(home, "What is 3 plus 3?")
+    (home / "cache" / "llama-state" / "index.sqlite").write_bytes(b"not a database at all" * 100)
+    again = lm(home, "What is 3 plus 4?")  # the index overwritten: its states dropped, with one warning
+    warnings = [line for line in again["stderr"].splitlines() if "index.sqlite" in line]
+    assert len(warnings) == 1 and "is damaged" in warnings[0] and "made again" in warnings[0]
+    assert again["prompt_tokens_evaluated"] == again["prompt_tokens"] and len(states(home)) == 1
+    assert restored(lm(home, "What is 3 plus 5?")) and first["text"]
+    refused = subprocess.run(
+        [sys.executable, "-m", "mhindex", "--home", str(home), "lm", "Hi", "--lm", "local:smollm2-135m"],
+        capture_output=True, text=True, env={**os.environ, "MHINDEX_PROMPT_STATES_MB": "abc"},
+    )  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        "mhindex: error: $MHINDEX_PROMPT_STATES_MB must be a number of megabytes (0 or more), not 'abc'"
+    ]
+
+
 def test_the_store_keeps_within_its_limit(tmp_path):
     home = tmp_path / "home"
     lm(home, "What is 1 plus 1?")

@@ -39,6 +39,7 @@ import ctypes
 import hashlib
 import math
 import os
+import sqlite3
 import tempfile
 import threading
 import time
@@ -215,7 +216,13 @@ class LlamaCppModel(LanguageModel):
             f"{self._identity}|xllamacpp {xllamacpp.__version__}|ctx {context_length}|threads {threads}|ubatch {UBATCH}"
         )
         if state_folder is not None:
-            self._states = PromptStates(state_folder)
+            try:
+                self._states = PromptStates(state_folder)
+            except (OSError, sqlite3.OperationalError) as error:  # read-only, full: the states are a speed-up
+                ui.reporter().warning(
+                    f"cannot keep prompt states in {state_folder} ({error}): each process reads the demonstrations "
+                    "again"
+                )
 
     @property
     def identity(self) -> str:

@@ -30,7 +30,9 @@ import time
 from array import array
 from pathlib import Path
 
+from mhindex.errors import UsageError
 from mhindex.files import file_digest
+from mhindex.ui import reporter
 
 # Openings shorter than this (about 500 tokens, one micro-batch) are quick to read again: not worth a file.
 MIN_CHARS = 2000
@@ -58,7 +60,14 @@ def private_folder(shared: Path) -> Path:
 
 
 def limit_bytes() -> int:
-    return int(float(os.environ.get("MHINDEX_PROMPT_STATES_MB") or DEFAULT_LIMIT_MB) * (1 << 20))
+    given = os.environ.get("MHINDEX_PROMPT_STATES_MB") or str(DEFAULT_LIMIT_MB)
+    try:
+        megabytes = float(given)
+    except ValueError:
+        megabytes = -1.0
+    if not 0 <= megabytes < float("inf"):
+        raise UsageError(f"$MHINDEX_PROMPT_STATES_MB must be a number of megabytes (0 or more), not {given!r}")
+    return int(megabytes * (1 << 20))
 
 
 class PromptStates:
@@ -66,14 +75,33 @@ class PromptStates:
         self.folder = folder
         self.limit = limit if limit is not None else limit_bytes()
         folder.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(folder / "index.sqlite", check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, file TEXT NOT NULL, bytes INTEGER NOT NULL, "
-            "sha256 TEXT NOT NULL, used REAL NOT NULL)"
-        )
+        try:
+            self._db = self._open()
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as error:  # overwritten or torn: a cache, so it is made again
+            reporter().warning(
+                f"the prompt-state index {folder / 'index.sqlite'} is damaged ({error}): its states are dropped "
+                "and made again"
+            )
+            for path in [*folder.glob("index.sqlite*"), *folder.glob("*.bin")]:
+                path.unlink(missing_ok=True)
+            self._db = self._open()
         self._lock = threading.Lock()
         self._checked: set[str] = set()  # files whose digest this process has seen match
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.folder / "index.sqlite", check_same_thread=False, timeout=30)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, file TEXT NOT NULL, bytes INTEGER NOT "
+                "NULL, sha256 TEXT NOT NULL, used REAL NOT NULL)"
+            )
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def file_of(self, key: str) -> Path:
         return self.folder / f"{key}.bin"
