@@ -506,3 +506,13 @@ def test_a_papers_table_is_one_option_and_list_methods_says_whose_rows_they_are(
     out = ["--out", str(tmp_path / "ircot-table"), "--quiet", "--json"]
     assert main(["--home", str(root), "eval", "musique", "--table", "ircot", *small, *out]) == 0
     assert list(json.loads(capsys.readouterr().out)["methods"]) == ["nor", "oner", "ircot"]
+
+
+def test_out_inside_a_corpus_folder_is_refused_before_any_answer(root, capsys):
+    """A rebuild (`corpus --force`) replaces a corpus's folder but its indexes and eval/: answers written
+    beside them would go with it, so --out may be under eval/ or outside the corpus, nowhere else there."""
+    for inside in (root / "musique", root / "musique" / "mine"):
+        assert main(["--home", str(root), "eval", "musique", *ARGS, "--out", str(inside)]) == 2
+        err = capsys.readouterr().err
+        assert f"--out {inside} is inside corpus 'musique''s folder, which `mhindex corpus --force` replaces" in err
+    assert not (root / "musique" / "mine").exists() and not (root / "musique" / "nor.jsonl").exists()

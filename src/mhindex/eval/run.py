@@ -421,6 +421,8 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
             + (f" beyond the {len(tuning)} tuned on" if tuning else "")
         )
     spec = plan.backend
+    if plan.out is not None:
+        _check_out(plan.out, home)
     folder = plan.out or default_folder(
         corpus, lm_spec, spec.label if spec.parts else spec.name, plan.seed, plan.limit, split, len(tuning) or None
     )
@@ -463,6 +465,21 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
     }
     _write_report(folder, report, plan, len(questions))
     return Evaluation(folder, report)
+
+
+def _check_out(out: Path, home: Path | None) -> None:
+    """Refuse an `--out` inside a corpus's folder but not under its `eval/`: a rebuild of the corpus replaces
+    everything there but its indexes and evaluations, and would take the answers with it."""
+    from mhindex.home import built_corpora, resolve_home
+
+    target = out.expanduser().resolve()
+    for corpus in built_corpora(resolve_home(home)):
+        root = corpus.root.resolve()
+        if (target == root or root in target.parents) and (root / "eval") not in target.parents:
+            raise UsageError(
+                f"--out {out} is inside corpus '{corpus.name}''s folder, which `mhindex corpus --force` replaces; "
+                f"give a folder under {root / 'eval'} or outside the corpus"
+            )
 
 
 def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, home: Path | None) -> dict:
