@@ -271,3 +271,48 @@ def test_a_query_past_lucenes_clause_limit_is_cut_to_its_first_1024_terms(built)
     # Only the first 1,024 distinct terms count: a word past them changes nothing.
     assert retriever.search(f"{words} Ensign Manufacturing", 3) == []
     retriever.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs of a given size as a data root: a real full disk (mounting needs root; where the machine does
+    not allow it, the test says so and skips)."""
+    mounted = []
+
+    def mount(size: str):
+        folder = tmp_path / f"disk-{size}"
+        folder.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()}): a full disk needs one")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+def test_a_full_disk_during_indexing_is_an_error_never_a_broken_index(small_disk):
+    """On a tmpfs too small for the index, Anserini logged "No space left on device" and exited 0: mhindex said
+    "indexed" over an index with no commit point. At each size either the index is whole and searchable, or
+    the command fails in one line and no index is left."""
+    outcomes = set()
+    for size in ("2000k", "2400k", "2600k", "3000k", "4000k"):
+        home = small_disk(size)
+        corpus = [sys.executable, "-m", "mhindex", "--quiet", "--home", str(home), "corpus", "musique"]
+        assert subprocess.run(corpus, capture_output=True).returncode == 0
+        indexing = subprocess.run(
+            [sys.executable, "-m", "mhindex", "--home", str(home), "index", "musique"], capture_output=True, text=True
+        )
+        index = home / "musique" / "indexes" / "lucene"
+        if indexing.returncode == 0:
+            assert list((index / "lucene").glob("segments_*")), size
+            search = [sys.executable, "-m", "mhindex", "--home", str(home), "search", "musique", "Van Hook", "--json"]
+            assert json.loads(subprocess.run(search, capture_output=True, text=True, check=True).stdout)["hits"]
+        else:
+            assert indexing.returncode == 1 and "No space left on device" in indexing.stderr, (size, indexing.stderr)
+            assert len(indexing.stderr.strip().splitlines()) == 1 and not index.exists()
+            assert not [p for p in (home / "musique" / "indexes").iterdir()]  # no temporary folder left
+        outcomes.add(indexing.returncode)
+    assert outcomes == {0, 1}  # the sizes straddle what the index needs

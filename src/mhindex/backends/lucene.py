@@ -313,7 +313,20 @@ class LuceneBackend(Backend):
                 result.stderr[-300:],
             )
             raise MhindexError(f"Anserini indexing failed: {detail.strip()}")
-        indexed = re.search(r"Indexing Complete! ([\d,]+) documents indexed", result.stdout + result.stderr)
+        said = result.stdout + result.stderr
+        indexed = re.search(r"Indexing Complete! ([\d,]+) documents indexed", said)
+        # Anserini can log its errors (a full disk) and still exit 0: an index is whole only with its
+        # segments_N, Lucene's commit point, which is written last.
+        if not any((target / "lucene").glob("segments_*")):
+            detail = next(
+                (
+                    line.rpartition(" - ")[2].strip()  # Log4j's "date ERROR [main] class (file) - message"
+                    for line in said.splitlines()
+                    if "No space left" in line or "Exception" in line
+                ),
+                "its commit point (segments_N) was never written",
+            )
+            raise MhindexError(f"Anserini did not complete the index, though it exited as if it had: {detail}")
         return {"paragraphs": int(indexed.group(1).replace(",", "")) if indexed else count}
 
     def open(
