@@ -203,3 +203,14 @@ def test_ctrl_c_acts_at_once_and_a_second_one_quits(root):
         assert "stopping; finished answers are kept" in err and "Traceback" not in err
         assert out == ""  # no half answer
         assert waited < 10, waited  # a generation step alone takes longer than this on one thread
+
+
+def test_a_lock_folder_that_is_a_link_out_of_the_data_root_is_never_followed(mh, home, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".locks").symlink_to(outside)
+    result = mh("corpus", "musique")
+    said = f"{home / '.locks'} is a symbolic link; mhindex writes its locks only there"
+    assert result.code == 2 and said in result.err
+    assert list(outside.iterdir()) == [] and not (home / "musique").exists()

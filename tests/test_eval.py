@@ -97,14 +97,19 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
 
 @pytest.mark.slow
 def test_two_evals_into_one_folder_neither_repeat_nor_lose_each_other(root, tmp_path):
-    """Side by side into one folder (each eval a process of its own, as on a machine with cores to spare):
+    """Side by side into one folder (each eval a process of its own, as on a machine with cores to spare, and
+    from two data roots):
     one method is answered once, the second eval waiting for the first's lock and resuming from its
     answers; another method waits while its predictions are locked, says by whom, and joins run.json."""
+    import shutil
+
     from mhindex.locks import evaluating
 
     folder = tmp_path / "shared"
     common = ["--limit", "2", "--seed", "23", "--max-demos", "1", "--max-paragraph-words", "40", "--out", folder]
-    both = [run(root, "--method", "nor", *common, "--no-cache") for _ in range(2)]
+    # The second from another data root (a copy of the first): the folder's locks live in the folder itself.
+    other = shutil.copytree(root, tmp_path / "other-root", ignore=shutil.ignore_patterns(".locks", "cache"))
+    both = [run(home, "--method", "nor", *common, "--no-cache") for home in (root, other)]
     for process in both:
         _, err = process.communicate(timeout=600)
         assert process.returncode == 0, err
@@ -112,7 +117,7 @@ def test_two_evals_into_one_folder_neither_repeat_nor_lose_each_other(root, tmp_
     assert len(ids) == len(set(ids)) == 2  # without the lock each process answers both questions
 
     said: list[str] = []
-    with evaluating(root, folder, "oner", "a test holding the lock"):
+    with evaluating(folder, "oner", "a test holding the lock"):
         waiting = run(root, "--method", "oner", "-k", "2", *common)
         reader = threading.Thread(target=lambda: said.extend(waiting.stderr), daemon=True)
         reader.start()

@@ -5,9 +5,12 @@ however it exits, so a killed command never leaves anything locked.
   (`<home>/.locks/NAME.lock`), so that two builds of one name never rename folders under each other. A
   second build waits for the first and says who holds the lock; the small lock file stays for the next build.
 - An evaluation holds a lock on its folder's run.json while it records its configuration, and one on
-  each predictions file while it answers into it (`<home>/.locks/eval-HASH.lock`, named by the folder's
-  path): two `eval`s into one folder (other methods, on a machine with cores to spare) both land in
-  run.json, and one of the same method waits rather than ask the questions twice.
+  each predictions file while it answers into it (`<folder>/.locks/NAME.lock`, in the folder itself, so
+  that evaluations from two data roots into one `--out` see each other): two `eval`s into one folder
+  (other methods, on a machine with cores to spare) both land in run.json, and one of the same method
+  waits rather than ask the questions twice.
+
+A lock folder that is a symbolic link is refused, never followed: a lock file is written nowhere else.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mhindex.errors import UsageError
 from mhindex.ui import reporter
 
 
@@ -32,17 +36,22 @@ def changing(home: Path, name: str, what: str) -> Iterator[None]:
 
 
 @contextmanager
-def evaluating(home: Path, folder: Path, name: str | None, what: str) -> Iterator[None]:
-    """Hold the lock of an evaluation folder's run.json (`name` None) or of its predictions of method `name`.
-    The lock is named by a hash of the folder's path, as the folder may be anywhere (--out)."""
-    key = hashlib.sha256(f"{folder.resolve()}\0{name or ''}".encode()).hexdigest()[:16]
+def evaluating(folder: Path, name: str | None, what: str) -> Iterator[None]:
+    """Hold the lock of an evaluation folder's run.json (`name` None) or of its predictions of method `name`,
+    kept in the folder: whichever data root an evaluation runs from, one into the same folder sees it."""
     target = folder / (f"{name}.jsonl" if name else "run.json")
-    with _held(home / ".locks" / f"eval-{key}.lock", f"{target} is being written", what):
+    # A variant's name (oner@k=5) is a file name already (its predictions file); hashed past 100 characters.
+    stem = name or "run.json"
+    if len(stem) > 100:
+        stem = hashlib.sha256(stem.encode()).hexdigest()[:16]
+    with _held(folder / ".locks" / f"{stem}.lock", f"{target} is being written", what):
         yield
 
 
 @contextmanager
 def _held(lock: Path, busy: str, what: str) -> Iterator[None]:
+    if lock.parent.is_symlink():
+        raise UsageError(f"{lock.parent} is a symbolic link; mhindex writes its locks only there: remove the link")
     lock.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:

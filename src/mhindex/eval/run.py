@@ -502,8 +502,7 @@ def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, 
         "tool_version": __version__,
         **({"judge": plan.judge} if plan.judge else {}),
     }
-    locks = home or plan.corpus.root.parent  # the data root, where mhindex keeps its locks
-    with evaluating(locks, folder, None, "recording an evaluation's settings"):
+    with evaluating(folder, None, "recording an evaluation's settings"):
         return claim_folder(folder, configuration)
 
 
@@ -512,7 +511,6 @@ class _Answering:
 
     def __init__(self, plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, home: Path | None):
         self.plan, self.solvers, self.folder = plan, solvers, folder
-        self.locks = home or plan.corpus.root.parent
 
     def answer(self, name: str, asked: list[dict], what: str) -> list[dict]:
         from mhindex import ui
@@ -534,7 +532,7 @@ class _Answering:
             if stats.interrupted:
                 raise KeyboardInterrupt
 
-        with evaluating(self.locks, self.folder, name, f"answering {name}"):  # another eval may share the folder
+        with evaluating(self.folder, name, f"answering {name}"):  # another eval may share the folder
             found = evaluate_method(name, asked, self.folder, run)
         log.info(f"{name}: {len(found)} predictions in {self.folder / (name + '.jsonl')}")
         return found
