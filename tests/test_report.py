@@ -8,6 +8,7 @@ skips and says how to install it; CI sets MHINDEX_REQUIRE_BROWSER=1 so that it c
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from html.parser import HTMLParser
@@ -127,6 +128,31 @@ def test_report_names_what_is_missing(mh, tmp_path, home):
     questions = home / "other" / "questions.jsonl"
     assert mh("report", folder, "--questions", questions, "-o", tmp_path / "r.html").code == 0
     assert "Questions: CWQ (20)" in (tmp_path / "r.html").read_text()
+    assert (tmp_path / "r.html").stat().st_mode & 0o777 == 0o666 & ~current_umask()  # readable by a web server
+
+    # A folder as -o, a file that is no evaluation, and a metrics.json a hand edited: one line each, naming it.
+    said = mh("report", folder, "--questions", questions, "-o", tmp_path)
+    assert said.code == 2 and f"-o {tmp_path} is a folder; give the HTML file to write" in said.err
+    said = mh("report", questions)
+    assert said.code == 2 and f"{questions} is not an `mhindex eval` folder, nor its metrics.json" in said.err
+    metrics = json.loads((folder / "metrics.json").read_text())
+    name = next(iter(metrics["methods"]))
+    for change, field in (
+        ({"methods": {name: {**metrics["methods"][name], "f1": "high"}}}, f"methods.{name}.f1"),
+        ({"methods": {}}, "methods"),
+        ({"paired": "x"}, "paired"),
+        ({"questions": "many"}, "questions"),
+    ):
+        (folder / "metrics.json").write_text(json.dumps({**metrics, **change}))
+        said = mh("report", folder, "--questions", questions, "-o", tmp_path / "bad.html")
+        assert said.code == 2 and f"field '{field}'" in said.err and len(said.err.strip().splitlines()) == 1, said.err
+        assert "Traceback" not in said.err and not (tmp_path / "bad.html").exists()
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _chromium() -> str:

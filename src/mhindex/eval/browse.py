@@ -9,6 +9,7 @@ autoescaping or, in the script, `textContent`: a paragraph holding `<script>` sh
 from __future__ import annotations
 
 import io
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -453,7 +454,14 @@ def _charts(run: Run, place: str) -> list[str]:
 def write_report(html: str, out: Path) -> Path:
     from mhindex.files import atomic_file
 
+    if out.is_dir():
+        raise UsageError(f"-o {out} is a folder; give the HTML file to write, e.g. {out / 'report.html'}")
+
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_file(out) as handle:
         handle.write(html.encode())
+        # A page to share (a colleague, a web server): readable as any new file is, not the temporary file's 0600.
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(handle.fileno(), 0o666 & ~mask)
     return out

@@ -326,10 +326,55 @@ def read_metrics(path: Path) -> dict:
     except FileNotFoundError:
         raise UsageError(f"{file}: no such file (is {path} an `mhindex eval` folder?)") from None
     except orjson.JSONDecodeError as error:
+        if file.name != "metrics.json":
+            raise UsageError(f"{file} is not an `mhindex eval` folder, nor its metrics.json") from None
         raise UsageError(f"{file}: not valid JSON ({error})") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is not an `mhindex eval` folder: it has no metrics.json") from None
     if not isinstance(report, dict) or not isinstance(report.get("methods"), dict):
         raise UsageError(f"{file}: field 'methods' is missing; is this the metrics.json of `mhindex eval`?")
+    problem = metrics_problem(report)
+    if problem:
+        raise UsageError(f"{file}: {problem}; is this the metrics.json of `mhindex eval`?")
     return report
+
+
+def _numbers(value: Any) -> bool:
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return True
+    return isinstance(value, list) and all(_numbers(item) for item in value)
+
+
+def metrics_problem(report: dict) -> str | None:
+    """What in a metrics.json the table, the charts and the report could not read (the field named), else None:
+    every metric a number (or null, or an interval of numbers), the pairs and the sample as `eval` writes them."""
+    if not report["methods"]:
+        return "field 'methods' lists no method"
+    for name, summary in report["methods"].items():
+        if not isinstance(summary, dict):
+            return f"field 'methods.{name}' should be an object of metrics"
+        for key, value in summary.items():
+            if not _numbers(value):
+                return f"field 'methods.{name}.{key}' should be a number, not {value!r}"[:200]
+    paired = report.get("paired", [])
+    shapes: dict[str, type | tuple[type, ...]] = {
+        "a": str,
+        "b": str,
+        "metric": str,
+        "difference": (int, float),
+        "ci95": list,
+    }
+    if not isinstance(paired, list) or not all(
+        isinstance(pair, dict) and all(isinstance(pair.get(k), t) for k, t in shapes.items()) for pair in paired
+    ):
+        return 'field \'paired\' should be a list of {"a", "b", "metric", "difference", "ci95"}'
+    for key in ("questions", "limit", "seed", "budget"):
+        if report.get(key) is not None and (not isinstance(report[key], int) or isinstance(report[key], bool)):
+            return f"field '{key}' should be a whole number, not {report[key]!r}"[:200]
+    ids = report.get("question_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return "field 'question_ids' should be a list of question ids"
+    return None
 
 
 def _curve_points(summaries: dict[str, dict], method: str) -> list[tuple[float, float, Any, str]]:
