@@ -207,3 +207,30 @@ def test_workers_build_the_same_own_corpus_as_one_process(mh, home, tmp_path):
     for name in ("corpus.jsonl", "questions.jsonl"):
         assert (home / "many" / name).read_bytes() == (home / "one" / name).read_bytes(), name
     assert len(read_jsonl(home / "one" / "corpus.jsonl")) == len(paragraphs)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.bz2", ".jsonl.zst"])
+def test_a_truncated_archive_is_named_and_never_becomes_a_short_corpus(mh, home, tmp_path, suffix):
+    lines = [orjson.dumps({"id": f"d{i}", "contents": f"Title {i}\nparagraph {i} " + "word " * (i % 40)}) + b"\n"
+             for i in range(2000)]  # fmt: skip
+    whole = _write(tmp_path / f"whole{suffix}", lines)
+    if suffix.endswith(".zst"):  # two frames, as a file written in pieces has: both read
+        half = len(lines) // 2
+        whole.write_bytes(
+            b"".join(zstandard.ZstdCompressor().compress(b"".join(p)) for p in (lines[:half], lines[half:]))
+        )
+    assert mh("--quiet", "corpus", "jsonl", "-i", whole, "--name", "whole").code == 0
+    assert len(read_jsonl(home / "whole" / "corpus.jsonl")) == 2000
+    cut = tmp_path / f"cut{suffix}"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size * 2 // 3])
+    for skip in ([], ["--skip-bad"]):  # records of a torn line may be skipped; a torn file never
+        result = mh("corpus", "jsonl", "-i", cut, "--name", "cut", *skip)
+        assert result.code == 2 and result.err.strip().splitlines() == [
+            f"mhindex: error: {cut}: the {dict(gz='gzip', bz2='bzip2', zst='zstd')[suffix.rsplit('.', 1)[1]]} stream "
+            "ends before its end marker: the file is truncated (fetch it again)"
+        ]
+        assert not (home / "cut").exists()
+    plain = tmp_path / f"plain{suffix}"
+    plain.write_bytes(b"".join(lines))
+    result = mh("corpus", "jsonl", "-i", plain, "--name", "plain")
+    assert result.code == 2 and f"{plain}: not a readable" in result.err and len(result.err.strip().splitlines()) == 1

@@ -20,6 +20,7 @@ from mhindex.corpora.records import (
     Paragraph,
     Question,
     RecordGuard,
+    checked_stream,
     first_char,
     join_sentences,
     need,
@@ -131,7 +132,10 @@ def convert(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], No
         if is_archive(path):
             yield from _abstracts_archive(path, guard, on_bytes)
         elif path.suffix == ".bz2" and first_char(path) == "{":
-            with open(path, "rb") as raw, bz2.open(CountingReader(raw, on_bytes), "rb") as stream:
+            with (
+                open(path, "rb") as raw,
+                checked_stream(bz2.open(CountingReader(raw, on_bytes)), path, "bzip2") as stream,
+            ):
                 yield from _abstract_lines(str(path), stream, guard)
         else:
             for where, record in read_records(path, on_bytes):
