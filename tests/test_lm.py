@@ -214,6 +214,13 @@ def test_remote_timeout_is_one_deadline_for_the_whole_call(server):
         assert "Paris" in patient.complete(QUESTION, max_tokens=16, stop=["\n"]).text
         proxy.faults = ["500"]  # a failure that comes back fast is tried again within it
         assert "Paris" in patient.complete(QUESTION, max_tokens=16, stop=["\n"]).text
+        # A server that fails fast every time: the back-off between tries (0.5, 1, 2, 4 s...) is cut at the deadline.
+        failing = RemoteModel("smollm2", proxy.url + "/v1", timeout=1.0, retries=6, backoff=0.5, context_length=4096)
+        proxy.faults = ["500"] * 10
+        started = time.perf_counter()
+        with pytest.raises(LMError, match=r"did not finish within 1 s \(--lm-timeout\)"):
+            failing.complete(QUESTION, max_tokens=8)
+        assert time.perf_counter() - started < 1.6  # unbounded, the waits alone came to 7.5 s
 
 
 def test_remote_server_down(mh, home):

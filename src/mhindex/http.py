@@ -79,6 +79,33 @@ class _DeadlineStream(httpx.SyncByteStream):
         self.inner.close()
 
 
+class _BoundedRetry(Retry):
+    """Retry whose wait before the next try never passes the request's deadline: httpx-retries sleeps its
+    back-off (or a server's Retry-After) whatever is left, so a server answering 500 every time ran a call
+    2.4x past --lm-timeout. After a wait cut short the next try finds no time left: DeadlineExceeded."""
+
+    deadline: float | None = None
+
+    def copy_with(self, **changes):  # every field of Retry's, as Retry takes them
+        copied = super().copy_with(**changes)
+        copied.deadline = self.deadline
+        return copied
+
+    def _calculate_sleep(self, headers) -> float:
+        wait = super()._calculate_sleep(headers)
+        return wait if self.deadline is None else min(wait, max(0.0, self.deadline - time.monotonic()))
+
+
+class _RetryTransport(RetryTransport):
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.extensions.get("deadline") is not None and "retry" not in request.extensions:
+            retry = self.retry.copy_with()
+            assert isinstance(retry, _BoundedRetry)  # client() makes this transport with one
+            retry.deadline = request.extensions["deadline"]
+            request.extensions["retry"] = retry  # this request's own: read by httpx-retries as it retries
+        return super().handle_request(request)
+
+
 def deadline(seconds: float) -> dict:
     """The extensions of a request that must be over, retries included, within `seconds`."""
     return {"deadline": time.monotonic() + seconds, "deadline_seconds": seconds}
@@ -88,7 +115,7 @@ def client(
     base_url: str = "", *, timeout: float = 60.0, retries: int = 4, backoff: float = 0.5, headers: dict | None = None
 ) -> httpx.Client:
     """A client whose every request (POST included: completions are safe to repeat) is retried."""
-    retry = Retry(
+    retry = _BoundedRetry(
         total=retries,
         backoff_factor=backoff,
         status_forcelist=RETRY_STATUS,
@@ -96,7 +123,7 @@ def client(
         retry_on_exceptions=RETRY_EXCEPTIONS,
         max_backoff_wait=60,
     )
-    transport = RetryTransport(transport=_DeadlineTransport(httpx.HTTPTransport()), retry=retry)
+    transport = _RetryTransport(transport=_DeadlineTransport(httpx.HTTPTransport()), retry=retry)
     return httpx.Client(base_url=base_url, timeout=timeout, headers=headers, transport=transport, follow_redirects=True)
 
 
