@@ -82,6 +82,17 @@ def test_missing_input_file(mh, home, tmp_path):
     assert_one_line_error(mh("corpus", "musique", "--input", tmp_path / "nope.jsonl"), "nope.jsonl: no such file")
 
 
+def test_a_named_pipe_is_refused_before_it_is_opened(mh, home, tmp_path):
+    """Opening a FIFO that no process writes blocks for ever: it is refused on its type, before any open."""
+    import os
+
+    pipe = tmp_path / "paragraphs.jsonl"
+    os.mkfifo(pipe)
+    for dataset in ("jsonl", "musique"):  # own corpora peek at their files' format first; releases do not
+        result = mh("corpus", dataset, "--input", pipe, "--name", "piped")
+        assert result.code == 2 and f"{pipe} is not a regular file (a pipe or a device)" in result.err
+
+
 def test_unknown_dataset(mh, home):
     assert_one_line_error(mh("corpus", "squad"), "unknown dataset 'squad'", "musique")
 
