@@ -267,8 +267,8 @@ def build_corpus(
     into `<home>/<name>/`. With several sources every paragraph records its `source` dataset.
     `workers`: processes for JSON-lines releases (default: every core for inputs of 32 MB or
     more); the corpus is the same byte for byte whatever the number."""
-    for source in [inputs, *(s.inputs for s in extra_sources)]:
-        describe_inputs(source)  # before anything opens them: a named pipe with no writer would hang the open
+    for given in [inputs, *(s.inputs for s in extra_sources)]:
+        describe_inputs(given)  # before anything opens them: a named pipe with no writer would hang the open
     if dataset.order_inputs is not None:
         inputs = dataset.order_inputs(inputs)
     sources = [Source(dataset, inputs), *extra_sources]
