@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 
 import pytest
@@ -330,3 +331,29 @@ def test_on_a_terminal_the_prompt_being_read_and_the_questions_done_are_shown(ho
     assert len(out.splitlines()) == 2, seen[-3000:]  # the answers, on stdout
     assert "answering questions" in seen and " 1/2 " in seen and " 2/2 " in seen, seen[-2000:]
     assert '"done"' not in seen  # a terminal gets the bar, not the JSON lines of a pipe
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_ask_no_cache_leaves_no_private_state_folder(home):
+    """`--no-cache` keeps this process's prompt states in a folder of its own; after Ctrl-C the command leaves
+    at once (os._exit, no atexit handlers), and the folder went with it only once it was removed there too."""
+    import os
+    import signal
+    import time
+
+    question = questions(home, 4)[3]["question"]
+    env = {**os.environ, "MHINDEX_HOME": str(home)}
+    states = home / "cache" / "llama-state"
+    asking = subprocess.Popen(
+        [sys.executable, "-m", "mhindex", "ask", question, "--corpus", "musique", "--no-cache", *FAST],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(states.glob(".private.tmp-*")):
+        time.sleep(0.1)
+    assert list(states.glob(".private.tmp-*")), "the private folder was never made"
+    time.sleep(1)  # the model is reading its prompt
+    asking.send_signal(signal.SIGINT)
+    _, err = asking.communicate(timeout=60)
+    assert asking.returncode == 130, err
+    assert not list(states.glob(".private.tmp-*"))

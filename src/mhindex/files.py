@@ -87,6 +87,24 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+_AT_EXIT: list[Path] = []
+
+
+def remove_at_exit(path: Path) -> None:
+    """Remove `path` when the process ends: at a normal exit (atexit), and from `remove_now()`, which the
+    command calls before it leaves at once after Ctrl-C (os._exit runs no atexit handler)."""
+    import atexit
+
+    if not _AT_EXIT:
+        atexit.register(remove_now)
+    _AT_EXIT.append(path)
+
+
+def remove_now() -> None:
+    while _AT_EXIT:
+        remove(_AT_EXIT.pop())
+
+
 def size_on_disk(path: Path) -> int:
     if path.is_file() or path.is_symlink():
         return path.lstat().st_size

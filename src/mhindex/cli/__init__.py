@@ -123,6 +123,9 @@ def entry() -> None:
     then, so the process exits without waiting for it."""
     code = main()
     if code in (130, 143):
+        from mhindex.files import remove_now
+
+        remove_now()  # what this process made for itself alone (ask --no-cache's prompt states)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -19,10 +19,8 @@ with the same answers, and reads nothing another process saved.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
-import shutil
 import sqlite3
 import tempfile
 import threading
@@ -31,7 +29,7 @@ from array import array
 from pathlib import Path
 
 from mhindex.errors import UsageError
-from mhindex.files import file_digest
+from mhindex.files import file_digest, remove_at_exit
 from mhindex.ui import reporter
 
 # Openings shorter than this (about 500 tokens, one micro-batch) are quick to read again: not worth a file.
@@ -54,7 +52,7 @@ def private_folder(shared: Path) -> Path:
     if shared not in _PRIVATE:
         shared.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f".private.tmp-{os.getpid()}-", dir=shared))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        remove_at_exit(folder)
         _PRIVATE[shared] = folder
     return _PRIVATE[shared]
 
