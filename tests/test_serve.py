@@ -252,6 +252,8 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
     assert info["corpus"] == corpus.name and info["backend"] == "lucene" and info["index"]["k1"] == 1.2
     hits = httpx.get(url + "/api/search", params={"query": QUERIES[0], "k": 2, "api_key": KEY}).json()["topk"]
     assert [h["text"].split(" | ", 1)[1] for h in hits] == [h.text for h in retriever.search(QUERIES[0], 2)]
+    for odd in (f"/search/k/{KEY}", f"//k/{KEY}/info", f"/K/{KEY}/info"):  # where no client puts a key
+        assert httpx.get(url + odd).status_code in (401, 404)
     with socket.create_connection(("127.0.0.1", port)) as gone:  # hangs up mid-body
         gone.sendall(f"POST /k/{KEY}/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{{".encode())
     time.sleep(0.5)
@@ -266,3 +268,4 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
         {"path": x.get("path"), "status": x.get("status")} for x in lines
     ]  # one line, no traceback
     assert KEY not in err and "Traceback" not in err
+    assert any(x.get("path") == "/search/k/***" for x in lines)  # logged, the key blanked

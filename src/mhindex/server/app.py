@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlencode
 import anyio
 import orjson
 
-from mhindex.errors import UsageError
+from mhindex.errors import UsageError, redact
 from mhindex.server.errors import Refused, error_body
 from mhindex.server.routes import ENDPOINTS, protocol_of, reply
 
@@ -141,7 +141,8 @@ class Guard:
                 }
                 if "mhindex.error" in scope:
                     line["error"] = scope["mhindex.error"]
-                sys.stderr.write(orjson.dumps(line).decode() + "\n")
+                # A key where no client puts one (/search/k/KEY, //k/KEY) reaches the path as it is: never the log.
+                sys.stderr.write(redact(orjson.dumps(line).decode(), [self.api_key or ""]) + "\n")
 
     def _refusal(self, scope: dict, given: list[str]) -> Refused | None:
         if self.api_key is not None and not any(
