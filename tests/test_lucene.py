@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -316,3 +317,29 @@ def test_a_full_disk_during_indexing_is_an_error_never_a_broken_index(small_disk
             assert not [p for p in (home / "musique" / "indexes").iterdir()]  # no temporary folder left
         outcomes.add(indexing.returncode)
     assert outcomes == {0, 1}  # the sizes straddle what the index needs
+
+
+def test_a_paragraph_past_anserinis_field_limit_is_named_before_indexing(tmp_path):
+    """Anserini's JSON reader refuses a field of more than 20,000,000 characters and, with it, every later
+    document of its file: the build said "indexed 4 of 11 ... run it again with --force", which failed alike."""
+    huge = " ".join(f"w{j % 100000}" for j in range(3_500_000))  # some 23 million characters
+    lines = [
+        json.dumps({"id": f"p{i}", "contents": f"T{i}\n" + (huge if i == 7 else f"word{i} " * 10)}) for i in range(11)
+    ]
+    source = tmp_path / "big.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    home = tmp_path / "home"
+    run = [sys.executable, "-m", "mhindex", "--home", str(home)]
+    subprocess.run([*run, "--quiet", "corpus", "jsonl", "-i", str(source), "--name", "big"], check=True)
+    line = 1 + [json.loads(x)["id"] for x in (home / "big" / "corpus.jsonl").read_text().splitlines()].index("p7")
+    for force in ([], ["--force"]):
+        indexing = subprocess.run([*run, "index", "big", *force], capture_output=True, text=True)
+        said = indexing.stderr.strip().splitlines()
+        assert indexing.returncode == 2 and len(said) == 1, said
+        assert re.fullmatch(
+            rf"mhindex: error: {re.escape(str(home / 'big' / 'corpus.jsonl'))} line {line}: paragraph 'p7' has "
+            r"2\d,\d{3},\d{3} characters; Anserini's JSON reader takes at most 20,000,000 in a field: split it, or "
+            r"index the corpus with another backend \(bm25s\)",
+            said[0],
+        ), said
+        assert not any((home / "big" / "indexes").iterdir())

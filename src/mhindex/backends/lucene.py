@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from mhindex.backends.base import Backend, BackendContext, Candidate, Hit, search_within_titles, title_key
-from mhindex.errors import MhindexError
+from mhindex.errors import BadInput, MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
 from mhindex.processes import child_of_this_process
@@ -236,12 +236,23 @@ def jnius_cast(classes: dict[str, Any], name: str, value: Any) -> Any:
     return jnius.cast(classes[name].__javaclass__, value)
 
 
+#: Jackson's default StreamReadConstraints.maxStringLength, which Anserini's JsonCollection reader keeps: a longer
+#: field fails that document and every one after it in its file ("indexed 7 of 11").
+JSON_STRING_LIMIT = 20_000_000
+
+
 def anserini_document(corpus_line: bytes) -> bytes:
     """A corpus line as Anserini's JsonCollection document: title and text searched together in
     `contents`, the title alone in `title`."""
     record = orjson.loads(corpus_line)
     title = record["title"]
-    return orjson.dumps({"id": record["id"], "contents": f"{title}\n{record['text']}", "title": title}) + b"\n"
+    contents = f"{title}\n{record['text']}"
+    if len(contents) > JSON_STRING_LIMIT:
+        raise BadInput(
+            f"paragraph {record['id']!r} has {len(contents):,} characters; Anserini's JSON reader takes at most "
+            f"{JSON_STRING_LIMIT:,} in a field: split it, or index the corpus with another backend (bm25s)"
+        )
+    return orjson.dumps({"id": record["id"], "contents": contents, "title": title}) + b"\n"
 
 
 def _java(home: Path) -> str:
@@ -299,7 +310,11 @@ class LuceneBackend(Backend):
             with log.progress("preparing documents", total=size, unit="bytes") as bar:
                 for line in source:
                     bar.advance(len(line))
-                    sinks[min(files - 1, done * files // max(1, size))].write(anserini_document(line))
+                    try:
+                        document = anserini_document(line)
+                    except BadInput as error:
+                        raise BadInput(f"{corpus_file} line {count + 1}: {error}") from None
+                    sinks[min(files - 1, done * files // max(1, size))].write(document)
                     done += len(line)
                     count += 1
         command = index_collection_command(docs, target / "lucene", options.threads)
