@@ -221,6 +221,14 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
         env.setenv("MHINDEX_API_KEY", "")
         assert main(["--home", str(home), "serve", corpus.name]) == 2
         assert "--api-key (or $MHINDEX_API_KEY) is empty" in capsys.readouterr().err
+    with socket.socket() as taken:  # a port in use is one line, before "serving" is ever said
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        busy = taken.getsockname()[1]
+        assert main(["--home", str(home), "serve", corpus.name, "--port", str(busy)]) == 2
+        said = capsys.readouterr().err
+        assert f"cannot listen on 127.0.0.1:{busy} (Address already in use): another server is on it" in said
+        assert "serving" not in said
     port = free_port()
     process = subprocess.Popen(
         [

@@ -165,14 +165,20 @@ def serve(
     """Serve a corpus's index over HTTP: mhindex's JSON API, and the retrieval protocols of IRCoT
     (POST /retrieve/), ColBERT (GET /api/search, also at / for DSPy) and Search-R1 (POST /retrieve)."""
     from mhindex.backends import BackendSpec, open_index
-    from mhindex.server.app import Limits, checked_key, index_info, make_app
+    from mhindex.server.app import Limits, checked_key, index_info, listening_socket, make_app
     from mhindex.server.app import serve as run_server
     from mhindex.server.protocols import corpus_lines
 
     root = setup(home, quiet)
     api_key = checked_key(api_key, dict(os.environ))
     corpus = open_corpus(root, name)
-    opened = open_index(corpus, BackendSpec.parse(backend, backend_options))
+    spec = BackendSpec.parse(backend, backend_options)
+    sock = listening_socket(host, port)
+    try:
+        opened = open_index(corpus, spec)
+    except BaseException:
+        sock.close()
+        raise
     retriever = opened.retriever
     info = index_info(corpus, backend, opened.settings)
     log = ui.reporter()
@@ -188,6 +194,6 @@ def serve(
             corpus_lines(corpus),
             access_log=not log.quiet,
         )
-        run_server(app_, host, port)
+        run_server(app_, sock)
     finally:
         retriever.close()

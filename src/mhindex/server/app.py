@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import secrets
+import socket
 import sys
 import time
 from collections.abc import MutableMapping
@@ -218,8 +220,30 @@ class _LimitedBody:
         return message
 
 
-def serve(app: Any, host: str, port: int) -> None:
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The socket `serve` listens on, bound before the index is opened or "serving" is said: a port in use is one
+    line (uvicorn said it after our "serving" line, and exited 3)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as error:
+        sock.close()
+        hint = ": another server is on it; pick another with --port" if error.errno == errno.EADDRINUSE else ""
+        raise UsageError(f"cannot listen on {host}:{port} ({error.strerror or error}){hint}") from None
+    return sock
+
+
+def serve(app: Any, sock: socket.socket) -> None:
     """Run until Ctrl-C or SIGTERM; uvicorn finishes the requests in flight before it stops."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it shut down on once it is done: a stop, as uvicorn.run
+        pass
+    finally:
+        sock.close()
