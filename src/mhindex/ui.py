@@ -216,7 +216,7 @@ def check_stop() -> None:
 
 
 @contextmanager
-def graceful_interrupts() -> Iterator[None]:
+def graceful_interrupts(kept: str = "finished answers are kept") -> Iterator[None]:
     """Ctrl-C during work that calls a language model.
 
     The first press says so at once and stops the command at once: the call in flight is
@@ -234,7 +234,7 @@ def graceful_interrupts() -> Iterator[None]:
             os.write(2, b"mhindex: interrupted\n")
             os._exit(130)
         _stop.set()
-        os.write(2, b"mhindex: stopping; finished answers are kept (Ctrl-C again to quit at once)\n")
+        os.write(2, f"mhindex: stopping; {kept} (Ctrl-C again to quit at once)\n".encode())
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, on_interrupt)

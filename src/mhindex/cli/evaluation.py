@@ -223,7 +223,7 @@ def score(
     from mhindex.lm import ModelOptions
 
     root = setup(home, quiet)
-    with ui.graceful_interrupts():
+    with ui.graceful_interrupts(kept="the judge's calls so far are cached"):
         summary, questions_file = score_file(predictions, questions, budget, root, judge_lm, ModelOptions())
     if json:
         print_json(summary)
@@ -321,6 +321,6 @@ def report(
 
         runs = [latest_evaluation(corpus, home=root).folder]
         ui.reporter().info(f"report of {runs[0]}, the latest evaluation of corpus '{runs[0].parent.parent.name}'")
-    with ui.graceful_interrupts():
+    with ui.graceful_interrupts(kept="the page is written whole or not at all"):
         path = write_report(build_report(runs, root, questions, title), out)
     console().print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

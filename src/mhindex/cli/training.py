@@ -95,7 +95,7 @@ def efficientrag(
         backend=backend,
         threads=threads,
     )
-    with ui.graceful_interrupts():
+    with ui.graceful_interrupts(kept="the work done so far is kept to resume from"):
         result = train(root, corpus, settings, BackendSpec.parse(backend), restart=restart)
     if json:
         print_json(
