@@ -49,3 +49,12 @@ def test_option_names_are_whole_at_80_columns_and_flags_show_no_type():
     ask = mhindex("ask", "--help").stdout
     assert "--max-paragraph-words" in ask and "--no-clean-queries" in ask
     assert len(ask.splitlines()) < 200  # 223 lines with a column for the negative names
+
+
+def test_tables_in_a_pipe_keep_to_columns_when_it_is_set(mh, monkeypatch):
+    """In a pipe a table is drawn at its natural width (never cropped), unless $COLUMNS says how wide to be."""
+    wide = mh("list", "methods").out.splitlines()
+    assert max(map(len, wide)) > 120
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = mh("list", "methods").out.splitlines()
+    assert max(map(len, narrow)) <= 80 and any("decompose" in line for line in narrow)

@@ -4,6 +4,7 @@ generated from the registries, and the two ways of printing (a rich console, or 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -203,6 +204,6 @@ def console():
     from rich.console import Console
 
     out = Console(highlight=False, soft_wrap=True)
-    if not out.is_terminal:
-        out.width = 100_000  # in a pipe or a file, never crop a trace; tables are drawn at their natural width
+    if not out.is_terminal and not os.environ.get("COLUMNS"):
+        out.width = 100_000  # in a pipe or a file, never crop a trace; tables at their natural width ($COLUMNS: its)
     return out
