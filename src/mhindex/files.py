@@ -111,6 +111,14 @@ def size_on_disk(path: Path) -> int:
     return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def with_path(error: BaseException, final: Path) -> BaseException:
+    """A write's OSError without a file name (a full disk: "No space left on device") as one naming what was
+    being written; any other error as it is."""
+    if isinstance(error, OSError) and not error.filename and error.errno is not None:
+        return OSError(error.errno, f"{error.strerror or error} (writing {final})")
+    return error
+
+
 @contextmanager
 def atomic_directory(final: Path, root: Path) -> Iterator[Path]:
     """Yield an empty temporary folder beside `final`; on success it replaces `final` whole.
@@ -123,8 +131,11 @@ def atomic_directory(final: Path, root: Path) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent))
     try:
         yield staging
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
+        named = with_path(error, final)
+        if named is not error:
+            raise named from None
         raise
     retired = None
     if final.exists():
@@ -145,8 +156,11 @@ def atomic_file(final: Path, mode: str = "wb") -> Iterator[IO[Any]]:
         with os.fdopen(fd, mode) as handle:
             yield handle
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        named = with_path(error, final)
+        if named is not error:
+            raise named from None
         raise
 
 

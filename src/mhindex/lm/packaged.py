@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mhindex.errors import UsageError
+from mhindex.files import with_path
 from mhindex.lm.base import LMError
 
 
@@ -83,6 +84,8 @@ def _joined(models: Path, name: str, file: str, sha256: str, parts: list[tuple[s
                 f"the joined {name} parts have sha256 {digest.hexdigest()}, expected {sha256}; reinstall: {install}"
             )
         os.replace(partial, target)
+    except OSError as error:  # a full disk: the path being written, not only "No space left on device"
+        raise with_path(error, target) from None
     finally:
         partial.unlink(missing_ok=True)
     return target
