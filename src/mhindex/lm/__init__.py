@@ -142,5 +142,7 @@ def load_lm(
     request = LoadRequest(spec, root, threads, context_length, cache, slots, timeout)
     model = LMS.get(kind).load(rest, request)
     if cache:
-        model = CachedModel(model, CallCache(root / "cache" / "lm.sqlite"))
+        store = CallCache.open(root / "cache" / "lm.sqlite")
+        if store is not None:
+            model = CachedModel(model, store)
     return model

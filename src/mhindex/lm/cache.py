@@ -17,15 +17,39 @@ from pathlib import Path
 import orjson
 
 from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen
+from mhindex.ui import reporter
 
 
 class CallCache:
+    """A full disk, a read-only data root or a damaged file makes the cache unusable, never the run: calls go on
+    without it, said once (its stored calls may have cost money: a damaged file is left for its owner)."""
+
     def __init__(self, path: Path) -> None:
+        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion BLOB NOT NULL)")
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion BLOB NOT NULL)")
+        except BaseException:
+            self._db.close()
+            raise
         self._lock = threading.Lock()
+        self._failed = False
+
+    @classmethod
+    def open(cls, path: Path) -> CallCache | None:
+        """The cache at `path`, or None (with one warning) where it cannot be used."""
+        try:
+            return cls(path)
+        except (sqlite3.Error, OSError) as error:
+            reporter().warning(f"the LM call cache {path} cannot be used ({error}): calls are made without it")
+            return None
+
+    def _gave_up(self, error: Exception) -> None:
+        if not self._failed:
+            self._failed = True
+            reporter().warning(f"the LM call cache {self.path} failed ({error}): later calls are made without it")
 
     @staticmethod
     def key(
@@ -46,8 +70,14 @@ class CallCache:
         return hashlib.sha256(payload).hexdigest()
 
     def get(self, key: str) -> Completion | None:
-        with self._lock:
-            row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+        if self._failed:
+            return None
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as error:
+            self._gave_up(error)
+            return None
         if not row:
             return None
         stored = orjson.loads(row[0])
@@ -56,8 +86,13 @@ class CallCache:
         return Completion(**stored)
 
     def put(self, key: str, completion: Completion) -> None:
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, orjson.dumps(completion.record())))
+        if self._failed:
+            return
+        try:
+            with self._lock, self._db:
+                self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, orjson.dumps(completion.record())))
+        except sqlite3.Error as error:
+            self._gave_up(error)
 
     def __len__(self) -> int:
         with self._lock:

@@ -219,6 +219,7 @@ class LlamaCppModel(LanguageModel):
             try:
                 self._states = PromptStates(state_folder)
             except (OSError, sqlite3.OperationalError) as error:  # read-only, full: the states are a speed-up
+                self._aligned = False  # nothing to keep openings in: calls run as a model of several slots does
                 ui.reporter().warning(
                     f"cannot keep prompt states in {state_folder} ({error}): each process reads the demonstrations "
                     "again"
