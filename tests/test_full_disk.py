@@ -1,0 +1,104 @@
+"""Every command that writes, run once against a full disk and once against a read-only data root: real file
+systems (a tmpfs filled to the last byte, then remounted read-only; mounting needs root, and where the machine
+does not allow it the tests say so and skip). Each asserts the exit code, the one line that says what happened,
+and that what was on disk before is still there, whole, with nothing half-written beside it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import leftovers
+
+SMALL = ["--max-demos", "1", "--answer-tokens", "4"]
+# (the command, the exit code on a full disk and on a read-only root; 0: it runs on without what it cannot write)
+COMMANDS = {
+    "corpus --force": (["corpus", "musique", "--force"], 1),
+    "corpus, a new one": (["corpus", "musique", "--name", "other"], 1),
+    "index --force": (["index", "musique", "--force"], 1),
+    "build --force": (["build", "musique", "--force"], 1),
+    "eval": (["eval", "musique", "-m", "nor", "--limit", "2", "--seed", "5", *SMALL], 1),
+    "report": (["report", "-o", "{root}/report.html"], 1),
+    "ask (its caches are a speed-up)": (["ask", "Who is Stanley?", "-m", "nor", *SMALL], 0),
+    "gc": (["gc"], 0),
+}
+SAID = {"full": ("No space left on device", "disk is full"), "read-only": ("Read-only file system", "readonly")}
+
+
+def mhindex(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MHINDEX_LM": "local:smollm2-135m"}
+    command = [sys.executable, "-m", "mhindex", "--home", str(root), *(a.format(root=root) for a in args)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def disk(tmp_path_factory):
+    """A 32 MB tmpfs holding the MuSiQue sample's corpus, its Lucene index and one evaluation."""
+    root = tmp_path_factory.mktemp("disk")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(root)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}): the faults need a file system")
+    try:
+        assert mhindex(root, "--quiet", "build", "musique").returncode == 0
+        done = mhindex(root, "--quiet", "eval", "musique", "-m", "nor", "--limit", "1", *SMALL)
+        assert done.returncode == 0, done.stderr
+        yield root
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(root)], check=False)
+        subprocess.run(["umount", str(root)], check=False)
+
+
+def files(root: Path) -> dict[str, tuple[int, int]]:
+    """What is on the disk (the caches and lock notes aside, which may change: they are not results)."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and not {"cache", ".locks", "filler"} & set(p.relative_to(root).parts)
+    }
+
+
+def fill(root: Path) -> None:
+    """Fill the disk to its last byte (unbuffered: a buffered file fails again when it is closed)."""
+    descriptor = os.open(root / "filler", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for size in (1 << 20, 1 << 12, 1):
+            try:
+                while os.write(descriptor, b"\0" * size):
+                    pass
+            except OSError:
+                continue
+    finally:
+        os.close(descriptor)
+
+
+@pytest.mark.parametrize("condition", ["full", "read-only"])
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_full_disk_or_a_read_only_root_is_one_line_and_leaves_everything_as_it_was(disk, condition, name):
+    args, code = COMMANDS[name]
+    before = files(disk)
+    if condition == "full":
+        fill(disk)
+    else:
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        result = mhindex(disk, *args)
+    finally:
+        if condition == "full":
+            (disk / "filler").unlink()
+        else:
+            subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == code, result.stderr
+    errors = [line for line in lines if line.startswith("mhindex: ")]
+    if code:
+        assert len(errors) == 1 and any(word in errors[0] for word in SAID[condition]), lines
+        assert len(errors[0]) < 300 and all(line.startswith("{") for line in lines if line not in errors)
+    else:
+        assert not errors
+    assert files(disk) == before  # nothing replaced, truncated or added
+    assert not leftovers(disk)  # no temporary file or folder beside them
