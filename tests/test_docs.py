@@ -66,3 +66,16 @@ def test_the_walkthrough_and_the_readme_run_as_written(home, tmp_path, monkeypat
     (readme,) = python_blocks((REPO / "README.md").read_text())
     exec(compile(readme, "README.md", "exec"), {})
     assert "Van Hook Township" in capsys.readouterr().out
+
+
+def test_every_test_the_reliability_page_names_exists():
+    """docs/reliability.md holds each promise to a test: a renamed or removed test breaks the page, so fails here."""
+    text = (REPO / "docs" / "reliability.md").read_text()
+    named, last = [], None
+    for path, name, same_file in re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`|`::(\w+)`", text):
+        last = path or last
+        named.append((last, name or same_file))
+    assert len(named) > 20
+    for path, name in named:
+        source = (REPO / path).read_text()
+        assert not name or f"def {name}(" in source, f"{path}::{name}"
