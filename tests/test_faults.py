@@ -382,6 +382,15 @@ def test_a_damaged_faiss_index_and_corpus_manifest(resumed_dense, tmp_path):
     damaged = tmp_path / "home"
     shutil.copytree(resumed_dense[0], damaged)
     assert mhindex(damaged, "--quiet", "index", "musique")[0] == 0
+    # A corpus.jsonl cut short is the corpus's damage, not the dense index's (it was blamed on the index).
+    paragraphs = damaged / "musique" / "corpus.jsonl"
+    whole = paragraphs.read_bytes()
+    paragraphs.write_bytes(whole[: len(whole) * 2 // 3])
+    code, _, err = mhindex(damaged, "search", "musique", "Korean War", "--backend", "dense")
+    assert code == 2 and one_line_error(err).startswith(
+        f"mhindex: error: corpus 'musique' is damaged: {paragraphs} is shorter than when it was built (truncated?)"
+    )
+    paragraphs.write_bytes(whole)
     faiss_file = damaged / "musique" / "indexes" / "dense" / "faiss.index"
     faiss_file.write_bytes(faiss_file.read_bytes()[: faiss_file.stat().st_size // 2])
     code, _, err = mhindex(damaged, "search", "musique", "Korean War", "--backend", "dense")

@@ -140,13 +140,27 @@ class ParagraphReader:
                 for line in handle:
                     self._offsets.append(self._offsets[-1] + len(line))
         self._fd = os.open(corpus.corpus, os.O_RDONLY)
+        self._corpus = corpus
+        if os.fstat(self._fd).st_size < self._offsets[-1]:  # cut short since it was built: no engine is to blame
+            self.close()
+            raise self._damaged("is shorter than when it was built (truncated?)")
+
+    def _damaged(self, what: str) -> CorpusDamaged:
+        name = self._corpus.name
+        return CorpusDamaged(
+            f"corpus '{name}' is damaged: {self._corpus.corpus} {what}; rebuild it with `mhindex corpus DATASET "
+            f"--name {name} --force`"
+        )
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
     def __getitem__(self, position: int) -> dict:
         start, end = self._offsets[position], self._offsets[position + 1]
-        return orjson.loads(os.pread(self._fd, end - start, start))
+        try:
+            return orjson.loads(os.pread(self._fd, end - start, start))
+        except orjson.JSONDecodeError:
+            raise self._damaged(f"line {position + 1} is not the record it was when built") from None
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
