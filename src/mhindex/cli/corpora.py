@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -21,7 +22,6 @@ from mhindex.cli.app import (
     setup,
 )
 from mhindex.corpora import DATASETS
-from mhindex.errors import UsageError
 from mhindex.home import built_corpora, damaged_corpora, downloads_dir, leftovers, open_corpus
 from mhindex.methods import resumable_work
 
@@ -100,11 +100,16 @@ def download(
     console().print(f"{len(files)} files of {spec.name} in {folder}; next: mhindex corpus {spec.name}")
 
 
+class Listing(StrEnum):
+    corpora = "corpora"
+    methods = "methods"
+
+
 @app.command(name="list")
 def list_(
     what: Annotated[
-        str, typer.Argument(help="corpora, or methods (each with its paper and the tables it is a row of).")
-    ] = "corpora",
+        Listing, typer.Argument(help="corpora, or methods (each with its paper and the tables it is a row of).")
+    ] = Listing.corpora,
     home: HomeOption = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
@@ -113,13 +118,11 @@ def list_(
     from mhindex.files import human_size, size_on_disk
 
     root = setup(home, quiet)
-    if what == "methods":
+    if what is Listing.methods:
         from mhindex.methods import method_rows
 
         print_json(method_rows()) if json else console().print(render.methods_table(method_rows()))
         return
-    if what != "corpora":
-        raise UsageError(f"mhindex list shows corpora or methods, not {what!r}")
     rows = [c.summary() for c in built_corpora(root)]
     log = ui.reporter()
     for folder in damaged_corpora(root):
