@@ -231,6 +231,9 @@ def graceful_interrupts(kept: str = "finished answers are kept") -> Iterator[Non
 
     def on_interrupt(signum, frame) -> None:
         if _stop.is_set():
+            from mhindex.files import remove_now
+
+            remove_now()  # what the process made for itself alone: os._exit runs no atexit handler
             os.write(2, b"mhindex: interrupted\n")
             os._exit(130)
         _stop.set()
