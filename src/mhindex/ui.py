@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import orjson
 
@@ -201,6 +202,40 @@ def note_tokens(generated: int) -> None:
 
 # -- Ctrl-C: stop after the current call, or at once on the second press ---------------------------
 
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is: the command unwinds, so that its temporary files are removed
+    and its child processes stopped, and only complete output is left."""
+
+
+@contextmanager
+def stop_signals() -> Iterator[list[str]]:
+    """Ctrl-C and SIGTERM as KeyboardInterrupt (and Terminated) while a command runs; yields the list
+    that says which stopped it ("interrupted", "terminated"), for the one line the command ends with."""
+    stopped: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield stopped
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        stopped.append("terminated")
+        raise Terminated
+
+    def interrupt(signum: int, frame: Any) -> None:
+        stopped.append("interrupted")
+        raise KeyboardInterrupt
+
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, terminate),
+        signal.SIGINT: signal.signal(signal.SIGINT, interrupt),
+    }
+    try:
+        yield stopped
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 _stop = threading.Event()
 
 
@@ -213,6 +248,27 @@ def check_stop() -> None:
     """Raise KeyboardInterrupt here if Ctrl-C was pressed: a safe point between two calls."""
     if _stop.is_set():
         raise KeyboardInterrupt
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back until the block ends, then delivered as if they came then: for the few
+    steps that must not be cut in the middle (a KeyboardInterrupt between llama.cpp's server starting and
+    its being kept would free it, and freeing it waits forever on its thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {
+        number: signal.signal(number, lambda n, f: held.append(n)) for number in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for signum in held:
+            signal.raise_signal(signum)
 
 
 @contextmanager

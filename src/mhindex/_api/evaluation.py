@@ -122,9 +122,14 @@ def evaluate(
     from mhindex.backends import BackendSpec
     from mhindex.eval.run import EvalPlan
     from mhindex.eval.run import evaluate as run_evaluation
+    from mhindex.eval.settings import EvalSettings
     from mhindex.home import open_corpus
     from mhindex.methods import table_rows
+    from mhindex.options import settings_from
 
+    given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), tune_on=tune_on, tune_metric=tune_metric,
+                 out=out, budget=budget, judge_lm=judge_lm)  # fmt: skip
+    settings_from(EvalSettings, given, "eval")  # the bounds and choices `mhindex eval` checks, with its messages
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     names, sweeps = list(methods or ()), list(sweep)

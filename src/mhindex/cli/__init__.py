@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 import sys
-import threading
 from typing import Any, cast
 
+from mhindex import ui
 from mhindex.cli.app import app
 from mhindex.errors import MhindexError
 
@@ -47,50 +46,20 @@ def _usage_problem(error: BaseException) -> int | None:
     return None
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, taken as Ctrl-C is: the command unwinds, so that its temporary files are removed
-    and its child processes stopped, and only complete output is left."""
-
-
-# Which signal stopped the command: Typer turns a KeyboardInterrupt into a bare exit code 130, so
-# the one line that says what happened is printed here, from this.
-_stopped_by: list[str] = []
-
-
-def _terminate(signum, frame) -> None:
-    _stopped_by.append("terminated")
-    raise Terminated
-
-
-def _interrupt(signum, frame) -> None:
-    _stopped_by.append("interrupted")
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising, so tests can call it in-process."""
-    handlers = {}
-    if threading.current_thread() is threading.main_thread():
-        handlers = {
-            signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate),
-            signal.SIGINT: signal.signal(signal.SIGINT, _interrupt),
-        }
-    _stopped_by.clear()
-    try:
-        code = _run(argv)
-    finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
-    if code == 130 and _stopped_by:
-        print(f"mhindex: {_stopped_by[-1]}", file=sys.stderr)
-        return 143 if _stopped_by[-1] == "terminated" else 130
+    with ui.stop_signals() as stopped:
+        code = _run(argv, stopped)
+    if code == 130 and stopped:  # Typer turns a KeyboardInterrupt into a bare 130: the one line is said here
+        print(f"mhindex: {stopped[-1]}", file=sys.stderr)
+        return 143 if stopped[-1] == "terminated" else 130
     return code
 
 
-def _run(argv: list[str] | None) -> int:
+def _run(argv: list[str] | None, stopped: list[str]) -> int:
     given = sys.argv[1:] if argv is None else argv
     if not given or "-h" in given or "--help" in given:
-        from mhindex.cli.app import help_layout
+        from mhindex.render import help_layout
 
         help_layout()
     try:
@@ -100,7 +69,7 @@ def _run(argv: list[str] | None) -> int:
     except MhindexError as error:
         message = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
         print(f"mhindex: {error.label}: {message}", file=sys.stderr)
-        return 143 if "terminated" in _stopped_by else error.exit_code
+        return 143 if "terminated" in stopped else error.exit_code
     except KeyboardInterrupt:  # outside a command (Typer takes it inside one, see main)
         return 130
     except OSError as error:  # a read-only or full disk, a folder where a file should be: one line, not a traceback

@@ -4,63 +4,26 @@ generated from the registries, and the two ways of printing (a rich console, or 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import orjson
 import typer
 
 from mhindex import __version__, ui
 from mhindex.backends import BACKENDS
+from mhindex.backends import settings_types as backend_settings
+from mhindex.backends.spec import named_by
 from mhindex.home import resolve_home
 from mhindex.lm import LMS
-
-
-def help_layout() -> None:
-    """Two details of Typer's help, set once here because Typer has no setting for them (a small patch of
-    its rendering rather than a help formatter of our own): option names are never cut (at 80 columns
-    "--max-paragraph-words" read "--max-paragraph-…": now the name columns keep their width and the help
-    column wraps), and a flag shows no "<bool>" type beside it (`--help -h <bool>` on every command).
-    Applied only when help is asked for: Typer's rich_utils costs some 90 ms to import, on every command."""
-    import typer.rich_utils
-    from rich.table import Table
-    from rich.text import Text
-    from typer.core import TyperOption
-
-    if getattr(typer.rich_utils.Table, "names_whole", False):  # once a process (tests call main many times)
-        return
-
-    class NamesWhole(Table):
-        names_whole = True
-
-        def add_row(self, *renderables, **kwargs) -> None:
-            if len(renderables) in (6, 7):  # [required], long, short, negative long, negative short, type, help
-                first = len(renderables) - 6
-                long, short, negative, negative_short = renderables[first : first + 4]
-                renderables = (
-                    *renderables[:first],
-                    Text.assemble(long, "\n", negative) if str(negative) else long,  # one column, two lines
-                    Text.assemble(short, "\n", negative_short) if str(negative_short) else short,
-                    *renderables[first + 4 :],
-                )
-            super().add_row(*renderables, **kwargs)
-            for column in self.columns[:-2]:  # an option's names; then its type and its help
-                column.no_wrap = True
-            help_parts = getattr(renderables[-1], "renderables", [renderables[-1]])  # typer's help: Columns of Texts
-            for part in help_parts:
-                if isinstance(part, Text):
-                    part.overflow = "fold"  # a long word in the help breaks, never ends in "…"
-
-    typer.rich_utils.Table = NamesWhole  # type: ignore[misc]  # the options panel's table
-    shown_type = TyperOption.display_type_rich
-
-    def display_type_rich(self, ctx):
-        return None if self.is_flag else shown_type(self, ctx)
-
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
+from mhindex.methods import settings_types as method_settings
+from mhindex.options import with_options
 
 app = typer.Typer(
     name="mhindex",
@@ -72,40 +35,38 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-HomeOption = Annotated[
-    Optional[Path],
-    typer.Option(
-        "--home",
-        help="Data root \\[default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex].",
-        show_default=False,
-    ),
-]
+
+def opt(help: str, *names: str, **details: Any) -> Any:
+    """A Typer option; where its default needs words, `help` says it ("\\[default: ...]") and Typer's is not shown."""
+    return typer.Option(*names, help=help, show_default="[default" not in help, **details)
+
+
+def flag(help: str, *names: str) -> Any:
+    """An on/off option: no value, no type shown."""
+    return typer.Option(*names, metavar="", help=help)
+
+
+def arg(help: str, **details: Any) -> Any:
+    """A positional argument."""
+    return typer.Argument(help=help, show_default="[default" not in help, **details)
+
+
+HOME_HELP = "Data root \\[default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex]."
+BACKEND_HELP = (
+    f"Retrieval engine: {', '.join(n for n, b in BACKENDS.available().items() if not b.fuses)} (lucene is embedded; "
+    "see docs/search.md); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index."
+)
+LM_HELP = (
+    f"Language model, KIND:... with KIND one of {', '.join(LMS)}; e.g. local:qwen2.5-0.5b (the default), "
+    "local:smollm2-135m, local:qwen2.5-1.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL "
+    "\\[default: $MHINDEX_LM, else local:qwen2.5-0.5b]."
+)
+HomeOption = Annotated[Optional[Path], opt(HOME_HELP, "--home")]
 QuietOption = Annotated[
-    bool,
-    typer.Option(
-        "--quiet", "-q", metavar="", help="No progress bars or log lines (results and errors are still printed)."
-    ),
+    bool, flag("No progress bars or log lines (results and errors are still printed).", "--quiet", "-q")
 ]
-JsonOption = Annotated[bool, typer.Option("--json", metavar="", help="Print machine-readable JSON on stdout.")]
-BackendOption = Annotated[
-    str,
-    typer.Option(
-        "--backend",
-        "-b",
-        help=f"Retrieval engine: {', '.join(n for n, b in BACKENDS.available().items() if not b.fuses)} (lucene is "
-        "embedded; see docs/search.md); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index.",
-    ),
-]
-LmOption = Annotated[
-    Optional[str],
-    typer.Option(
-        "--lm",
-        help=f"Language model, KIND:... with KIND one of {', '.join(LMS)}; e.g. local:qwen2.5-0.5b (the default), "
-        "local:smollm2-135m, local:qwen2.5-1.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL "
-        "\\[default: $MHINDEX_LM, else local:qwen2.5-0.5b].",
-        show_default=False,
-    ),
-]
+JsonOption = Annotated[bool, flag("Print machine-readable JSON on stdout.", "--json")]
+BackendOption = Annotated[str, opt(BACKEND_HELP, "--backend", "-b")]
 
 
 class _Globals:
@@ -129,9 +90,9 @@ def _version(value: bool) -> None:
 def _root(
     home: HomeOption = None,
     quiet: QuietOption = False,
-    lm: LmOption = None,
+    lm: Annotated[Optional[str], opt(LM_HELP, "--lm")] = None,
     version: Annotated[
-        bool, typer.Option("--version", metavar="", callback=_version, is_eager=True, help="Print the version.")
+        bool, typer.Option(metavar="", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
     """Multi-hop question answering over your own corpora.
@@ -150,6 +111,48 @@ def setup(home: Path | None, quiet: bool) -> Path:
     return resolve_home(home or _globals.home)
 
 
+@dataclass(frozen=True)
+class Output:
+    """Where a command's result goes: JSON on stdout with --json, else rich renderables on the console."""
+
+    json: bool = False
+
+    def show(self, data: Any, *views: Any) -> None:
+        if self.json:
+            print_json(data)
+            return
+        shown = console()
+        for view in views:
+            shown.print(view)
+
+
+def common(json: bool = True) -> Callable[[Callable], Callable]:
+    """Give a command --home and --quiet (and --json): it is called with `root`, the data root with the
+    output set up, and `out` (an Output) in their place."""
+
+    def decorate(command: Callable) -> Callable:
+        original = inspect.signature(command, eval_str=True)
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        added = [
+            inspect.Parameter("home", keyword, default=None, annotation=HomeOption),
+            inspect.Parameter("quiet", keyword, default=False, annotation=QuietOption),
+            *([inspect.Parameter("json", keyword, default=False, annotation=JsonOption)] if json else []),
+        ]
+        kept = [p for p in original.parameters.values() if p.name not in ("root", "out")]
+
+        @functools.wraps(command)
+        def wrapper(
+            *args: Any, home: Path | None = None, quiet: bool = False, json: bool = False, **kwargs: Any
+        ) -> Any:
+            return command(*args, root=setup(home, quiet), out=Output(json), **kwargs)
+
+        wrapper.__signature__ = original.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in [*kept, *added]}
+        return wrapper
+
+    return decorate
+
+
 def model_from(given: dict | None):
     """The model options of a command, with the global --lm as the fallback for its own --lm."""
     from mhindex.lm import ModelOptions
@@ -158,36 +161,24 @@ def model_from(given: dict | None):
     return options if options.lm else dataclasses.replace(options, lm=_globals.lm)
 
 
-def model_options(command):
-    """How to load the language model (mhindex.lm.ModelOptions), for lm, ask and eval alike."""
+def _model_types() -> dict[str, type]:
     from mhindex.lm import ModelOptions
-    from mhindex.options import with_options
 
-    return with_options("model_options", lambda: {"model": ModelOptions}, panel="Model options")(command)
-
-
-def backend_options(command):
-    """Every registered backend's options, grouped by when they take effect (see mhindex/options.py):
-    index-time ones are also accepted when searching, to be checked against what the index was built with."""
-    from mhindex.backends import settings_types
-    from mhindex.backends.spec import named_by
-    from mhindex.options import with_options
-
-    panels = {
-        "index": "Backend options, fixed when the index is built",
-        "search": "Backend options, applied when searching",
-    }
-    return with_options(
-        "backend_options", settings_types, panel=lambda opt: panels.get(opt.stage, "Backend options"), named=named_by
-    )(command)
+    return {"model": ModelOptions}
 
 
-def method_options(command):
-    """Every registered method's settings, as options of `ask` and `eval` (see mhindex/options.py)."""
-    from mhindex.methods import settings_types
-    from mhindex.options import with_options
+def _backend_panel(opt: Any) -> str:
+    stages = {"index": "fixed when the index is built", "search": "applied when searching"}
+    return f"Backend options, {stages[opt.stage]}" if opt.stage in stages else "Backend options"
 
-    return with_options("method_options", settings_types, panel="Method options")(command)
+
+#: How to load the language model (mhindex.lm.ModelOptions), for lm, ask and eval alike.
+model_options = with_options("model_options", _model_types, panel="Model options")
+#: Every registered backend's options, grouped by when they take effect (see mhindex/options.py): index-time
+#: ones are also accepted when searching, to be checked against what the index was built with.
+backend_options = with_options("backend_options", backend_settings, panel=_backend_panel, named=named_by)
+#: Every registered method's settings, as options of `ask` and `eval` (see mhindex/options.py).
+method_options = with_options("method_options", method_settings, panel="Method options")
 
 
 def print_json(value) -> None:

@@ -1,4 +1,4 @@
-"""Corpora: `download`, `corpus`, `list`, `info`, and `build` (a corpus and its index in one go)."""
+"""Corpora: `download`, `corpus`, `list`, `info`, `gc`, and `build` (a corpus and its index in one go)."""
 
 from __future__ import annotations
 
@@ -6,26 +6,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
-import typer
-
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.cli.app import (
-    BackendOption,
-    HomeOption,
-    JsonOption,
-    QuietOption,
-    app,
-    backend_options,
-    console,
-    print_json,
-    setup,
-)
+from mhindex.cli.app import BackendOption, Output, app, arg, backend_options, common, flag, opt
 from mhindex.corpora import DATASETS
-from mhindex.home import built_corpora, damaged_corpora, downloads_dir, leftovers, open_corpus
+from mhindex.home import built_corpora, downloads_dir, open_corpus
 from mhindex.methods import resumable_work
 
-DatasetArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(DATASETS)}.", show_default=False)]
+DatasetArgument = Annotated[str, arg(f"One of: {', '.join(DATASETS)}.")]
 
 
 def corpus_options(command):
@@ -48,56 +36,48 @@ def _convert(root: Path, dataset: str, options: dict | None, converter: dict | N
     return result
 
 
-def _report_build(result, json: bool) -> None:
-    if json:
-        print_json({"rebuilt": result.rebuilt, "path": str(result.corpus.root), **result.manifest})
-    else:
-        console().print(render.build_summary(result))
-
-
 @app.command()
 @corpus_options
+@common()
 def corpus(
     dataset: DatasetArgument,
-    force: Annotated[
-        bool, typer.Option("--force", metavar="", help="Rebuild even if inputs and seed are unchanged.")
-    ] = False,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
+    force: Annotated[bool, flag("Rebuild even if inputs and seed are unchanged.")] = False,
+    *,
+    root: Path,
+    out: Output,
     corpus_options: dict | None = None,
     converter_options: dict | None = None,
 ) -> None:
     """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
-    root = setup(home, quiet)
     result = _convert(root, dataset, corpus_options, converter_options, force)
+    name = result.corpus.name
     if result.rebuilt and result.stale_indexes:
-        backends = ", ".join(result.stale_indexes)
         ui.reporter().warning(
-            f"the {backends} index of {result.corpus.name} was built from the previous corpus: run `mhindex "
-            f"index {result.corpus.name}` (or `mhindex build`) to rebuild it"
+            f"the {', '.join(result.stale_indexes)} index of {name} was built from the previous corpus: run `mhindex "
+            f"index {name}` (or `mhindex build`) to rebuild it"
         )
-    _report_build(result, json)
+    out.show(
+        {"rebuilt": result.rebuilt, "path": str(result.corpus.root), **result.manifest}, render.build_summary(result)
+    )
 
 
 @app.command()
+@common(json=False)
 def download(
     dataset: DatasetArgument,
-    only: Annotated[
-        Optional[list[str]], typer.Option("--file", help="Fetch only this release file (repeatable).")
-    ] = None,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
+    only: Annotated[Optional[list[str]], opt("Fetch only this release file (repeatable).", "--file")] = None,
+    *,
+    root: Path,
+    out: Output,
 ) -> None:
     """Fetch a dataset's official release files into <home>/downloads/DATASET (resumable, verified)."""
     from mhindex.corpora import get_dataset
     from mhindex.corpora.download import download_release
 
-    root = setup(home, quiet)
     spec = get_dataset(dataset)
     folder = downloads_dir(root, spec.name)
     files = download_release(spec, folder, only)
-    console().print(f"{len(files)} files of {spec.name} in {folder}; next: mhindex corpus {spec.name}")
+    out.show(None, f"{len(files)} files of {spec.name} in {folder}; next: mhindex corpus {spec.name}")
 
 
 class Listing(StrEnum):
@@ -106,134 +86,75 @@ class Listing(StrEnum):
 
 
 @app.command(name="list")
+@common()
 def list_(
-    what: Annotated[
-        Listing, typer.Argument(help="corpora, or methods (each with its paper and the tables it is a row of).")
-    ] = Listing.corpora,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
+    what: Annotated[Listing, arg("corpora, or methods (with their papers and the tables they are rows of).")] = (
+        Listing.corpora
+    ),
+    *,
+    root: Path,
+    out: Output,
 ) -> None:
     """List the corpora built under the data root (counts, indexes, sizes), or the methods installed."""
-    from mhindex.files import human_size, size_on_disk
+    from mhindex.home import say_what_needs_care
 
-    root = setup(home, quiet)
     if what is Listing.methods:
         from mhindex.methods import method_rows
 
-        print_json(method_rows()) if json else console().print(render.methods_table(method_rows()))
-        return
+        return out.show(method_rows(), render.methods_table(method_rows()))
     rows = [c.summary() for c in built_corpora(root)]
-    log = ui.reporter()
-    for folder in damaged_corpora(root):
-        log.warning(
-            f"{folder}: damaged (its manifest.json cannot be read); rebuild it: mhindex corpus DATASET --name "
-            f"{folder.name} --force"
-        )
-    stale, resumable = leftovers(root, resumable_work(root))
-    if stale:
-        log.warning(
-            f"{human_size(sum(map(size_on_disk, stale)))} in {len(stale)} temporary folders of builds that "
-            "were killed; `mhindex gc` removes them"
-        )
-    if resumable:
-        log.info(
-            f"{human_size(sum(map(size_on_disk, resumable)))} kept to resume interrupted encodings or "
-            "training; `mhindex gc --resumable` removes them"
-        )
-    if json:
-        print_json(rows)
-    else:
-        console().print(
-            render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique"
-        )
+    say_what_needs_care(root, resumable_work(root))
+    out.show(rows, render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique")
 
 
 @app.command()
+@common()
 def gc(
-    resumable: Annotated[
-        bool,
-        typer.Option(
-            "--resumable",
-            metavar="",
-            help="Also remove the work kept to resume an interrupted dense encoding or training.",
-        ),
-    ] = False,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
+    resumable: Annotated[bool, flag("Also remove what is kept to resume a dense encoding or a training.")] = False,
+    *,
+    root: Path,
+    out: Output,
 ) -> None:
     """Remove what killed builds left in the data root: temporary folders of processes that are gone."""
-    from mhindex.files import human_size
-    from mhindex.home import remove_leftovers
+    from mhindex.home import collect_leftovers
 
-    root = setup(home, quiet)
-    stale, kept = leftovers(root, resumable_work(root))
-    removed, freed, left = remove_leftovers(root, [*stale, *(kept if resumable else [])])
-    for line in left:
-        ui.reporter().warning(line)
-    if json:
-        print_json({"removed": [str(p) for p in removed], "bytes": freed})
-    else:
-        console().print(
-            f"removed {len(removed)} leftovers, {human_size(freed)}"
-            + (f"; {len(kept)} kept for resuming (--resumable removes them)" if kept and not resumable else "")
-        )
+    removed, freed, kept = collect_leftovers(root, resumable_work(root), resumable)
+    out.show({"removed": [str(p) for p in removed], "bytes": freed}, render.collected(removed, freed, kept))
 
 
 @app.command()
-def info(
-    name: Annotated[str, typer.Argument(help="Corpus name.", show_default=False)],
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
-) -> None:
+@common()
+def info(name: Annotated[str, arg("Corpus name.")], *, root: Path, out: Output) -> None:
     """Show one corpus: its manifest (inputs, hashes, seed, counts) and indexes."""
-    found = open_corpus(setup(home, quiet), name)
+    found = open_corpus(root, name)
     summary = {**found.summary(), "manifest": found.manifest()}
-    if json:
-        print_json(summary)
-    else:
-        console().print(render.corpus_info(summary))
+    out.show(summary, render.corpus_info(summary))
 
 
 @app.command()
 @backend_options
 @corpus_options
+@common()
 def build(
     dataset: DatasetArgument,
     backend: BackendOption = DEFAULT_BACKEND,
-    force: Annotated[bool, typer.Option("--force", metavar="", help="Rebuild corpus and index.")] = False,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
+    force: Annotated[bool, flag("Rebuild corpus and index.")] = False,
+    *,
+    root: Path,
+    out: Output,
     corpus_options: dict | None = None,
     converter_options: dict | None = None,
     backend_options: dict | None = None,
 ) -> None:
     """Corpus, then index, in one command: `mhindex build musique`."""
     from mhindex.backends import BackendSpec, build_index
-    from mhindex.cli.indexes import report_index
 
-    root = setup(home, quiet)
     spec = BackendSpec.parse(backend, backend_options)
     parts = spec.parts or (spec,)  # a hybrid's parts, each built as itself
     for part in parts:
         part.index_options()  # a wrong option fails before any work
     built = _convert(root, dataset, corpus_options, converter_options, force)
     indexed = [build_index(built.corpus, part, force=force) for part in parts]
-    if json:
-        indexes = [{"rebuilt": i.rebuilt, **i.manifest} for i in indexed]
-        print_json(
-            {"corpus": {"rebuilt": built.rebuilt, **built.manifest}}
-            | ({"indexes": indexes} if spec.parts else {"index": indexes[0]})
-        )
-        return
-    _report_build(built, False)
-    for index in indexed:
-        report_index(index, False)
-    if any(i.rebuilt for i in indexed) or built.rebuilt:
-        console().print(
-            f'next: mhindex search {built.corpus.name} "your query"   or   mhindex ask "your question" '
-            f"--corpus {built.corpus.name}"
-        )
+    indexes = [{"rebuilt": i.rebuilt, **i.manifest} for i in indexed]
+    data = {"corpus": {"rebuilt": built.rebuilt, **built.manifest}}
+    out.show(data | ({"indexes": indexes} if spec.parts else {"index": indexes[0]}), *render.built(built, indexed))

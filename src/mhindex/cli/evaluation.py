@@ -1,8 +1,10 @@
-"""Evaluation: `eval` methods on a corpus's questions, `score` a predictions file, `chart` several runs."""
+"""Evaluation: `eval` methods on a corpus's questions, `score` a predictions file, `chart` and
+`curve` several runs, `report` them as one HTML page."""
 
 from __future__ import annotations
 
 import dataclasses
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,130 +15,77 @@ from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.answering import WorkersOption
 from mhindex.cli.app import (
     BackendOption,
-    HomeOption,
     JsonOption,
+    Output,
     QuietOption,
     app,
+    arg,
     backend_options,
+    common,
     console,
     method_options,
     model_from,
     model_options,
-    print_json,
+    opt,
     setup,
 )
-from mhindex.eval.splits import SPLIT_HELP
+from mhindex.eval.settings import EvalSettings
 from mhindex.methods import DEFAULT_EVAL_METHODS, METHODS, paper_tables
-
-JudgeOption = Annotated[
-    Optional[str],
-    typer.Option(
-        "--judge-lm",
-        help="Also score EfficientRAG's Accuracy: this LM (any --lm spec) judges each answer with the released "
-        "prompt \\[default: none].",
-        show_default=False,
-    ),
-]
+from mhindex.options import flag_of, with_options
 
 
-FormatOption = Annotated[
-    str, typer.Option("--format", help="The table as text (on the terminal), md (Markdown) or latex (booktabs).")
-]
+class TableFormat(StrEnum):
+    text = "text"
+    md = "md"
+    latex = "latex"
 
 
-def _show_metrics(metrics: dict, title: str, chart: Path | None, dataset: str = "", form: str = "text") -> None:
-    from mhindex.eval.report import bar_chart, table, table_text, terminal_bars
-
-    if form in ("md", "latex"):
-        print(table_text(metrics, title, form), end="")
-        if chart is not None:
-            bar_chart({dataset: metrics}, chart, title)
-        return
-    out = console()
-    out.print(table(metrics, title))
-    if chart is not None:
-        bar_chart({dataset: metrics}, chart, title)
-        out.print(f"[dim]chart: {chart}[/dim]")
-    if out.is_terminal:
-        out.print(terminal_bars(metrics))
+FormatOption = Annotated[TableFormat, opt("The table as text (on a terminal), md (Markdown) or latex.", "--format")]
+_judge = EvalSettings.__dataclass_fields__["judge_lm"].metadata["option"]
+JudgeOption = Annotated[Optional[str], opt(_judge.help, flag_of("judge_lm", _judge))]
+RunsArgument = Annotated[list[Path], arg("Evaluation folders (or their metrics.json), one per dataset.")]
+TitleOption = Annotated[Optional[str], opt("Title \\[default: the model and the question count].")]
 
 
-def _check_format(form: str) -> None:
-    if form not in ("text", "md", "latex"):
-        from mhindex.errors import UsageError
-
-        raise UsageError(f"--format must be text, md or latex, not {form!r}")
+def _show(out: Output, data: dict, view: str | list) -> None:
+    """JSON with --json; a table as Markdown or LaTeX text, printed as it is; else rich renderables."""
+    if isinstance(view, str) and not out.json:
+        print(view, end="")
+    else:
+        out.show(data, *([] if isinstance(view, str) else view))
 
 
 @app.command(name="eval")
 @method_options
 @backend_options
 @model_options
+@with_options("eval_options", lambda: {"eval": EvalSettings}, panel="Evaluation options")
+@common()
 def eval_(
-    name: Annotated[str, typer.Argument(help="Corpus whose questions.jsonl is evaluated.", show_default=False)],
+    name: Annotated[str, arg("Corpus whose questions.jsonl is evaluated.")],
     methods: Annotated[
         Optional[str],
-        typer.Option(
+        opt(
+            f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: "
+            f"{','.join(DEFAULT_EVAL_METHODS)}, unless --table].",
             "--method",
             "-m",
-            help=f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: "
-            f"{','.join(DEFAULT_EVAL_METHODS)}, unless --table].",
-            show_default=False,
         ),
-    ] = None,
+    ] = None,  # fmt: skip
     table: Annotated[
         Optional[str],
-        typer.Option(
-            "--table",
-            help=f"Every row of a paper's table, each with the paper's settings: {', '.join(paper_tables())} "
-            "(`mhindex list methods` shows whose rows); --method adds others.",
-            show_default=False,
+        opt(
+            f"Every row of a paper's table, each with the paper's settings: {', '.join(paper_tables())} "
+            "(`mhindex list methods` shows whose rows); --method adds others."
         ),
     ] = None,
-    limit: Annotated[
-        Optional[int],
-        typer.Option(
-            min=1, help="Evaluate a seeded sample of this many questions \\[default: all].", show_default=False
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the question sample.")] = 13370,
-    split: Annotated[str, typer.Option(help=SPLIT_HELP)] = "auto",
-    sweep: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            metavar="[METHOD.]SETTING=V,V,...",
-            help="Run each method once per value, as METHOD@SETTING=V with its own predictions file (repeatable; "
-            "several multiply): --sweep oner.k=5,10,15 --sweep ircot.k=2,4,6,8.",
-            show_default=False,
-        ),
-    ] = None,
-    tune_on: Annotated[
-        Optional[int],
-        typer.Option(
-            min=1,
-            help="Pick each method's best --sweep setting on this many questions, then report it on --limit others "
-            "(disjoint, as IRCoT's paper chose K on 100 dev questions); a method not swept answers only the others.",
-            show_default=False,
-        ),
-    ] = None,
-    tune_metric: Annotated[str, typer.Option(help="What --tune-on maximises: recall, f1 or em.")] = "recall",
-    table_format: FormatOption = "text",
-    out: Annotated[
-        Optional[Path],
-        typer.Option(
-            help="Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>; a larger --limit grows it].",
-            show_default=False,
-        ),
-    ] = None,
-    budget: Annotated[
-        int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved (IRCoT's budget).")
-    ] = 15,
-    judge_lm: JudgeOption = None,
+    table_format: FormatOption = TableFormat.text,
     backend: BackendOption = DEFAULT_BACKEND,
     workers: WorkersOption = 1,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
+    *,
+    root: Path,
+    out: Output,
+    eval_options: dict,
     method_options: dict | None = None,
     backend_options: dict | None = None,
     model_options: dict | None = None,
@@ -147,48 +96,16 @@ def eval_(
     resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png.
     """
     from mhindex._api.evaluation import evaluate
+    from mhindex.eval.report import evaluation_view
 
-    _check_format(table_format)
-    root = setup(home, quiet)
+    model = dataclasses.asdict(model_from(model_options))
     with ui.graceful_interrupts():
         result = evaluate(
-            name,
-            None if methods is None else [m.strip() for m in methods.split(",") if m.strip()],
-            table=table,
-            limit=limit,
-            seed=seed,
-            split=split,
-            sweep=sweep or [],
-            tune_on=tune_on,
-            tune_metric=tune_metric,
-            out=out,
-            budget=budget,
-            judge_lm=judge_lm,
-            backend=backend,
-            backend_options=backend_options,
-            workers=workers,
-            home=root,
-            **dataclasses.asdict(model_from(model_options)),
-            **(method_options or {}),
-        )
+            name, methods, table=table, **eval_options, backend=backend, backend_options=backend_options,
+            workers=workers, home=root, **model, **(method_options or {}),
+        )  # fmt: skip
     report = result.report
-    if json:
-        print_json(report)
-    else:
-        title = (
-            f"{name}: {report['questions']} {report['split'].replace('all', '')} questions, {report['lm']}, {backend}"
-        )
-        _show_metrics(report["methods"], " ".join(title.split()), None, form=table_format)
-        if table_format != "text":
-            return
-        from mhindex.eval.report import paired_table, tuned_summary
-
-        if report["paired"]:
-            console().print(paired_table(report["paired"]))
-        for method, tuned in report.get("tuned", {}).items():
-            console().print(f"{method}: {tuned_summary(tuned)}")
-        console().print(f"[dim]predictions, metrics.json and chart.png in {result.folder}[/dim]")
-        console().print(f"[dim]browse them question by question: mhindex report {result.folder}[/dim]")
+    _show(out, report, evaluation_view(report, name, backend, result.folder, table_format, console().is_terminal))
     failed = sum(summary["failed"] for summary in report["methods"].values())
     if failed:  # as `ask -`: the table is written, and the exit code says it is not whole
         ui.reporter().warning(f"{failed} answers failed and score 0 in the table; the same command asks them again")
@@ -196,53 +113,38 @@ def eval_(
 
 
 @app.command()
+@common()
 def score(
-    predictions: Annotated[
-        Path, typer.Argument(help="A predictions file (ask --json records, one a line).", show_default=False)
-    ],
+    predictions: Annotated[Path, arg("A predictions file (ask --json records, one a line).")],
     questions: Annotated[
-        str,
-        typer.Option(
-            "--questions",
-            help="A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and gold paragraph ids.",
-        ),
+        str, opt("A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and paragraph ids.")
     ],
-    budget: Annotated[int, typer.Option(min=1, help="Recall counts the first this many paragraphs retrieved.")] = 15,
-    chart: Annotated[
-        Optional[Path], typer.Option(help="Also write a recall/F1 bar chart here (PNG).", show_default=False)
-    ] = None,
+    budget: Annotated[int, opt("Recall counts the first this many paragraphs retrieved.", min=1)] = 15,
+    chart: Annotated[Optional[Path], opt("Also write a recall/F1 bar chart here (PNG).")] = None,
     judge_lm: JudgeOption = None,
-    table_format: FormatOption = "text",
-    home: HomeOption = None,
-    quiet: QuietOption = False,
-    json: JsonOption = False,
+    table_format: FormatOption = TableFormat.text,
+    *,
+    root: Path,
+    out: Output,
 ) -> None:
     """Score an existing predictions file against a question file."""
-    _check_format(table_format)
+    from mhindex.eval.report import bar_chart, metrics_view
     from mhindex.eval.run import score_file
     from mhindex.lm import ModelOptions
 
-    root = setup(home, quiet)
     with ui.graceful_interrupts(kept="the judge's calls so far are cached"):
         summary, questions_file = score_file(predictions, questions, budget, root, judge_lm, ModelOptions())
-    if json:
-        print_json(summary)
-        return
-    _show_metrics(
-        summary, f"{predictions.name}, scored on {questions_file}", chart, questions_file.parent.name, table_format
-    )
+    title = f"{predictions.name}, scored on {questions_file}"
+    if chart is not None:
+        bar_chart({questions_file.parent.name: summary}, chart, title)
+    _show(out, summary, metrics_view(summary, title, table_format, console().is_terminal, chart))
 
 
 @app.command()
 def chart(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(help="Evaluation folders (or their metrics.json), one per dataset.", show_default=False),
-    ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The PNG to write.")] = Path("chart.png"),
-    title: Annotated[
-        Optional[str], typer.Option(help="Title \\[default: the model and the question count].", show_default=False)
-    ] = None,
+    runs: RunsArgument,
+    out: Annotated[Path, opt("The PNG to write.", "--out", "-o")] = Path("chart.png"),
+    title: TitleOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Draw several `mhindex eval` runs in one figure: recall and F1 per dataset, methods side by side."""
@@ -254,14 +156,9 @@ def chart(
 
 @app.command()
 def curve(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Evaluation folders with --sweep runs (or their metrics.json), a panel each.", show_default=False
-        ),
-    ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The PNG to write.")] = Path("curve.png"),
-    title: Annotated[Optional[str], typer.Option(help="Title \\[default: the model].", show_default=False)] = None,
+    runs: Annotated[list[Path], arg("Evaluation folders with --sweep runs (or their metrics.json), a panel each.")],
+    out: Annotated[Path, opt("The PNG to write.", "--out", "-o")] = Path("curve.png"),
+    title: Annotated[Optional[str], opt("Title \\[default: the model].")] = None,
     quiet: QuietOption = False,
     json: JsonOption = False,
 ) -> None:
@@ -270,57 +167,41 @@ def curve(
 
     setup(None, quiet)
     path, rows = budget_curve(runs, out, title)
-    if json:
-        print_json({"figure": str(path), "points": rows})
-        return
-    console().print(curve_table(rows))
-    console().print(f"curve: {path}")
+    Output(json).show({"figure": str(path), "points": rows}, curve_table(rows), f"curve: {path}")
 
 
 @app.command()
+@common(json=False)
 def report(
     runs: Annotated[
         Optional[list[Path]],
-        typer.Argument(
+        arg(
+            "Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest evaluation "
+            "of --corpus].",
             metavar="EVAL_DIR",
-            help="Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest "
-            "evaluation of --corpus].",
-            show_default=False,
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    page: Annotated[Path, opt("The HTML file to write.", "--out", "-o")] = Path("report.html"),
     questions: Annotated[
-        Optional[Path],
-        typer.Option(
-            help="The questions file with gold answers \\[default: the questions of the corpus each run names].",
-            show_default=False,
-        ),
+        Optional[Path], opt("The questions file with gold answers \\[default: those of the corpus each run names].")
     ] = None,
-    title: Annotated[
-        Optional[str], typer.Option(help="The page's title \\[default: mhindex evaluation report].", show_default=False)
-    ] = None,
+    title: Annotated[Optional[str], opt("The page's title \\[default: mhindex evaluation report].")] = None,
     corpus: Annotated[
         Optional[str],
-        typer.Option(
-            "--corpus",
-            "-c",
-            help="With no EVAL_DIR: this corpus's latest evaluation \\[default: the default corpus].",
-            show_default=False,
-        ),
+        opt("With no EVAL_DIR: this corpus's latest evaluation \\[default: the default corpus].", "--corpus", "-c"),
     ] = None,
-    home: HomeOption = None,
-    quiet: QuietOption = False,
+    *,
+    root: Path,
+    out: Output,
 ) -> None:
     """One self-contained HTML file to browse evaluations: the tables and charts, every question with each
     method's answer, and one question's traces and paragraphs side by side. Opens from disk, no server."""
+    from mhindex._api.evaluation import latest_evaluation
     from mhindex.eval.browse import build_report, write_report
 
-    root = setup(home, quiet)
     if not runs:
-        from mhindex._api.evaluation import latest_evaluation
-
         runs = [latest_evaluation(corpus, home=root).folder]
         ui.reporter().info(f"report of {runs[0]}, the latest evaluation of corpus '{runs[0].parent.parent.name}'")
     with ui.graceful_interrupts(kept="the page is written whole or not at all"):
-        path = write_report(build_report(runs, root, questions, title), out)
-    console().print(f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        path = write_report(build_report(runs, root, questions, title), page)
+    out.show(None, f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -11,6 +11,7 @@ import orjson
 
 from mhindex.errors import UsageError
 from mhindex.eval.metrics import EVERY_ROW, KDCOT_METRICS, PAPER_METRICS, answer_metrics
+from mhindex.eval.ranking import RANKING_METRICS
 
 
 def columns() -> list[tuple[str, str, str, float]]:
@@ -19,6 +20,7 @@ def columns() -> list[tuple[str, str, str, float]]:
         *((column, key, "{:.1f}", 100) for key, column, _ in KDCOT_METRICS),
         *((m.column, m.key, "{:.1f}", 100) for m in answer_metrics()),
         *((column, key, "{:.1f}", 100) for key, column, _ in PAPER_METRICS),
+        *((column, key, "{:.1f}", 100) for key, column, _ in RANKING_METRICS),
         ("Recall", "recall", "{:.1f}", 100),
         ("#Paras", "retrieved_per_question", "{:.1f}", 1),
         ("LM calls/q", "lm_calls_per_question", "{:.1f}", 1),
@@ -110,13 +112,22 @@ def _cell(summary: dict, key: str, fmt: str, scale: float) -> str:
     return fmt.format(value * scale) + ("" if spread is None else f" ±{spread * scale:.1f}")
 
 
-_OPTIONAL = {"rounds_per_question", *(key for key, *_ in KDCOT_METRICS), *(key for key, *_ in PAPER_METRICS)}
+_OPTIONAL = {
+    "rounds_per_question",
+    *(key for key, *_ in KDCOT_METRICS),
+    *(key for key, *_ in PAPER_METRICS),
+    *(key for key, *_ in RANKING_METRICS),
+}
 
 
 def _shown(key: str, metrics: dict[str, dict]) -> bool:
     """A column that no method reports is left out (rounds, for a table without SearChain; KD-CoT's
     scores, for datasets other than WebQSP and CWQ). A paper's measure that every row has (EfficientRAG's
     EM) is shown where a method in the table declares it (`Method.paper_metrics`)."""
+    if all(summary.get("scored") == "retrieval" for summary in metrics.values()):  # eval/ranking.py: no answers
+        return key not in {m.key for m in answer_metrics()} | EVERY_ROW and (
+            key not in _OPTIONAL or any(key in summary for summary in metrics.values())
+        )
     if key in EVERY_ROW:
         return any(key in _declared_metrics(name) for name in metrics)
     return key not in _OPTIONAL or any(key in summary for summary in metrics.values())
@@ -201,13 +212,20 @@ def paired_table(paired: list[dict]):
 def terminal_bars(metrics: dict[str, dict], width: int = 40) -> str:
     lines = []
     for name, summary in metrics.items():
-        for label, key in (("recall", "recall"), ("F1", "f1")):
+        for label, key in (("recall", "recall"), _second_measure(metrics)[:2]):
             value = summary.get(key)
             if value is None:
                 lines.append(f"{name:>8} {label:>6} {'':<{width}}     -")
                 continue
             lines.append(f"{name:>8} {label:>6} {'█' * round(value * width):<{width}} {value * 100:5.1f}")
     return "\n".join(lines)
+
+
+def _second_measure(metrics: dict[str, dict]) -> tuple[str, str, str]:
+    """Beside recall, the answer's F1; for a retrieval evaluation (no answers), nDCG@10."""
+    if metrics and all(summary.get("scored") == "retrieval" for summary in metrics.values()):
+        return "nDCG@10", "ndcg_10", "nDCG@10 (%)"
+    return "F1", "f1", "Answer F1 (%)"
 
 
 def bar_chart(runs: dict[str, dict[str, dict]], path: Path | IO[str], title: str) -> Path | IO[str]:
@@ -234,7 +252,9 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path | IO[str], title: str
         sharey=True,
         constrained_layout=True,
     )
-    for axis, (key, label) in zip(axes, (("recall", "Retrieval recall (%)"), ("f1", "Answer F1 (%)")), strict=True):
+    summaries = [summary for by_method in runs.values() for summary in by_method.values()]
+    _, second, second_label = _second_measure({str(i): summary for i, summary in enumerate(summaries)})
+    for axis, (key, label) in zip(axes, (("recall", "Retrieval recall (%)"), (second, second_label)), strict=True):
         for j, method in enumerate(methods):
             for i, dataset in enumerate(datasets):
                 summary = runs[dataset].get(method)
@@ -354,6 +374,8 @@ def metrics_problem(report: dict) -> str | None:
         if not isinstance(summary, dict):
             return f"field 'methods.{name}' should be an object of metrics"
         for key, value in summary.items():
+            if key == "scored" and value == "retrieval":  # eval/ranking.py: scored on its ranking, not answers
+                continue
             if not _numbers(value):
                 return f"field 'methods.{name}.{key}' should be a number, not {value!r}"[:200]
     paired = report.get("paired", [])
@@ -496,3 +518,31 @@ def curve_table(rows: list[dict]):
             str(row["questions"]),
         )
     return grid
+
+
+def metrics_view(summary: dict, title: str, form: str, terminal: bool, chart: Path | None = None) -> str | list:
+    """A table of methods' metrics: Markdown or LaTeX text as it is, else rich renderables (with bars on a
+    terminal, and where the chart was written)."""
+    if form in ("md", "latex"):
+        return table_text(summary, title, form)
+    return [
+        table(summary, title),
+        *([f"[dim]chart: {chart}[/dim]"] if chart is not None else []),
+        *([terminal_bars(summary)] if terminal else []),
+    ]
+
+
+def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form: str, terminal: bool) -> str | list:
+    """What `mhindex eval` prints: the table, then (as text) its paired differences, what tuning chose,
+    and where the files are."""
+    title = f"{corpus}: {report['questions']} {report['split'].replace('all', '')} questions, {report['lm']}, {backend}"
+    shown = metrics_view(report["methods"], " ".join(title.split()), form, terminal)
+    if isinstance(shown, str):
+        return shown
+    return [
+        *shown,
+        *([paired_table(report["paired"])] if report["paired"] else []),
+        *(f"{method}: {tuned_summary(tuned)}" for method, tuned in report.get("tuned", {}).items()),
+        f"[dim]predictions, metrics.json and chart.png in {folder}[/dim]",
+        f"[dim]browse them question by question: mhindex report {folder}[/dim]",
+    ]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from mhindex.errors import UsageError
 
 SPLIT_HELP = (
-    "Questions of this split: train, dev, test (from each question's release file) or all "
-    "\\[default: auto, the papers' choice: dev to evaluate, train to train; all where the corpus has no splits]."
+    "Questions of this split: train, dev, test (from each question's release file), all, or auto: the papers' "
+    "choice (dev to evaluate, train to train; all where the corpus has no splits)."
 )
 
 

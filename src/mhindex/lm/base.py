@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Self, Union
 
 from mhindex.errors import MhindexError
+from mhindex.options import option
 from mhindex.requirements import Requirement
 
 
@@ -87,6 +88,23 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
         if s and (i := text.find(s)) != -1:
             cut = min(cut, i)
     return text[:cut]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One completion as `mhindex lm` asks for it (its options are these fields)."""
+
+    max_tokens: int = option(64, "Most tokens to generate.", min=1)
+    stop: list[str] | None = option(None, "Stop sequence (repeatable; \\n for a newline, \\t for a tab).")
+    temperature: float = option(0.0, "0 is greedy.")
+    chat: bool = option(False, "Send the prompt as one user turn through the chat template.")
+    keep: int = option(
+        0,
+        "How many leading characters open every prompt alike (demonstrations): a local model keeps their "
+        "evaluation on disk for the next process, as methods do with theirs.",
+        min=0,
+        metavar="CHARS",
+    )
 
 
 class LanguageModel(ABC):

@@ -5,11 +5,14 @@ on; Ctrl-C stops after writing every answer already finished."""
 
 from __future__ import annotations
 
+import os
+import stat
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from mhindex import ui
 from mhindex.errors import MhindexError
@@ -81,3 +84,51 @@ def run_questions(
     except KeyboardInterrupt:
         stats.interrupted = True
     return stats
+
+
+def answer_stream(method: Method, lines: IO[str], emit: Callable[[dict[str, Any]], None], workers: int = 1) -> RunStats:
+    """`ask -`: every JSONL line of `lines` ({"id", "question"}) answered, in input order, with a bar of
+    questions done on a terminal, and in a pipe a JSON progress line a question (none when quiet)."""
+    from mhindex.files import read_jsonl_stream
+
+    def items() -> Iterator[tuple[int, Query | str]]:
+        for number, record in read_jsonl_stream(lines, "question"):
+            try:
+                yield number, record if isinstance(record, str) else Query.from_record(record, str(number))
+            except ValueError as error:
+                yield number, str(error)
+
+    log, total, started, done = ui.reporter(), _lines_in_file(lines), time.perf_counter(), 0
+    with log.progress("answering questions", total=total) as bar:
+
+        def emit_and_count(record: dict[str, Any]) -> None:
+            nonlocal done
+            emit(record)
+            done += 1
+            bar.advance()
+            if not log.interactive:
+                seconds = time.perf_counter() - started
+                log.info(
+                    f"{done}{f'/{total}' if total else ''} questions answered", done=done, total=total,
+                    seconds=round(seconds, 1), per_minute=round(done * 60 / seconds, 2) if seconds else None,
+                )  # fmt: skip
+
+        return run_questions(method, items(), emit_and_count, workers=workers)
+
+
+def _lines_in_file(lines: IO[str]) -> int | None:
+    """How many non-blank lines a stream holds when it is a file (`ask - < q.jsonl`), read with pread so
+    that its offset does not move; None for a pipe or a terminal (no total known)."""
+    try:
+        descriptor = lines.fileno()
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        count, offset, last = 0, 0, b""
+        while block := os.pread(descriptor, 1 << 20, offset):
+            for line in (last + block).split(b"\n")[:-1]:
+                count += bool(line.strip())
+            last = (last + block).rsplit(b"\n", 1)[-1]
+            offset += len(block)
+        return count + bool(last.strip())
+    except (OSError, ValueError, AttributeError):  # no descriptor (a StringIO): no total
+        return None

@@ -20,7 +20,6 @@ import socket
 import sys
 import time
 from collections.abc import MutableMapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -29,20 +28,8 @@ import orjson
 
 from mhindex.errors import UsageError, redact
 from mhindex.server.errors import Refused, error_body
+from mhindex.server.limits import Limits
 from mhindex.server.routes import ENDPOINTS, protocol_of, reply
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_k: int = 100  # more is answered with this many, as ColBERT's server caps k at 100
-    # Search-R1's training sends 512 queries a search step (PPO) or 2,560 (GRPO) in one request.
-    max_batch: int = 4096
-    max_body_bytes: int = 8_000_000
-    body_seconds: float = 30.0  # a request body must arrive within this time
-    threads: int = 4
-
-    def public(self) -> dict[str, Any]:
-        return {"max_k": self.max_k, "max_batch": self.max_batch, "max_body_bytes": self.max_body_bytes}
 
 
 def checked_key(given: str | None, environment: dict[str, str]) -> str | None:
@@ -91,7 +78,7 @@ def make_app(
     app.state.limits = limits
     app.state.positions = positions or (lambda _id: -1)
     app.state.corpus_names = [n for n in dict.fromkeys([info.get("corpus"), info.get("dataset")]) if n]
-    app.state.searches = anyio.CapacityLimiter(limits.threads)
+    app.state.searches = anyio.CapacityLimiter(limits.workers)
     return Guard(app, api_key, limits, access_log)
 
 
@@ -247,3 +234,31 @@ def serve(app: Any, sock: socket.socket) -> None:
         pass
     finally:
         sock.close()
+
+
+def serve_corpus(corpus: Any, spec: Any, host: str, port: int, limits: Limits, api_key: str | None) -> None:
+    """`mhindex serve`: bind the port first (a port in use is said before the index is loaded), open
+    the index, warn of a key-less server on a public address, and serve until Ctrl-C or SIGTERM."""
+    import os
+
+    from mhindex import ui
+    from mhindex.backends import open_index
+    from mhindex.server.protocols import corpus_lines
+
+    api_key = checked_key(api_key, dict(os.environ))
+    sock = listening_socket(host, port)
+    try:
+        opened = open_index(corpus, spec)
+    except BaseException:
+        sock.close()
+        raise
+    log = ui.reporter()
+    if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
+    log.info(f"serving {corpus.name} ({spec.label}) on http://{host}:{port}  (Ctrl-C stops)")
+    info = index_info(corpus, spec.label, opened.settings)
+    try:
+        app = make_app(opened.retriever, info, limits, api_key, corpus_lines(corpus), access_log=not log.quiet)
+        serve(app, sock)
+    finally:
+        opened.retriever.close()

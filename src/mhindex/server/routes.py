@@ -2,7 +2,7 @@
 
 Each handler reads what it serves from `request.app.state` (set up by `app.make_app`): the
 retriever, the limits, the corpus names it answers to, ColBERT's line numbers. Searches run in
-worker threads, at most `limits.threads` at once. A refusal or a failure is answered in the
+worker threads, at most `limits.workers` at once. A refusal or a failure is answered in the
 handler's protocol's error shape (errors.py) and noted for the access log as one line.
 """
 

@@ -46,6 +46,7 @@ import orjson
 from mhindex import ui
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import Interrupted, UsageError
+from mhindex.eval.splits import SPLIT_HELP
 from mhindex.home import CorpusDir
 from mhindex.methods.efficientrag_models import (
     CONTINUE,
@@ -58,6 +59,7 @@ from mhindex.methods.efficientrag_models import (
     resolve_device,
     words,
 )
+from mhindex.options import option
 
 if TYPE_CHECKING:
     from mhindex.backends import BackendSpec
@@ -309,21 +311,33 @@ def held_out(question_id: str, share: float) -> bool:
 
 @dataclass(frozen=True)
 class TrainSettings:
-    encoder: str | None = None  # a local transformers folder; None: the packaged MiniLM
-    epochs: int = 4
-    batch_size: int = 16
+    """How `mhindex train efficientrag` trains; each field a user sets is an option of the command."""
+
+    encoder: str | None = option(
+        None, "A local transformers encoder folder (e.g. DeBERTa-v3) \\[default: the packaged MiniLM].",
+        metavar="FOLDER",
+    )  # fmt: skip
+    epochs: int = option(4, "Passes over the training examples.", min=1)
+    batch_size: int = option(16, "Examples per optimiser step.", min=1)
     # A small encoder with new heads on a few hundred examples: at 5e-5 (3 epochs) the held-out
     # token F1 was 0.10 and tag accuracy 0.55 on the MuSiQue sample; at 3e-4 (4 epochs), 0.28 and 0.62.
-    learning_rate: float = 3e-4
-    held_out: float = 0.1
-    seed: int = 13370
-    split: str = "auto"  # eval/splits.py: train where the corpus has a train split, else every question
-    device: str = "auto"
-    checkpoint_every: int = 50
-    stop_after: int | None = None  # optimiser steps (both models together) before stopping, to resume later
+    learning_rate: float = option(
+        3e-4, "AdamW's peak learning rate (linear warm-up over a tenth of the steps, then decay).", flag="--lr", min=0.0
+    )
+    held_out: float = option(
+        0.1, "Share of the questions kept out of training to score the models on.", min=0.0, max=0.99
+    )
+    seed: int = option(13370, "Seed of the batch order.")
+    split: str = option("auto", SPLIT_HELP)
+    device: str = option("auto", "auto (CUDA when available), cpu or cuda.", choices=("auto", "cpu", "cuda"))
+    checkpoint_every: int = option(50, "Optimiser steps between checkpoints.", min=1)
+    stop_after: int | None = option(
+        None, "Stop after this many optimiser steps (both models together); the same command without it resumes.",
+        min=1,
+    )  # fmt: skip
+    threads: int | None = option(None, "CPU threads \\[default: all cores].", min=1)
     backend: str = DEFAULT_BACKEND
     negatives_from_top: int = 10
-    threads: int | None = None
 
 
 @dataclass
