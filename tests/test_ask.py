@@ -364,3 +364,18 @@ def test_ctrl_c_during_ask_no_cache_leaves_no_private_state_folder(home):
     _, err = asking.communicate(timeout=60)
     assert asking.returncode == 130, err
     assert not list(states.glob(mine))
+
+
+def test_a_ctrl_c_held_back_comes_once_the_step_that_must_not_be_cut_is_done():
+    """As llama.cpp's server starts (lm/llamacpp.py): a KeyboardInterrupt there would free it half-kept, and
+    freeing it waits forever on its thread (the Ctrl-C test above once hung so, at the load's last step)."""
+    import signal
+
+    from mhindex import ui
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with ui.signals_held():
+            signal.raise_signal(signal.SIGINT)
+            steps.append("kept")  # not cut short
+    assert steps == ["kept"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler

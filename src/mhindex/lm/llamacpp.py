@@ -129,12 +129,13 @@ def _shared_server(
             if state_folder is not None:  # where /slots/0?action=save|restore read and write
                 params.slot_save_path = f"{state_folder}{os.sep}"  # a prefix: llama.cpp appends the file name
                 params.endpoint_slots = True
-            try:
-                server = xllamacpp.Server(params)
-            except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
-                raise LMError(f"llama.cpp could not load {path}: {error}") from None
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
-            _SERVERS[key] = _Shared(server, slots)
+            with ui.signals_held():  # a Ctrl-C in between would free the server, which hangs (see above)
+                try:
+                    server = xllamacpp.Server(params)
+                except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
+                    raise LMError(f"llama.cpp could not load {path}: {error}") from None
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
+                _SERVERS[key] = _Shared(server, slots)
         return _SERVERS[key]
 
 
