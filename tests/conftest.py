@@ -14,6 +14,10 @@ from mhindex.cli import main
 # The suite runs on the fast packaged SmolLM2-135M (seconds a call on two cores); users get the
 # better Qwen2.5-0.5B by default. Tests that need a particular model name it.
 os.environ.setdefault("MHINDEX_LM", "local:smollm2-135m")
+# Output widths are the tests' to set: pytest-xdist's workers start with COLUMNS=80 and LINES=24, which
+# a plain run has not (a table in a pipe is then drawn at its natural width).
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "src" / "mhindex" / "corpora" / "samples"
