@@ -218,7 +218,7 @@ def _inputs_of(home: Path, spec, given: list[Path] | None) -> list[Path]:
     from mhindex.home import downloads_dir
 
     if given:
-        return list(given)
+        return spec.expand_inputs(list(given)) if spec.expand_inputs else list(given)
     files, origin = default_inputs(spec, downloads_dir(home, spec.name))
     if origin == "sample":
         reporter().info(f"no release of {spec.name} under {downloads_dir(home, spec.name)}: using the bundled sample")

@@ -33,6 +33,8 @@ class Dataset:
     convert_line: Callable[[dict], list] | None = None
     #: the inputs in the order conversion needs them (paragraphs before the questions that name them)
     order_inputs: Callable[[list[Path]], list[Path]] | None = None
+    #: the files of inputs given as the dataset's own loader takes them (BEIR's: its folder), said in a line
+    expand_inputs: Callable[[list[Path]], list[Path]] | None = None
     #: paragraphs keep the ids their source gives (a user's own corpus), one paragraph an id
     given_ids: bool = False
     #: as tables and the report name it ("2WikiMultihopQA"); the name when empty

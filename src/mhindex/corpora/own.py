@@ -41,7 +41,7 @@ from mhindex.corpora.records import (
     optional,
     read_records,
 )
-from mhindex.errors import UsageError
+from mhindex.errors import BadInput, UsageError
 
 ID_TYPES = (str, int)
 
@@ -228,7 +228,10 @@ def qrel(fields: list[str], split: str, into: dict[str, dict]) -> list:
         score = float(fields[2])
     except ValueError:
         raise FieldError(f"field 'score' should be a number, got {fields[2]!r}") from None
-    judged = into.setdefault(fields[0], {"split": split, "gold": []})
+    if not score.is_integer():
+        raise FieldError(f"field 'score' should be a whole relevance grade (0, 1, 2, ...), got {fields[2]!r}")
+    judged = into.setdefault(fields[0], {"split": split, "gold": [], "relevance": {}})
+    judged["relevance"][fields[1]] = int(score)  # graded, as the qrels give it: nDCG uses the grades
     if score > 0 and fields[1] not in judged["gold"]:
         judged["gold"].append(fields[1])
     return []
@@ -242,6 +245,39 @@ def read_qrels(path: Path, guard: RecordGuard, on_bytes: Callable[[int], None], 
         if (number == 1 and fields[0] == "query-id") or not line.strip():
             continue
         guard.convert(path, f"line {number}", fields, convert)
+
+
+def beir_files(given: list[Path]) -> list[Path]:
+    """A BEIR dataset as BEIR's own loader takes it, its folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv,
+    each maybe compressed); a corpus.jsonl given alone brings the queries and qrels beside it, said in a line."""
+    from mhindex.ui import reporter
+
+    def beside(folder: Path) -> list[Path]:
+        found = [p for p in sorted(folder.iterdir()) if _plain_name(p) in ("queries.jsonl", "corpus.jsonl")]
+        if (folder / "qrels").is_dir():
+            found += [p for p in sorted((folder / "qrels").iterdir()) if _plain_name(p).endswith(".tsv")]
+        return found
+
+    files: list[Path] = []
+    for path in given:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = beside(path)
+        if not any(_plain_name(p) == "corpus.jsonl" for p in found):
+            raise BadInput(
+                f"{path} holds no corpus.jsonl (BEIR's layout: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)"
+            )
+        files += found
+    if len(given) == 1 and given[0].is_file() and _plain_name(given[0]) == "corpus.jsonl":
+        others = [p for p in beside(given[0].parent) if p.resolve() != given[0].resolve()]
+        if others:
+            reporter().info(
+                f"reading {', '.join(str(p.relative_to(given[0].parent)) for p in others)} beside {given[0].name} "
+                "as well (BEIR's layout); give -i files one by one to leave any out"
+            )
+            files += others
+    return files
 
 
 def convert_beir(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None]) -> Iterator:
@@ -260,9 +296,8 @@ def convert_beir(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int
         qid = record_id(record, "_id", "id")
         if qid not in judged:
             return []
-        return [
-            Question(qid, need(record, "text", str), [], judged[qid]["gold"], "beir", {"split": judged[qid]["split"]})
-        ]
+        extra = {"split": judged[qid]["split"], "relevance": judged[qid]["relevance"]}
+        return [Question(qid, need(record, "text", str), [], judged[qid]["gold"], "beir", extra)]
 
     for path in queries:
         for where, record in read_records(path, on_bytes):
@@ -289,7 +324,8 @@ DPR = Dataset(
 BEIR = Dataset(
     own_corpus=True,
     name="beir",
-    description="A BEIR dataset: corpus.jsonl, queries.jsonl and qrels/<split>.tsv",
+    description="A BEIR dataset: its folder (corpus.jsonl, queries.jsonl and qrels/<split>.tsv)",
     convert=convert_beir,
+    expand_inputs=beir_files,
     given_ids=True,
 )

@@ -40,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mhindex.eval.ranking import RANKING_METRICS, ranking_scores, scores_retrieval
 from mhindex.text import normalize_answer
 
 
@@ -317,13 +318,16 @@ def aggregate(
         summary["accuracy_llm"] = sum(r["accuracy_llm"] for r in rows) / n
     if any("rounds" in p for p in by_id.values()):  # SearChain's rounds of feedback, as its paper reports them
         summary["rounds_per_question"] = sum(float(by_id[q].get("rounds") or 0) for q in questions if q in by_id) / n
+    if scores_retrieval(list(questions.values())):  # nothing to answer (BEIR's queries): ranking measures instead
+        summary = _ranked(by_id, questions, budget)
+    else:
+        summary["f1_ci95"] = ci95_half_width([r["f1"] for r in rows])
+        # Percentile bootstrap intervals: inside 0-100% by construction, unlike mean ± 1.96 SE.
+        summary["f1_interval"] = paired_bootstrap([r["f1"] for r in rows])[1] if len(rows) > 1 else None
     summary.update(
         {
             "recall": sum(recalls) / len(recalls) if recalls else None,
-            "f1_ci95": ci95_half_width([r["f1"] for r in rows]),
             "recall_ci95": ci95_half_width(recalls),
-            # Percentile bootstrap intervals: inside 0-100% by construction, unlike mean ± 1.96 SE.
-            "f1_interval": paired_bootstrap([r["f1"] for r in rows])[1] if len(rows) > 1 else None,
             "recall_interval": paired_bootstrap(recalls)[1] if len(recalls) > 1 else None,
             "paragraph_budget": budget,
             "retrieved_per_question": sum(r["retrieved"] for r in rows) / n,
@@ -335,8 +339,23 @@ def aggregate(
     return summary
 
 
-#: What paired comparisons compare: the answer's F1 and EM, and recall of gold paragraphs.
+def _ranked(predictions: dict[str, dict], questions: dict[str, dict], budget: int) -> dict:
+    """A retrieval evaluation's summary: each ranking measure's mean over the judged questions, with its
+    intervals, and `scored` saying so (the answer columns are left out of its table)."""
+    per_question = ranking_scores(predictions, questions, budget)
+    summary: dict = {"scored": "retrieval"}
+    for key, *_ in RANKING_METRICS:
+        values = [scores[key] for scores in per_question.values()]
+        summary[key] = sum(values) / len(values) if values else None
+        summary[f"{key}_ci95"] = ci95_half_width(values)
+        summary[f"{key}_interval"] = paired_bootstrap(values)[1] if len(values) > 1 else None
+    return summary
+
+
+#: What paired comparisons compare: the answer's F1 and EM, and recall of gold paragraphs; for a retrieval
+#: evaluation, its ranking measures and recall.
 PAIRED_METRICS = ("f1", "em", "recall")
+PAIRED_RANKING_METRICS = (*(key for key, *_ in RANKING_METRICS), "recall")
 BOOTSTRAP_RESAMPLES = 10_000
 
 
@@ -367,21 +386,25 @@ def paired_differences(
     compared on the questions with gold paragraphs, for methods that both retrieve."""
     rows: dict[str, dict[str, dict]] = {}
     retrieves: dict[str, bool] = {}
+    ranking = scores_retrieval(list(questions.values()))
     for name, records in predictions.items():
         by_id = {p["id"]: p for p in records if "id" in p and "error" not in p}
         retrieves[name] = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
         rows[name] = {qid: score_one(by_id.get(qid) or {}, q, budget) for qid, q in questions.items()}
+        if ranking:
+            for qid, scores in ranking_scores(by_id, questions, budget).items():
+                rows[name][qid].update(scores)
     names = list(predictions)
     compared = []
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
-            for metric in PAIRED_METRICS:
-                if metric == "recall" and not (retrieves[first] and retrieves[second]):
+            for metric in PAIRED_RANKING_METRICS if ranking else PAIRED_METRICS:
+                if metric in PAIRED_RANKING_METRICS and not (retrieves[first] and retrieves[second]):
                     continue
                 pairs = [
                     (rows[first][qid][metric], rows[second][qid][metric])
                     for qid in questions
-                    if rows[first][qid][metric] is not None and rows[second][qid][metric] is not None
+                    if rows[first][qid].get(metric) is not None and rows[second][qid].get(metric) is not None
                 ]
                 if not pairs:
                     continue

@@ -22,6 +22,7 @@ import orjson
 
 from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate, paired_differences
+from mhindex.eval.ranking import judged, run_predictions, scores_retrieval
 from mhindex.eval.splits import trained_overlap
 from mhindex.eval.sweep import TUNE_METRICS, Variant, choose_settings, parse_sweeps, variants, with_overrides
 from mhindex.files import atomic_file
@@ -43,6 +44,11 @@ def question_problem(record: Any) -> str | None:
         value = record.get(name, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             return f"field '{name}' should be a list of strings"
+    relevance = record.get("relevance", {})
+    if not isinstance(relevance, dict) or not all(
+        isinstance(grade, int) and not isinstance(grade, bool) for grade in relevance.values()
+    ):
+        return "field 'relevance' should map paragraph ids to whole grades"
     return None
 
 
@@ -77,7 +83,9 @@ def sample_of_split(
     order (the questions a setting was tuned on), so that the two samples are disjoint."""
     from mhindex.eval.splits import select_split
 
-    answered = [q for q in read_questions_file(corpus.questions) if q.get("answers")]
+    every = read_questions_file(corpus.questions)
+    # Scored on its answers; a corpus with none (BEIR's queries) on its relevance judgements (eval/ranking.py).
+    answered = [q for q in every if q.get("answers")] or [q for q in every if judged(q)]
     questions, resolved = select_split(answered, split, corpus.name)
     if skip or (limit is not None and limit < len(questions)):
         order = list(range(len(questions)))
@@ -417,9 +425,13 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
     questions, split = sample_of_split(corpus, plan.limit, plan.seed, split, skip=len(tuning))
     if not questions:
         raise UsageError(
-            f"corpus '{corpus.name}' has no questions with answers to evaluate"
+            f"corpus '{corpus.name}' has no questions with answers or relevance judgements to evaluate"
             + (f" beyond the {len(tuning)} tuned on" if tuning else "")
         )
+    ranked = scores_retrieval(questions)
+    if plan.tune_limit is not None and plan.tune_metric in (("f1", "em") if ranked else ("ndcg_10", "map", "mrr")):
+        scored = "retrieval: give recall, ndcg_10, map or mrr" if ranked else "answers: give recall, f1 or em"
+        raise UsageError(f"--tune-metric {plan.tune_metric}: corpus '{corpus.name}' is scored on {scored}")
     spec = plan.backend
     if plan.out is not None:
         _check_out(plan.out, home)
@@ -576,7 +588,8 @@ def score_file(
         if "/" in questions or questions.endswith(".jsonl"):
             raise UsageError(f"{questions}: no such file")
         questions_file = open_corpus(home, questions).questions
-    records = read_predictions(predictions)
+    records = run_predictions(predictions)  # a TREC run or search results, scored on their ranking
+    records = read_predictions(predictions) if records is None else records
     if not records:
         raise UsageError(f"{predictions}: holds no predictions")
     gold = read_questions(questions_file)

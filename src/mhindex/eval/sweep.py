@@ -102,7 +102,8 @@ def with_overrides(settings: Any, overrides: dict[str, Any], name: str) -> Any:
     return changed
 
 
-TUNE_METRICS = ("recall", "f1", "em")
+#: recall and the answer's F1 and EM; a retrieval evaluation's ranking measures (eval/ranking.py)
+TUNE_METRICS = ("recall", "f1", "em", "ndcg_10", "map", "mrr")
 
 
 def _score(values: dict[str, Any], variant: Variant) -> float:

@@ -57,6 +57,7 @@ METHODS: Registry[type[Method]] = Registry(
         "iterretgen": "mhindex.methods.iterretgen:IterRetGen",
         "react": "mhindex.methods.react:ReAct",
         "decompose": "mhindex.methods.decompose:Decompose",
+        "retrieve": "mhindex.methods.retrieve:Retrieve",
     },
     _check,
 )

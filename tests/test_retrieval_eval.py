@@ -1,0 +1,122 @@
+"""Retrieval scored against qrels (eval/ranking.py), as a researcher with a BEIR dataset does it: a BEIR
+folder made from the bundled HotpotQA sample (as BEIR made its HotpotQA: a document per title, the
+supporting titles relevant) with graded judgements, given as its folder, indexed with Lucene, evaluated
+with the `retrieve` method and scored. Every measure must equal what ir_measures computes on its own from
+`mhindex search`'s TREC run and the qrels, to the fourth decimal."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import ir_measures
+import pytest
+from ir_measures import AP, RR, R, nDCG
+
+from conftest import SAMPLES, read_jsonl
+
+HOTPOTQA = SAMPLES / "hotpotqa" / "hotpot_dev_distractor_v1.sample.json"
+QUERIES = 12
+
+
+def beir_folder(folder: Path) -> list[tuple[str, str, int]]:
+    """corpus.jsonl, queries.jsonl and qrels/test.tsv; returns the judgements. Grades as a graded collection
+    (TREC-COVID's 0/1/2) gives them: every third query's first supporting title 2, the other supporting
+    titles 1, one distractor judged 0, so that nDCG's gains and judged non-relevant documents are exercised."""
+    documents: dict[str, tuple[str, str]] = {}
+    by_title: dict[str, str] = {}
+    judged, queries = [], []
+    for n, record in enumerate(json.loads(HOTPOTQA.read_text())[:QUERIES]):
+        supporting = list(dict.fromkeys(title for title, _ in record["supporting_facts"]))
+        for title, sentences in record["context"]:
+            doc = by_title.setdefault(title, f"doc{len(by_title)}")
+            documents.setdefault(doc, (title, "".join(sentences)))
+            if title in supporting:
+                judged.append((record["_id"], doc, 2 if n % 3 == 0 and title == supporting[0] else 1))
+        distractor = next(t for t, _ in record["context"] if t not in supporting)
+        judged.append((record["_id"], by_title[distractor], 0))
+        queries.append({"_id": record["_id"], "text": record["question"], "metadata": {}})
+    (folder / "qrels").mkdir(parents=True)
+    lines = [json.dumps({"_id": d, "title": t, "text": x, "metadata": {}}) for d, (t, x) in documents.items()]
+    (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, d, g in judged)
+    )
+    return judged
+
+
+@pytest.fixture
+def beir(mh, tmp_path) -> list[tuple[str, str, int]]:
+    judged = beir_folder(tmp_path / "hotpotqa-beir")
+    built = mh("corpus", "beir", "-i", tmp_path / "hotpotqa-beir", "--name", "hpbeir", "--json")
+    assert built.code == 0, built.err
+    assert built.json()["counts"]["questions"] == QUERIES
+    assert mh("index", "hpbeir").code == 0
+    return judged
+
+
+def test_a_beir_folder_is_scored_on_its_qrels_as_ir_measures_scores_it(mh, home, beir, tmp_path, monkeypatch):
+    # The grades are kept, 0 included; the gold paragraphs are those above 0.
+    questions = {q["id"]: q for q in read_jsonl(home / "hpbeir" / "questions.jsonl")}
+    for qid, doc, grade in beir:
+        assert questions[qid]["relevance"][doc] == grade and (doc in questions[qid]["gold_ids"]) == (grade > 0)
+
+    evaluated = mh("eval", "hpbeir", "--method", "retrieve", "--sweep", "retrieve.k=5,15", "--lm", "local:smollm2-135m",
+                   "--json")  # fmt: skip
+    assert evaluated.code == 0, evaluated.err
+    report = evaluated.json()
+    top15 = report["methods"]["retrieve@k=15"]
+    assert report["questions"] == QUERIES and top15["scored"] == "retrieval" and "f1" not in top15
+
+    # The same ranking, run by `mhindex search` as a TREC run and scored by ir_measures from its own readers.
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(json.dumps({"id": q, "query": questions[q]["question"]})
+                                                         + "\n" for q in questions)))  # fmt: skip
+    searched = mh("search", "hpbeir", "-", "-k", "15", "--output-format", "trec")
+    assert searched.code == 0, searched.err
+    run_file = tmp_path / "run.trec"
+    run_file.write_text(searched.out)
+    qrels_file = tmp_path / "qrels.trec"
+    qrels_file.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in beir))
+    expected = ir_measures.calc_aggregate(
+        [nDCG @ 10, AP, RR, R @ 15],
+        list(ir_measures.read_trec_qrels(str(qrels_file))),
+        list(ir_measures.read_trec_run(str(run_file))),
+    )
+    assert 0 < expected[nDCG @ 10] < 1 and 0 < expected[AP] < 1
+    for key, measure in (("ndcg_10", nDCG @ 10), ("map", AP), ("mrr", RR), ("recall", R @ 15)):
+        assert top15[key] == pytest.approx(expected[measure], abs=5e-5), key
+
+    # `score` reads the TREC run itself against the corpus's qrels: the same numbers.
+    scored = mh("score", run_file, "--questions", "hpbeir", "--json")
+    assert scored.code == 0, scored.err
+    (summary,) = scored.json().values()
+    for key in ("ndcg_10", "map", "mrr", "recall"):
+        assert summary[key] == pytest.approx(top15[key], abs=5e-5), key
+
+    # Paired differences on the ranking measures; five paragraphs never recall more than fifteen.
+    paired = {row["metric"]: row for row in report["paired"]}
+    assert set(paired) == {"ndcg_10", "map", "mrr", "recall"}
+    assert paired["recall"]["a_better"] == 0 and report["methods"]["retrieve@k=5"]["recall"] <= top15["recall"]
+
+    # The table shows the ranking measures, and no answer columns (there are no answers).
+    table = mh("eval", "hpbeir", "--method", "retrieve", "--lm", "local:smollm2-135m")
+    assert table.code == 0, table.err
+    header = next(line for line in table.out.splitlines() if "Method" in line)
+    assert all(column in header for column in ("nDCG@10", "MAP", "MRR", "Recall")), header
+    assert "F1" not in header and "EM" not in header
+
+
+def test_a_lone_corpus_jsonl_brings_the_queries_and_qrels_beside_it(mh, home, tmp_path):
+    beir_folder(tmp_path / "hotpotqa-beir")
+    built = mh("corpus", "beir", "-i", tmp_path / "hotpotqa-beir" / "corpus.jsonl", "--name", "lone", "--json")
+    assert built.code == 0, built.err
+    assert "reading queries.jsonl, qrels/test.tsv beside corpus.jsonl" in built.err
+    assert built.json()["counts"]["questions"] == QUERIES
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = mh("corpus", "beir", "-i", empty, "--name", "none")
+    assert refused.code == 2 and refused.err.strip().splitlines() == [
+        f"mhindex: error: {empty} holds no corpus.jsonl (BEIR's layout: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)"
+    ]
