@@ -95,6 +95,16 @@ def test_a_beir_folder_is_scored_on_its_qrels_as_ir_measures_scores_it(mh, home,
     for key in ("ndcg_10", "map", "mrr", "recall"):
         assert summary[key] == pytest.approx(top15[key], abs=5e-5), key
 
+    # Several files side by side, each under its recorded method (or the variant its file names), with their
+    # paired differences: the TREC run ranks as retrieve@k=15 did, so it differs from it in nothing.
+    (five,) = (home / "hpbeir" / "eval").glob("*/retrieve@k=5.jsonl")
+    side = mh("score", five, five.with_name("retrieve@k=15.jsonl"), run_file, "--questions", "hpbeir", "--json")
+    assert side.code == 0, side.err
+    assert list(side.json()["methods"]) == ["retrieve@k=5", "retrieve@k=15", "run"]
+    against_run = [p for p in side.json()["paired"] if (p["a"], p["b"]) == ("retrieve@k=15", "run")]
+    assert {p["metric"] for p in against_run} == {"ndcg_10", "map", "mrr", "recall"}
+    assert all(p["difference"] == 0 for p in against_run)
+
     # Paired differences on the ranking measures; five paragraphs never recall more than fifteen.
     paired = {row["metric"]: row for row in report["paired"]}
     assert set(paired) == {"ndcg_10", "map", "mrr", "recall"}

@@ -165,7 +165,7 @@ def score(
 ) -> dict[str, Any]:
     """A predictions file (`ask --json` records, one a line) scored against a questions file or a corpus
     name, as `mhindex score`: its metrics."""
-    from mhindex.eval.run import score_file
+    from mhindex.eval.run import score_files
 
-    summary, _ = score_file(Path(predictions).expanduser(), str(questions), budget, resolve_home(home))
-    return dict(next(iter(summary.values())))
+    scored = score_files([Path(predictions).expanduser()], str(questions), budget, resolve_home(home))
+    return dict(next(iter(scored.methods.values())))

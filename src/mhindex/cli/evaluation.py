@@ -44,6 +44,9 @@ FormatOption = Annotated[TableFormat, opt("The table as text (on a terminal), md
 _judge = EvalSettings.__dataclass_fields__["judge_lm"].metadata["option"]
 JudgeOption = Annotated[Optional[str], opt(_judge.help, flag_of("judge_lm", _judge))]
 RunsArgument = Annotated[list[Path], arg("Evaluation folders (or their metrics.json), one per dataset.")]
+PREDICTIONS_HELP = (
+    "Prediction files: `ask --json` records (one a line), TREC runs or `search -` results; several side by side."
+)
 TitleOption = Annotated[Optional[str], opt("Title \\[default: the model and the question count].")]
 
 
@@ -115,7 +118,7 @@ def eval_(
 @app.command()
 @common()
 def score(
-    predictions: Annotated[Path, arg("A predictions file (ask --json records, one a line).")],
+    predictions: Annotated[list[Path], arg(PREDICTIONS_HELP)],
     questions: Annotated[
         str, opt("A corpus name (its questions.jsonl) or a questions.jsonl with gold answers and paragraph ids.")
     ],
@@ -127,17 +130,21 @@ def score(
     root: Path,
     out: Output,
 ) -> None:
-    """Score an existing predictions file against a question file."""
-    from mhindex.eval.report import bar_chart, metrics_view
-    from mhindex.eval.run import score_file
+    """Score prediction files side by side against a question file: one a row, with their paired differences.
+    With --json: one file's metrics by its name; several as metrics.json has them ({"methods", "paired"})."""
+    from mhindex.eval.report import bar_chart, metrics_view, paired_table
+    from mhindex.eval.run import score_files
     from mhindex.lm import ModelOptions
 
     with ui.graceful_interrupts(kept="the judge's calls so far are cached"):
-        summary, questions_file = score_file(predictions, questions, budget, root, judge_lm, ModelOptions())
-    title = f"{predictions.name}, scored on {questions_file}"
+        scored = score_files(predictions, questions, budget, root, judge_lm, ModelOptions())
+    title = f"{', '.join(p.name for p in predictions)}, scored on {scored.questions_file}"
     if chart is not None:
-        bar_chart({questions_file.parent.name: summary}, chart, title)
-    _show(out, summary, metrics_view(summary, title, table_format, console().is_terminal, chart))
+        bar_chart({scored.questions_file.parent.name: scored.methods}, chart, title)
+    view = metrics_view(scored.methods, title, table_format, console().is_terminal, chart)
+    paired = [paired_table(scored.paired)] if scored.paired and not isinstance(view, str) else []
+    data = {"methods": scored.methods, "paired": scored.paired} if len(predictions) > 1 else scored.methods
+    _show(out, data, view if isinstance(view, str) else [*view, *paired])
 
 
 @app.command()

@@ -166,7 +166,7 @@ def table(metrics: dict[str, dict], title: str):
     return grid
 
 
-PAIRED_LABELS = {"f1": "F1", "em": "EM", "recall": "Recall"}
+PAIRED_LABELS = {"f1": "F1", "em": "EM", "recall": "Recall", **{key: column for key, column, _ in RANKING_METRICS}}
 
 
 def tuned_summary(tuned: dict) -> str:

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -573,42 +573,66 @@ def _write_report(folder: Path, report: dict, plan: EvalPlan, questions: int) ->
     bar_chart({dataset: report["methods"]}, folder / "chart.png", run_title(dataset, questions, lm, plan.backend.label))
 
 
-def score_file(
-    predictions: Path, questions: str, budget: int, home: Path, judge: str | None = None, model: Any = None
-) -> tuple[dict, Path]:
-    """`mhindex score`: the metrics of a predictions file against a questions file (or a corpus
-    name, meaning its questions.jsonl); returns them and the questions file used."""
+@dataclass
+class Scored:
+    """`mhindex score`'s result: each file's metrics by the name it is shown under, their paired differences
+    (with two files or more), and the questions file used."""
+
+    methods: dict[str, dict]
+    paired: list[dict]
+    questions_file: Path
+
+
+def score_files(
+    predictions: Sequence[Path], questions: str, budget: int, home: Path, judge: str | None = None, model: Any = None
+) -> Scored:
+    """`mhindex score`: prediction files (`ask --json` records, TREC runs, `search -` results) scored side by side
+    against a questions file (or a corpus name, meaning its questions.jsonl), on every question any of them
+    answers: a file that lacks one scores it 0, as `eval` scores a failed answer. Each is named by the method its
+    records name (the file's name where that says more, as eval's `oner@k=5.jsonl`)."""
     from mhindex.eval.judge import judge_predictions
     from mhindex.home import open_corpus
+    from mhindex.methods.session import load_judge
 
-    if not predictions.is_file():
-        raise UsageError(f"{predictions}: no such file")
+    for path in predictions:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such file")
     questions_file = Path(questions).expanduser()
     if not questions_file.is_file():
         if "/" in questions or questions.endswith(".jsonl"):
             raise UsageError(f"{questions}: no such file")
         questions_file = open_corpus(home, questions).questions
-    records = run_predictions(predictions)  # a TREC run or search results, scored on their ranking
-    records = read_predictions(predictions) if records is None else records
-    if not records:
-        raise UsageError(f"{predictions}: holds no predictions")
     gold = read_questions(questions_file)
-    ids = list(dict.fromkeys(r["id"] for r in records if "id" in r))
-    missing = [i for i in ids if i not in gold]
-    if missing:
-        raise UsageError(
-            f"{predictions}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})"
-        )
-    asked = {i: gold[i] for i in ids}
-    from mhindex.methods.session import load_judge
-
+    read: dict[str, list[dict]] = {}
+    for path in predictions:
+        records = run_predictions(path)  # a TREC run or search results, scored on their ranking
+        records = read_predictions(path) if records is None else records
+        if not records:
+            raise UsageError(f"{path}: holds no predictions")
+        missing = [r["id"] for r in records if "id" in r and r["id"] not in gold]
+        if missing:
+            raise UsageError(
+                f"{path}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})"
+            )
+        read[_shown_name(path, records, read)] = records
+    asked = {i: gold[i] for i in dict.fromkeys(r["id"] for records in read.values() for r in records if "id" in r)}
     judge_lm = load_judge(judge, model, home)
     try:
-        verdicts = judge_predictions(judge_lm, records, asked) if judge_lm is not None else None
+        verdicts = (
+            {name: judge_predictions(judge_lm, records, asked) for name, records in read.items()} if judge_lm else {}
+        )
     finally:
         if judge_lm is not None:
             judge_lm.close()
-    return {predictions.stem: aggregate(records, asked, budget, verdicts)}, questions_file
+    methods = {name: aggregate(records, asked, budget, verdicts.get(name)) for name, records in read.items()}
+    return Scored(methods, paired_differences(read, asked, budget) if len(read) > 1 else [], questions_file)
+
+
+def _shown_name(path: Path, records: list[dict], taken: Mapping[str, Any]) -> str:
+    recorded = {r["method"] for r in records if isinstance(r.get("method"), str) and r["method"]}
+    method = recorded.pop() if len(recorded) == 1 else None
+    name = path.stem if method is None or path.stem == method or path.stem.startswith(f"{method}@") else method
+    return next(n for n in (name, path.stem, str(path)) if n not in taken)
 
 
 def read_questions(path: Path) -> dict[str, dict]:
