@@ -42,7 +42,19 @@ def server(smollm2_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "lm_server.py"), str(smollm2_path), str(port)],
+        [
+            sys.executable,
+            str(REPO / "scripts" / "lm_server.py"),
+            "--model",
+            str(smollm2_path),
+            "--port",
+            str(port),
+            "--context",
+            "4096",
+            "--threads",
+            "1",
+            "--until-stdin-closes",
+        ],  # fmt: skip
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
