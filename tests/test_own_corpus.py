@@ -234,3 +234,28 @@ def test_a_truncated_archive_is_named_and_never_becomes_a_short_corpus(mh, home,
     plain.write_bytes(b"".join(lines))
     result = mh("corpus", "jsonl", "-i", plain, "--name", "plain")
     assert result.code == 2 and f"{plain}: not a readable" in result.err and len(result.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])  # in the build's own process, and in forked workers
+def test_untitled_paragraphs_are_counted_and_titled_as_asked(mh, home, tmp_path, workers):
+    """Pyserini contents whose first line is an unquoted title: said with the count, never silently
+    untitled; --title-from first-line or id gives each a title, --title-from none says there are none."""
+    paragraphs, _ = _sample(6)
+    contents = _write(
+        tmp_path / "collection.jsonl",
+        [orjson.dumps({"id": pid, "contents": f"{t}\n{x}"}) + b"\n" for (t, x), pid in paragraphs.items()],
+    )
+    built = mh("corpus", "jsonl", "-i", contents, "--workers", workers, "--json")
+    assert built.code == 0, built.err
+    assert built.json()["counts"]["untitled_paragraphs"] == len(paragraphs)
+    assert f"{len(paragraphs):,} of {len(paragraphs):,} paragraphs have no title" in built.err
+    assert "--title-from first-line or id" in built.err
+    for title_from, title in (("first-line", lambda t, pid: t), ("id", lambda t, pid: pid)):
+        again = mh("corpus", "jsonl", "-i", contents, "--workers", workers, "--title-from", title_from, "--json")
+        assert again.code == 0 and "no title" not in again.err, again.err
+        assert again.json()["counts"]["untitled_paragraphs"] == 0
+        kept = {p["id"]: p for p in read_jsonl(home / "jsonl" / "corpus.jsonl")}
+        assert {pid: kept[pid]["title"] for pid in kept} == {pid: title(t, pid) for (t, _), pid in paragraphs.items()}
+    quiet = mh("corpus", "jsonl", "-i", contents, "--workers", workers, "--title-from", "none", "--json")
+    assert quiet.code == 0 and "no title" not in quiet.err
+    assert quiet.json()["counts"]["untitled_paragraphs"] == len(paragraphs)

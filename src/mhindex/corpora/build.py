@@ -16,7 +16,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
 
@@ -358,7 +358,9 @@ def _build(
     total_bytes = sum(i["bytes"] for i in described)
     if workers is None:
         workers = available_cores() if total_bytes >= MIN_BYTES else 1
-    parallel = workers > 1 and len(sources) == 1 and not per_source[0] and can_split(dataset, inputs)
+    parallel = workers > 1 and len(sources) == 1 and can_split(dataset, inputs)
+    if parallel and per_source[0]:  # the converter's options travel with its line function (the workers fork)
+        dataset = replace(dataset, convert_line=functools.partial(dataset.convert_line, **per_source[0]))
     with atomic_directory(target.root, home) as staging, digests:
         with open(staging / "questions.jsonl", "wb") as questions_out:
             questions = _Questions(questions_out)
@@ -382,6 +384,7 @@ def _build(
         unmapped, unmapped_questions = questions.unmapped, questions.unmapped_questions
 
         corpus_sha = _write_shuffled(lines, staging / "corpus.jsonl", seed)
+        untitled = _untitled(staging / "corpus.jsonl") if dataset.own_corpus else 0
         for done in lines.files:
             done.unlink()
         described = [{**d, "sha256": digest} for d, digest in zip(described, digests.result(), strict=True)]
@@ -395,7 +398,10 @@ def _build(
             "inputs": described,
             **({"options": recorded_options} if recorded_options else {}),
             **({"sources": recorded_sources} if recorded_sources else {}),
-            "counts": _counts(paragraph_count, paragraphs_read, questions, guard),
+            "counts": {
+                **_counts(paragraph_count, paragraphs_read, questions, guard),
+                **({"untitled_paragraphs": untitled} if dataset.own_corpus else {}),
+            },
             "unmapped_gold_examples": unmapped[:20],
             "corpus_sha256": corpus_sha,
             "seconds": round(time.perf_counter() - started, 2),
@@ -416,9 +422,28 @@ def _build(
         )
     if guard.skipped:
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
+    if untitled and per_source[0].get("title_from") != "none":
+        warnings.append(
+            f"{untitled:,} of {paragraph_count:,} paragraphs have no title (their records give none); IRCoT's "
+            "title filter and ReAct's Search[] go by titles: --title-from first-line or id gives each one, "
+            "--title-from none says there are none"
+        )
     if dataset.given_ids and (repeated := manifest["counts"]["duplicate_paragraphs"]):
         warnings.append(f"{repeated} paragraphs repeated an id seen before; the first paragraph of each id was kept")
     return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=_stale(target, corpus_sha))
+
+
+def _untitled(corpus: Path) -> int:
+    """Paragraphs of a written corpus.jsonl with an empty title, counted in its bytes: each line is
+    `{"id":...,"title":...` as orjson writes it, and a quote inside a text is escaped, so the pattern is
+    only ever an empty title field."""
+    pattern, count, carry = b',"title":"",', 0, b""
+    with open(corpus, "rb") as handle:
+        while block := handle.read(1 << 24):
+            joined = carry + block
+            count += joined.count(pattern)
+            carry = joined[-(len(pattern) - 1) :]  # a match across blocks, never one counted twice
+    return count
 
 
 def _stale(target: CorpusDir, corpus_sha: str) -> list[str]:

@@ -25,6 +25,7 @@ import ast
 import csv
 import functools
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -42,6 +43,7 @@ from mhindex.corpora.records import (
     read_records,
 )
 from mhindex.errors import BadInput, UsageError
+from mhindex.options import option
 
 ID_TYPES = (str, int)
 
@@ -62,21 +64,39 @@ def record_id(record: dict, *keys: str) -> str:
     raise FieldError(f"field '{keys[0]}' is missing")
 
 
-def split_contents(contents: str) -> tuple[str, str]:
-    """FlashRAG's and Pyserini's wiki contents: `"Title"` on the first line, then the text."""
+TITLE_FROM = ("quoted", "first-line", "id", "none")
+
+
+@dataclass(frozen=True)
+class OwnSettings:
+    title_from: str = option(
+        "quoted",
+        "jsonl, beir: the title of a paragraph its record gives none: quoted (a quoted first line of `contents`, as "
+        "FlashRAG's wiki-18; else none), first-line (the first line, quoted or not), id, or none (untitled, "
+        "and no warning).",
+        choices=TITLE_FROM,
+    )
+
+
+def split_contents(contents: str, title_from: str = "quoted") -> tuple[str, str]:
+    """FlashRAG's and Pyserini's wiki contents: `"Title"` on the first line, then the text (with
+    `first-line`, the first line whether quoted or not)."""
     first, newline, rest = contents.partition("\n")
-    if newline and len(first) >= 2 and first.startswith('"') and first.endswith('"'):
+    quoted = len(first) >= 2 and first.startswith('"') and first.endswith('"')
+    if newline and quoted and title_from in ("quoted", "first-line"):
         return first[1:-1], rest
+    if newline and first.strip() and title_from == "first-line":
+        return first.strip(), rest
     return "", contents
 
 
-def paragraph_of(record: dict) -> Paragraph:
+def paragraph_of(record: dict, title_from: str = "quoted") -> Paragraph:
     pid = record_id(record, "id", "_id", "docid")
     if "contents" in record:
-        title, text = split_contents(need(record, "contents", str))
+        title, text = split_contents(need(record, "contents", str), title_from)
     else:
         title, text = optional(record, "title", str, ""), need(record, "text", str)
-    return Paragraph(title, text, id=pid)
+    return Paragraph(title or (pid if title_from == "id" else ""), text, id=pid)
 
 
 def answers_of(record: dict) -> list[str]:
@@ -137,15 +157,18 @@ def questions_last(inputs: list[Path]) -> list[Path]:
 # -- jsonl -------------------------------------------------------------------------------------------
 
 
-def convert_jsonl_line(record: dict) -> list:
+def convert_jsonl_line(record: dict, title_from: str = "quoted") -> list:
     """One line of a paragraph or a question file (the workers of a large build call this)."""
-    return [question_of(record, "jsonl")] if is_question(record) else [paragraph_of(record)]
+    return [question_of(record, "jsonl")] if is_question(record) else [paragraph_of(record, title_from)]
 
 
-def convert_jsonl(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None]) -> Iterator:
+def convert_jsonl(
+    inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None], title_from: str = "quoted"
+) -> Iterator:
+    convert = functools.partial(convert_jsonl_line, title_from=title_from)
     for path in questions_last(inputs):
         for where, record in read_records(path, on_bytes):
-            yield from guard.convert(path, where, record, convert_jsonl_line)
+            yield from guard.convert(path, where, record, convert)
 
 
 # -- dpr ---------------------------------------------------------------------------------------------
@@ -280,7 +303,9 @@ def beir_files(given: list[Path]) -> list[Path]:
     return files
 
 
-def convert_beir(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None]) -> Iterator:
+def convert_beir(
+    inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int], None], title_from: str = "quoted"
+) -> Iterator:
     qrels = [p for p in inputs if _plain_name(p).endswith(".tsv")]
     queries = [p for p in inputs if p not in qrels and "quer" in _plain_name(p).lower()]
     judged: dict[str, dict] = {}
@@ -290,7 +315,7 @@ def convert_beir(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int
         raise UsageError("BEIR's queries need its qrels (-i qrels/test.tsv): they name each query's gold paragraphs")
     for path in (p for p in inputs if p not in qrels and p not in queries):
         for where, record in read_records(path, on_bytes):
-            yield from guard.convert(path, where, record, lambda r: [paragraph_of(r)])
+            yield from guard.convert(path, where, record, lambda r: [paragraph_of(r, title_from)])
 
     def query(record: dict) -> list:
         qid = record_id(record, "_id", "id")
@@ -310,6 +335,7 @@ JSONL = Dataset(
     description="Your own corpus: JSON lines of id and contents, or id, title and text (Pyserini, FlashRAG, BEIR)",
     convert=convert_jsonl,
     convert_line=convert_jsonl_line,
+    Settings=OwnSettings,
     order_inputs=questions_last,
     given_ids=True,
 )
@@ -327,5 +353,6 @@ BEIR = Dataset(
     description="A BEIR dataset: its folder (corpus.jsonl, queries.jsonl and qrels/<split>.tsv)",
     convert=convert_beir,
     expand_inputs=beir_files,
+    Settings=OwnSettings,
     given_ids=True,
 )
