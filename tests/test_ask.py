@@ -379,3 +379,29 @@ def test_a_ctrl_c_held_back_comes_once_the_step_that_must_not_be_cut_is_done():
             signal.raise_signal(signal.SIGINT)
             steps.append("kept")  # not cut short
     assert steps == ["kept"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_time(mh, home, tmp_path):
+    """The record's "lm": the model, threads, calls the call cache answered (with what they took when first
+    made) and prompt tokens read; the trace says it in one line; `score` counts a cached answer's time as
+    first taken, marked (a run served from the cache once reported 0.0 s a question)."""
+    question = questions(home, 6)[5]["question"]
+    ask = ["ask", question, "--method", "nor", "--max-demos", "1", "--lm-threads", "1", "--json"]
+    first = mh(*ask).json()
+    assert first["lm"]["model"] == "local:smollm2-135m" and first["lm"]["threads"] == 1
+    assert first["lm"]["calls_from_cache"] == 0 and first["lm"]["cached_calls_seconds"] == 0
+    lm = first["lm"]
+    assert lm["prompt_tokens_read"] + lm["prompt_tokens_restored"] == first["prompt_tokens"] > 0
+    again = mh(*ask).json()
+    assert again["answer"] == first["answer"] and again["lm"]["calls_from_cache"] == 1
+    assert again["lm"]["cached_calls_seconds"] == pytest.approx(first["reader"]["seconds"], abs=0.5)
+    assert again["lm"]["prompt_tokens_read"] == 0
+
+    shown = mh(*ask[:-1]).out
+    assert "1 from the call cache (" in shown and "when first made)" in shown
+    answers = tmp_path / "nor.jsonl"
+    answers.write_text(json.dumps({**again, "id": questions(home, 6)[5]["id"]}) + "\n")
+    scored = mh("score", answers, "--questions", "musique", "--json").json()["nor"]
+    assert scored["cached_answers"] == 1 and scored["seconds_per_question"] >= again["lm"]["cached_calls_seconds"]
+    table = mh("score", answers, "--questions", "musique").out
+    assert "*" in table and "s/q*: with the call cache's answers timed" in table.replace("\n", " ")

@@ -119,7 +119,23 @@ def trace(answer) -> list:
             style="dim",
         )
     )
+    if isinstance(lm := answer.details.get("lm"), dict):
+        shown.append(Text(lm_costs(lm), style="dim"))
     return shown
+
+
+def lm_costs(lm: dict) -> str:
+    """The line under a trace that says where the model's time went: its threads, the calls the call cache
+    answered (and what they took first), the prompt tokens read rather than restored or reused."""
+    threads = f", {plural(lm['threads'], 'thread')}" if lm.get("threads") else ""
+    cached = lm.get("calls_from_cache") or 0
+    from_cache = f"; {cached} from the call cache ({lm.get('cached_calls_seconds', 0):.1f}s when first made)"
+    restored = lm.get("prompt_tokens_restored") or 0
+    return (
+        f"{lm.get('model')}{threads}{from_cache if cached else ''}; {lm.get('prompt_tokens_read', 0):,} prompt "
+        f"tokens read"
+        + (f", {restored:,} restored from a kept state or reused from the call before" if restored else "")
+    )
 
 
 def training_summary(result, corpus: str) -> str:

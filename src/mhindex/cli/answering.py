@@ -63,6 +63,7 @@ def ask(
     """
     from mhindex._api.answering import Asker
     from mhindex.methods import Query
+    from mhindex.methods.base import answered
 
     if not question.strip():
         raise UsageError('the question is empty; ask something, or pass "-" to read JSONL questions from stdin')
@@ -76,7 +77,7 @@ def ask(
                 _answer_stream(asker.method, workers)
                 return
             with ui.reporter().activity(f"{method}: starting"):
-                answer = asker.method.answer(Query("cli", question))
+                answer = answered(asker.method, Query("cli", question))
     out.show(answer.record(), *render.trace(answer))
 
 

@@ -290,7 +290,7 @@ def aggregate(
     """Averages over the questions given: a question with no prediction or a failed one scores 0.
     Recall is None where no question had gold paragraphs or the method retrieved nothing at all.
     `verdicts`: a judge's per question id (EfficientRAG's Accuracy), where one was asked."""
-    rows, costs, failed = [], {c: 0.0 for c in COST}, 0
+    rows, costs, failed, cached = [], {c: 0.0 for c in COST}, 0, 0
     by_id = {p["id"]: p for p in predictions if "id" in p and "error" not in p}
     for qid, question in questions.items():
         prediction = by_id.get(qid)
@@ -302,6 +302,11 @@ def aggregate(
         rows.append(row)
         for c in COST:
             costs[c] += float(prediction.get(c) or 0)
+        # An answer the call cache served took its calls' time when they were first made: counted so (marked).
+        served = prediction.get("lm")
+        if isinstance(served, dict):
+            costs["seconds"] += float(served.get("cached_calls_seconds") or 0)
+            cached += bool(served.get("calls_from_cache"))
     n = len(rows) or 1
     # A method that never retrieves (NoR) has no recall to report, not a recall of 0.
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
@@ -333,6 +338,7 @@ def aggregate(
             "retrieved_per_question": sum(r["retrieved"] for r in rows) / n,
             "questions": len(rows),
             "failed": failed,
+            **({"cached_answers": cached} if cached else {}),
             **{f"{c}_per_question": costs[c] / n for c in COST},
         }
     )

@@ -76,7 +76,7 @@ def table_text(metrics: dict[str, dict], title: str, form: str) -> str:
     if form == "md":
         lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
-        lines += ["", "±: half-width of the 95% interval over the sampled questions."]
+        lines += ["", f"{CAPTION}{cached_note(metrics)}."]
         return "\n".join(lines) + "\n"
 
     def tex(text: str) -> str:
@@ -94,10 +94,24 @@ def table_text(metrics: dict[str, dict], title: str, form: str) -> str:
         *(" & ".join(tex(cell) for cell in row) + r" \\" for row in rows),
         r"\bottomrule",
         r"\end{tabular}",
-        r"\caption{" + tex(title) + r". $\pm$: half-width of the 95\% interval over the sampled questions.}",
+        r"\caption{"
+        + tex(title)
+        + r". $\pm$: half-width of the 95\% interval over the sampled questions"
+        + tex(cached_note(metrics))
+        + ".}",
         r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
+
+
+CAPTION = "±: half-width of the 95% interval over the sampled questions"
+
+
+def cached_note(metrics: dict[str, dict]) -> str:
+    """What a starred s/q means, where a row has one."""
+    if not any(summary.get("cached_answers") for summary in metrics.values()):
+        return ""
+    return "; s/q*: with the call cache's answers timed as their calls took when first made"
 
 
 def _cell(summary: dict, key: str, fmt: str, scale: float) -> str:
@@ -109,7 +123,8 @@ def _cell(summary: dict, key: str, fmt: str, scale: float) -> str:
     if value is None:
         return "-"
     spread = summary.get(f"{key}_ci95")
-    return fmt.format(value * scale) + ("" if spread is None else f" ±{spread * scale:.1f}")
+    cached = "*" if key == "seconds_per_question" and summary.get("cached_answers") else ""
+    return fmt.format(value * scale) + ("" if spread is None else f" ±{spread * scale:.1f}") + cached
 
 
 _OPTIONAL = {
@@ -150,7 +165,7 @@ def table(metrics: dict[str, dict], title: str):
     grid = Table(
         title=title,
         title_justify="left",
-        caption="±: half-width of the 95% interval over the sampled questions",
+        caption=CAPTION + cached_note(metrics),
         caption_justify="left",
     )
     grid.add_column("Method")

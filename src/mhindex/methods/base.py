@@ -9,6 +9,7 @@ can run at once.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -123,7 +124,15 @@ class Meter:
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        # Beyond the counts (see `answered`): calls the call cache answered, the seconds they took when
+        # first made, and the prompt tokens read (not restored from a kept state nor reused from the last call).
+        self.cached_calls = 0
+        self.cached_seconds = 0.0
+        self.prompt_tokens_read = 0
+        self.prompt_tokens_restored = 0
         self._lock = threading.Lock()
+        if (meters := _question_meters.get()) is not None:
+            meters.append(self)
 
     def complete(
         self,
@@ -174,7 +183,42 @@ class Meter:
             self.calls += 1
             self.prompt_tokens += completion.prompt_tokens
             self.completion_tokens += completion.completion_tokens
+            if completion.cached:
+                self.cached_calls += 1
+                self.cached_seconds += completion.seconds
+            else:
+                evaluated = completion.prompt_tokens_evaluated
+                read = completion.prompt_tokens if evaluated is None else evaluated
+                self.prompt_tokens_read += read
+                self.prompt_tokens_restored += completion.prompt_tokens - read
         return completion
+
+
+#: The meters of the question being answered (`answered`), each made by the method as it likes.
+_question_meters: contextvars.ContextVar[list[Meter] | None] = contextvars.ContextVar("question_meters", default=None)
+
+
+def answered(method: Method, query: Query) -> Answer:
+    """`method.answer(query)`, its record told what the calls cost beyond their count ("lm"): the model and its
+    threads, how many calls the call cache answered and the seconds those took when first made (an answer
+    served from the cache is not a fast answer), and the prompt tokens read rather than restored from a kept
+    state or reused from the call before."""
+    meters: list[Meter] = []
+    token = _question_meters.set(meters)
+    try:
+        answer = method.answer(query)
+    finally:
+        _question_meters.reset(token)
+    if answer.lm_calls:
+        answer.details["lm"] = {
+            "model": method.lm.name,
+            "threads": getattr(method.lm, "threads", None),
+            "calls_from_cache": sum(m.cached_calls for m in meters),
+            "cached_calls_seconds": round(sum(m.cached_seconds for m in meters), 3),
+            "prompt_tokens_read": sum(m.prompt_tokens_read for m in meters),
+            "prompt_tokens_restored": sum(m.prompt_tokens_restored for m in meters),
+        }
+    return answer
 
 
 @dataclass(frozen=True)

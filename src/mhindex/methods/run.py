@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from mhindex import ui
 from mhindex.errors import MhindexError
-from mhindex.methods.base import Method, Query
+from mhindex.methods.base import Method, Query, answered
 
 
 @dataclass
@@ -30,7 +30,7 @@ def _answer(method: Method, number: int, item: Query | str) -> dict[str, Any]:
     if isinstance(item, str):
         return {"line": number, "error": item}
     try:
-        return method.answer(item).record()
+        return answered(method, item).record()
     except MhindexError as error:
         return {"line": number, "id": item.id, "error": str(error)}
     except Exception as error:  # noqa: BLE001 - one failing question is one error record, never the end of a run
