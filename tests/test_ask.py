@@ -392,6 +392,14 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
     assert first["lm"]["calls_from_cache"] == 0 and first["lm"]["cached_calls_seconds"] == 0
     lm = first["lm"]
     assert lm["prompt_tokens_read"] + lm["prompt_tokens_restored"] == first["prompt_tokens"] > 0
+    # Which demonstrations, why, and how many fit: MuSiQue's own here; an own corpus takes them by default.
+    demos = first["reader"]["demos"]
+    assert demos["set"] == "musique" and demos["why"] == "the corpus's dataset's own" and demos["used"] == 1
+    assert demos["available"] > 1
+    from mhindex.methods.settings import ReaderSettings, demo_choice
+
+    own = demo_choice(ReaderSettings(), "jsonl", 2, 20)
+    assert own["set"] == "musique" and own["why"].startswith("the default: the corpus's dataset has none")
     again = mh(*ask).json()
     assert again["answer"] == first["answer"] and again["lm"]["calls_from_cache"] == 1
     assert again["lm"]["cached_calls_seconds"] == pytest.approx(first["reader"]["seconds"], abs=0.5)
@@ -399,6 +407,7 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
 
     shown = mh(*ask[:-1]).out
     assert "1 from the call cache (" in shown and "when first made)" in shown
+    assert "demonstrations: 1 of" in shown and "musique's (the corpus's dataset's own)" in shown
     answers = tmp_path / "nor.jsonl"
     answers.write_text(json.dumps({**again, "id": questions(home, 6)[5]["id"]}) + "\n")
     scored = mh("score", answers, "--questions", "musique", "--json").json()["nor"]

@@ -263,6 +263,10 @@ def reader_step(record: dict[str, Any]) -> list[TraceStep]:
             f"{reader.get('prompt_tokens', 0):,} prompt tokens, {float(reader.get('seconds') or 0):.1f}s",
         ],
     ]
+    for label, demos in (("demonstrations", reader.get("demos")), ("steps' demonstrations", record.get("step_demos"))):
+        if isinstance(demos, dict):
+            rows.append(["", f"{label}: {demos.get('used')} of {demos.get('available')} of {demos.get('set')}'s "
+                             f"({demos.get('why')})"])  # fmt: skip
     chained = record.get("chain_answer")
     if chained and str(chained).lower() != str(record.get("answer", "")).lower():
         rows.append(["chain concluded", f"{text_of(chained)}; the reader's answer stands"])

@@ -151,7 +151,7 @@ class EfficientRAG(Method):
         self.filter = WordModel.load(filter_dir, "filter", device)
         self.models = {"labeler": str(labeler_dir), "filter": str(filter_dir), "trained": _trained(labeler_dir.parent)}
         self._trained_ids = _trained_ids(labeler_dir.parent)
-        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
+        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), True, context.dataset)
         self.answer_prompt_name = f"answer_{answer_prompt(context.dataset)}"
         self.answer_prompt = (
             resources.files("mhindex")

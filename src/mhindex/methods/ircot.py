@@ -40,7 +40,7 @@ from mhindex.methods.prompts import (
 )
 from mhindex.methods.queries import retrieval_query
 from mhindex.methods.reader import Reader, resolve_style
-from mhindex.methods.settings import CLEAN_QUERIES_HELP, ReaderSettings, demo_set
+from mhindex.methods.settings import CLEAN_QUERIES_HELP, ReaderSettings, demo_choice, demo_set
 from mhindex.options import option
 
 
@@ -123,7 +123,8 @@ class IRCoT(Method):
         budget = settings.demo_budget or lm.context_length // 2
         pool = demonstrations(demos_from, f"gold_with_{settings.distractors}_distractors_context_cot_qa", self.style)
         self.demos = self.packer.choose(pool, budget, settings.max_demos)
-        self.reader = Reader(lm, settings, demos_from, with_context=True)
+        self.step_demos = demo_choice(settings, context.dataset, len(self.demos), len(pool))
+        self.reader = Reader(lm, settings, demos_from, True, context.dataset)
         self._page_demos: list[str] | None = None
 
     # -- the loop -------------------------------------------------------------------------
@@ -182,7 +183,7 @@ class IRCoT(Method):
         meter = walk.meter
         read = self.reader.read(meter, query.question, pinned + [(h.title, h.text) for h in walk.collected])
         answer = read.answer
-        details: dict[str, Any] = {"reader": read.record()}
+        details: dict[str, Any] = {"reader": read.record(), "step_demos": self.step_demos}
         concluded = bool(reasoning) and mentions_answer(reasoning[-1])
         if concluded:
             details["chain_answer"] = extract_answer(reasoning[-1])

@@ -20,7 +20,7 @@ class NoRetrieval(Method):
         self, retriever: Retriever | None, lm: LanguageModel, settings: ReaderSettings, context: MethodContext
     ) -> None:
         super().__init__(retriever, lm, settings, context)
-        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=False)
+        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), False, context.dataset)
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)

@@ -35,7 +35,7 @@ class OneRetrieval(Method):
         super().__init__(retriever, lm, settings, context)
         self.k = settings.k
         self.clean = settings.clean_queries
-        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
+        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), True, context.dataset)
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)

@@ -19,7 +19,7 @@ from mhindex.methods.prompts import (
     question_block,
     short_span,
 )
-from mhindex.methods.settings import ReaderSettings
+from mhindex.methods.settings import ReaderSettings, demo_choice
 
 # Below this size a model answers better with the Direct reader than with CoT: Qwen2.5-0.5B's F1
 # on 50 HotpotQA questions, OneR, is 35.2 with Direct and 13.2 with CoT (benchmarks/README.md),
@@ -53,6 +53,7 @@ class ReaderCall:
     paragraphs: int
     prompt_tokens: int
     seconds: float
+    demos: dict[str, Any] | None = None  # settings.demo_choice: the set, why, how many of it fit
 
     def record(self) -> dict[str, Any]:
         return {
@@ -60,11 +61,19 @@ class ReaderCall:
             "prompt_tokens": self.prompt_tokens,
             "seconds": round(self.seconds, 3),
             "output": self.output,
+            **({"demos": self.demos} if self.demos else {}),
         }
 
 
 class Reader:
-    def __init__(self, lm: LanguageModel, settings: ReaderSettings, demo_set: str, with_context: bool) -> None:
+    def __init__(
+        self,
+        lm: LanguageModel,
+        settings: ReaderSettings,
+        demo_set: str,
+        with_context: bool,
+        dataset: str | None = None,
+    ) -> None:
         self.settings = settings
         self.style = resolve_style(settings, lm)
         self.kind = resolve_reader(settings, self.style, lm)
@@ -73,6 +82,7 @@ class Reader:
         pool = demonstrations(demo_set, f"{context}_{self.kind}_qa", self.style)
         budget = settings.demo_budget or lm.context_length // 2
         self.demos = self.packer.choose(pool, budget, settings.max_demos)
+        self.demo_choice = demo_choice(settings, dataset, len(self.demos), len(pool))
 
     def read(self, meter: Meter, question: str, paragraphs: Sequence[tuple[str, str]]) -> ReaderCall:
         blocks = [paragraph_block(t, x, self.settings.max_paragraph_words) for t, x in paragraphs]
@@ -90,4 +100,5 @@ class Reader:
         answer = extract_answer(output)
         if self.settings.short_answer:
             answer = short_span(answer)
-        return ReaderCall(answer, output, len(paragraphs), completion.prompt_tokens, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        return ReaderCall(answer, output, len(paragraphs), completion.prompt_tokens, seconds, self.demo_choice)

@@ -68,3 +68,15 @@ class ReaderSettings:
 def demo_set(settings: ReaderSettings, dataset: str | None) -> str:
     """The demonstrations to use: those asked for, else the corpus's dataset's, else MuSiQue's."""
     return settings.demos_from or prompt_set_for(dataset, DEMO_SETS, DEFAULT_DEMOS)
+
+
+def demo_choice(settings: ReaderSettings, dataset: str | None, used: int, available: int) -> dict[str, Any]:
+    """Which demonstrations a prompt opens with, why those, and how many of the set fit its budget: what the
+    record and the trace say (an own corpus takes MuSiQue's, which nothing said before)."""
+    if settings.demos_from:
+        why = "--demos-from"
+    elif prompt_set_for(dataset, DEMO_SETS, ""):
+        why = "the corpus's dataset's own"
+    else:
+        why = f"the default: the corpus's dataset has none of its own (--demos-from {', '.join(DEMO_SETS)})"
+    return {"set": demo_set(settings, dataset), "why": why, "used": used, "available": available}
