@@ -130,7 +130,7 @@ def test_a_build_replaces_only_a_corpus_mhindex_built(root):
         (["list", "everything"], "Invalid value for 'what': Value error, 'everything' is not one of"),
         (["search", "musique", "x", "-k", "0"], "Invalid value for '--hits' / '-k'"),
         (["search", "musique", "x", "-k", "-1"], "Invalid value for '--hits' / '-k'"),
-        (["ask", "x", "-k", "0"], "Invalid value for '-k'"),
+        (["ask", "x", "-k", "0"], "Invalid value for '--k' / '-k'"),
         (["eval", "musique", "--limit", "-3"], "Invalid value for '--limit'"),
         (["ask", "x", "--distractors", "7"], "Invalid value for '--distractors'"),
     ],

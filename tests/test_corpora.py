@@ -419,3 +419,18 @@ def test_one_wikipedia_corpus_of_every_sample(mh, home):
     assert [q["dataset"] for q in questions] == ["musique"] * len(questions) and len(questions) == 100
     ids = {p["id"] for p in corpus}
     assert all(set(q["gold_ids"]) <= ids for q in questions)
+
+
+def test_long_work_in_a_pipe_says_how_far_it_is_now_and_then(mh, home, monkeypatch):
+    """No bar in a pipe or a log, but a JSON line a minute (here: at every step), so that a log reader sees
+    a long build going on; none with --quiet."""
+    from mhindex import ui
+
+    monkeypatch.setattr(ui._PipeTask, "EVERY", 0.0)
+    built = mh("corpus", "musique", "--force")
+    assert built.code == 0, built.err
+    lines = [json.loads(line) for line in built.err.splitlines() if '"done"' in line]
+    assert lines and all(line["message"].startswith("converting musique: ") for line in lines)
+    assert lines[-1]["done"] == lines[-1]["total"] > 0 and lines[-1]["message"].endswith(" bytes")
+    quiet = mh("--quiet", "corpus", "musique", "--force")
+    assert quiet.code == 0 and quiet.err == ""

@@ -184,6 +184,8 @@ def with_options(
             owners_note = "" if len(uses) == len(owner_types) else f" ({', '.join(owner for owner, *_ in uses)})"
             text = f"{opt.help}{owners_note}" + (f" \\[default: {shown}]" if shown else "")
             names = [flag, opt.short] if opt.short else [flag]
+            if not flag.startswith("--"):  # a short name alone (-k): the field's long name beside it, as help lists
+                names = ["--" + name.replace("_", "-"), flag]
             if kind is bool:
                 names = [f"{flag}/--no-{flag[2:]}"]
             details: dict[str, Any] = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}

@@ -162,7 +162,8 @@ def doctor_report(found: Sequence, missing: Sequence) -> list:
     grid = Table("", "for", "what", "found", title="mhindex doctor", title_justify="left", show_lines=False)
     for check in found:
         mark = "[green]ok[/green]" if check.ok else ("[red]missing[/red]" if check.needed else "[yellow]-[/yellow]")
-        grid.add_row(mark, check.area, check.name, escape(check.detail if check.ok else f"{check.detail}: {check.fix}"))
+        listed = check.ok or check in missing  # what the default path needs is said once, below the table
+        grid.add_row(mark, check.area, check.name, escape(check.detail if listed else f"{check.detail}: {check.fix}"))
     if missing:
         return [
             grid,

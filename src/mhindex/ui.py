@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,6 +29,44 @@ class _NullTask:
         self, completed: float | None = None, total: float | None = None, description: str | None = None
     ) -> None:
         pass
+
+
+class _PipeTask:
+    """A bar's progress where no bar is drawn (a pipe, a log): a JSON line a minute at most, so that a log
+    reader sees long work going on (dense encoding said nothing for minutes)."""
+
+    EVERY = 60.0
+
+    def __init__(self, reporter: Reporter, description: str, total: float | None, unit: str) -> None:
+        self.reporter, self.description, self.total, self.unit = reporter, description, total, unit
+        self.done = 0.0
+        self.started = self.said = time.monotonic()
+
+    def advance(self, amount: float = 1) -> None:
+        self.done += amount
+        self._say()
+
+    def update(
+        self, completed: float | None = None, total: float | None = None, description: str | None = None
+    ) -> None:
+        self.done = self.done if completed is None else completed
+        self.total = self.total if total is None else total
+        self.description = description or self.description
+        self._say()
+
+    def _say(self) -> None:
+        now = time.monotonic()
+        if now - self.said < self.EVERY:
+            return
+        self.said = now
+        shown = (
+            f"{self.done:,.0f}"
+            + (f" of {self.total:,.0f}" if self.total else "")
+            + (f" {self.unit}" if self.unit else "")
+        )
+        self.reporter.info(
+            f"{self.description}: {shown}", done=self.done, total=self.total, seconds=round(now - self.started, 1)
+        )
 
 
 class _RichTask:
@@ -91,9 +130,12 @@ class Reporter:
         self._emit("warning", message, fields)
 
     @contextmanager
-    def progress(self, description: str, total: float | None = None, unit: str = "") -> Iterator[_NullTask | _RichTask]:
+    def progress(
+        self, description: str, total: float | None = None, unit: str = "", lines: bool = True
+    ) -> Iterator[_NullTask | _PipeTask | _RichTask]:
+        """A bar on a terminal; in a pipe a JSON line a minute (`lines`), none with --quiet."""
         if not self.interactive:
-            yield _NullTask()
+            yield _PipeTask(self, description, total, unit) if lines and not self.quiet else _NullTask()
             return
         from rich.progress import (
             BarColumn,

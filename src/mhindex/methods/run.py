@@ -99,7 +99,7 @@ def answer_stream(method: Method, lines: IO[str], emit: Callable[[dict[str, Any]
                 yield number, str(error)
 
     log, total, started, done = ui.reporter(), _lines_in_file(lines), time.perf_counter(), 0
-    with log.progress("answering questions", total=total) as bar:
+    with log.progress("answering questions", total=total, lines=False) as bar:  # its own line a question
 
         def emit_and_count(record: dict[str, Any]) -> None:
             nonlocal done
