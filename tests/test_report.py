@@ -113,6 +113,7 @@ def test_report_writes_one_page_with_tables_and_questions_and_escapes_markup(rep
     # every line the predictions files hold (IRCoT's has 50).
     assert "Questions: MuSiQue (20)" in text and "Questions: CWQ (20)" in text
     assert html.count('<a class="open" href="#q/0/') == 20
+    assert html.count('<div class="gold-answer">gold: ') == 40  # each listed question with its gold answers
 
 
 def test_report_names_what_is_missing(mh, tmp_path, home):

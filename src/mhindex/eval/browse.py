@@ -377,6 +377,7 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "number": number,
                 "id": qid,
                 "question": str(question.get("question", "")),
+                "gold": "; ".join(map(str, question.get("answers") or [])),
                 "facets": {key: str(question[key]) for key, _, _ in facets if key in question},
                 "cells": cells,
             }
