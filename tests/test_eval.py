@@ -521,3 +521,36 @@ def test_out_inside_a_corpus_folder_is_refused_before_any_answer(root, capsys):
         err = capsys.readouterr().err
         assert f"--out {inside} is inside corpus 'musique''s folder, which `mhindex corpus --force` replaces" in err
     assert not (root / "musique" / "mine").exists() and not (root / "musique" / "nor.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_an_evaluation_reruns_from_its_folder_to_the_same_answers_and_says_which_moved(root, tmp_path, capsys):
+    """`mhindex rerun FOLDER`: the recorded corpus (by hash), model, threads, settings (a sweep's variants too)
+    and questions, the call cache off, every answer compared with the recorded one, timings aside."""
+    first = tmp_path / "first"
+    asked = ["--home", str(root), "--quiet", "eval", "musique", *ARGS, "--sweep", "oner.k=2,3", "--lm-threads", "1"]
+    assert main([*asked, "--out", str(first)]) == 0
+    capsys.readouterr()
+    assert main(["--home", str(root), "rerun", str(first), "--out", str(tmp_path / "again"), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["compared"] == {"nor": 3, "oner@k=2": 3, "oner@k=3": 3}
+    assert again["differences"] == {"nor": [], "oner@k=2": [], "oner@k=3": []}
+    assert json.loads((tmp_path / "again" / "run.json").read_text())["lm_threads"] == 1
+
+    # An answer that is not what the recorded settings give is named, and the exit code says so.
+    predictions = first / "oner@k=2.jsonl"
+    records = [json.loads(line) for line in predictions.read_text().splitlines()]
+    records[1]["answer"] = "not what the model says"
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["--home", str(root), "rerun", str(first), "--out", str(tmp_path / "moved")]) == 1
+    shown = capsys.readouterr().out
+    assert f"oner@k=2: 1 of 3 answers differ from {first}: {records[1]['id']}" in shown
+    assert "nor: 3 of 3 answers as recorded" in shown
+
+    # Another corpus under the same name is one line, before any answer.
+    run_json = json.loads((first / "run.json").read_text())
+    (first / "run.json").write_text(json.dumps({**run_json, "corpus_sha256": "0" * 64}))
+    assert main(["--home", str(root), "rerun", str(first), "--out", str(tmp_path / "other")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "corpus 'musique' is not the one" in error[0] and "rebuild it" in error[0]
+    assert not (tmp_path / "other").exists()

@@ -251,3 +251,16 @@ def completion_note(model: str, completion) -> str:
     cached = " (cached)" if completion.cached else ""
     tokens = f"{completion.prompt_tokens} prompt + {completion.completion_tokens} completion tokens"
     return f"{model}: {tokens} in {completion.seconds:.2f}s{cached}"
+
+
+def rerun_summary(again) -> list[str]:
+    """Each variant's answers made again: all as recorded, or which questions moved."""
+    lines = []
+    for name, compared in again.compared.items():
+        moved = again.differences[name]
+        if moved:
+            shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+            lines.append(f"[red]{name}: {len(moved)} of {compared} answers differ[/red] from {again.original}: {shown}")
+        else:
+            lines.append(f"{name}: {compared} of {compared} answers as recorded (timings aside)")
+    return [*lines, f"[dim]the new run: {again.evaluation.folder}[/dim]"]

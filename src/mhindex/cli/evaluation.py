@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mhindex import ui
+from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.answering import WorkersOption
 from mhindex.cli.app import (
@@ -145,6 +145,30 @@ def score(
     paired = [paired_table(scored.paired)] if scored.paired and not isinstance(view, str) else []
     data = {"methods": scored.methods, "paired": scored.paired} if len(predictions) > 1 else scored.methods
     _show(out, data, view if isinstance(view, str) else [*view, *paired])
+
+
+@app.command()
+@common()
+def rerun(
+    folder: Annotated[Path, arg("An evaluation folder (what `mhindex eval` wrote).")],
+    page: Annotated[
+        Optional[Path], opt("Where the new run goes \\[default: beside it, FOLDER.rerun-TIME].", "--out")
+    ] = None,
+    *,
+    root: Path,
+    out: Output,
+) -> None:
+    """Make an evaluation again from its own folder (corpus hash, index, model, threads, every method's
+    settings, the questions), the call cache off, and compare every answer with the recorded one, timings
+    aside. Exit code 1 when any differs, naming the questions."""
+    from mhindex.eval.rerun import rerun as run_again
+
+    with ui.graceful_interrupts():
+        again = run_again(folder, root, page)
+    data = {"folder": str(again.evaluation.folder), "compared": again.compared, "differences": again.differences}
+    out.show(data, *render.rerun_summary(again))
+    if any(again.differences.values()):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -377,6 +377,8 @@ class EvalPlan:
     workers: int = 1
     budget: int = 15
     judge: str | None = None
+    #: exactly these questions (a rerun of a recorded evaluation), instead of a seeded sample
+    question_ids: list[str] | None = None
 
     @classmethod
     def make(
@@ -423,6 +425,12 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
     if plan.tune_limit is not None:
         tuning, split = sample_of_split(corpus, plan.tune_limit, plan.seed, split)
     questions, split = sample_of_split(corpus, plan.limit, plan.seed, split, skip=len(tuning))
+    if plan.question_ids is not None:  # a rerun: the recorded sample, whatever the seed would draw now
+        recorded = {q["id"]: q for q in read_questions_file(corpus.questions)}
+        missing = [i for i in plan.question_ids if i not in recorded]
+        if missing:
+            raise UsageError(f"corpus '{corpus.name}' has no question {missing[0]} (and {len(missing) - 1} more)")
+        questions = [recorded[i] for i in plan.question_ids]
     if not questions:
         raise UsageError(
             f"corpus '{corpus.name}' has no questions with answers or relevance judgements to evaluate"

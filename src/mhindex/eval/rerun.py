@@ -1,0 +1,127 @@
+"""An evaluation re-run from its own folder, as Pyserini's reproductions re-run a table: the corpus (checked by
+its hash), the backend and its index settings, the model with its threads and context, every method's
+settings (the demonstrations it used included) and the question ids come from the folder's run.json and
+metrics.json. The call cache is off, so every answer is made again, into a new folder; the predictions are
+then compared with the recorded ones, every field but the timings. A greedy local model on the same
+threads gives the same answers: any difference is a change of the code, the model or the index, and the
+comparison names the questions it moved."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mhindex.errors import UsageError
+from mhindex.eval.run import EvalPlan, Evaluation, evaluate, read_predictions
+from mhindex.eval.sweep import Variant, base_method
+
+#: what differs between two runs of the same answers without anything having changed: the timings, and why
+#: a demonstration set was used (the rerun names the recorded set, where the first run may have defaulted to it)
+TIMINGS = frozenset({"seconds", "lm", "prompt_seconds", "why"})
+
+
+@dataclass
+class Rerun:
+    original: Path
+    evaluation: Evaluation  # the new run (its folder, its metrics)
+    #: each variant's questions whose records differ from the recorded ones, timings aside
+    differences: dict[str, list[str]]
+    compared: dict[str, int]  # each variant's questions compared
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        found = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise UsageError(f"{path} is missing: is {path.parent} a folder `mhindex eval` wrote?") from None
+    except orjson.JSONDecodeError as error:
+        raise UsageError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(found, dict):
+        raise UsageError(f"{path}: not a JSON object")
+    return found
+
+
+def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
+    """The evaluation `folder` records, to be made again into `out`; one line for what cannot be the same."""
+    from mhindex.backends import BackendSpec
+    from mhindex.home import open_corpus
+    from mhindex.lm import ModelOptions
+    from mhindex.methods import method_class
+
+    run, metrics = _read(folder / "run.json"), _read(folder / "metrics.json")
+    corpus = open_corpus(home, str(run.get("corpus")))
+    now, then = corpus.manifest().get("corpus_sha256"), run.get("corpus_sha256")
+    if now != then:
+        raise UsageError(
+            f"corpus '{corpus.name}' is not the one {folder} ran on (corpus_sha256 {str(then)[:12]}..., now "
+            f"{str(now)[:12]}...): rebuild it from the same inputs and seed (`mhindex info {corpus.name}` shows them)"
+        )
+    settings, variants = {}, []
+    for name, recorded in (run.get("settings") or {}).items():
+        method = base_method(name)
+        settings_type: Any = method_class(method).Settings  # a dataclass (methods.settings.MethodSettings)
+        fields = {f.name for f in dataclasses.fields(settings_type)}
+        settings[name] = settings_type(**{k: v for k, v in recorded.items() if k in fields})
+        variants.append(Variant(name, method, {}))
+    if not variants:
+        raise UsageError(f"{folder / 'run.json'} records no method")
+    model = ModelOptions(
+        lm=run.get("lm"), lm_threads=run.get("lm_threads"), lm_context=run.get("lm_context"), cache=False
+    )
+    return EvalPlan(
+        corpus,
+        list(dict.fromkeys(v.method for v in variants)),
+        BackendSpec.parse(str(run.get("backend"))),
+        model,
+        settings,
+        variants,
+        [],
+        seed=int(metrics.get("seed", 13370)),
+        split=str(metrics.get("split", "auto")),
+        out=out,
+        budget=int(metrics.get("budget", 15)),
+        judge=run.get("judge"),
+        question_ids=list(metrics.get("question_ids") or []),
+    )
+
+
+def _without_timings(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def rerun(folder: Path, home: Path, out: Path | None = None) -> Rerun:
+    """`mhindex rerun FOLDER`: the evaluation made again into `out` (default: beside it, `<name>.rerun-<time>`)
+    and compared with the recorded one."""
+    folder = folder.expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder")
+    out = out or folder.with_name(f"{folder.name}.rerun-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"{out} is not empty: give --out a new folder")
+    plan = plan_of(folder, home, out)
+    made = evaluate(plan, home)
+    recorded = {q for q in plan.question_ids or []}
+    index_then = _read(folder / "run.json").get("index")
+    index_now = _read(out / "run.json").get("index")
+    if index_then != index_now:
+        raise UsageError(
+            f"the {plan.backend.label} index of '{plan.corpus.name}' is not the one {folder} searched (then "
+            f"{index_then}, now {index_now}): rebuild it with those settings (mhindex index ... --force)"
+        )
+    differences, compared = {}, {}
+    for variant in plan.runs:
+        then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}
+        now = {r["id"]: _without_timings(r) for r in read_predictions(out / f"{variant.name}.jsonl")}
+        ids = [i for i in plan.question_ids or now if i in recorded or not recorded]
+        differences[variant.name] = [i for i in ids if then.get(i) != now.get(i)]
+        compared[variant.name] = len(ids)
+    return Rerun(folder, made, differences, compared)
