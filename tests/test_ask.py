@@ -171,13 +171,17 @@ def test_same_run_twice_gives_the_same_output(mh, home):
     second = mh("ask", "-", *FAST, stdin=stdin)
     assert first.code == second.code == 0
 
-    def strip(out):  # times differ: a rerun's calls come from the call cache
-        records = [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in out.splitlines()]
+    def strip(out):  # times differ, and what the calls cost: a rerun's calls come from the call cache
+        records = [
+            {k: v for k, v in json.loads(line).items() if k not in ("seconds", "lm")} for line in out.splitlines()
+        ]
         for record in records:
             record["reader"].pop("seconds")
         return records
 
     assert strip(first.out) == strip(second.out)
+    again = [json.loads(line) for line in second.out.splitlines()]
+    assert all(record["lm"]["calls_from_cache"] == record["lm_calls"] > 0 for record in again)
 
 
 def test_readable_trace(mh, home):
@@ -386,7 +390,7 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
     made) and prompt tokens read; the trace says it in one line; `score` counts a cached answer's time as
     first taken, marked (a run served from the cache once reported 0.0 s a question)."""
     question = questions(home, 6)[5]["question"]
-    ask = ["ask", question, "--method", "nor", "--max-demos", "1", "--lm-threads", "1", "--json"]
+    ask = ["ask", question, "--corpus", "musique", "--method", "nor", "--max-demos", "1", "--lm-threads", "1", "--json"]
     first = mh(*ask).json()
     assert first["lm"]["model"] == "local:smollm2-135m" and first["lm"]["threads"] == 1
     assert first["lm"]["calls_from_cache"] == 0 and first["lm"]["cached_calls_seconds"] == 0

@@ -62,7 +62,10 @@ def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
             f"{str(now)[:12]}...): rebuild it from the same inputs and seed (`mhindex info {corpus.name}` shows them)"
         )
     settings, variants = {}, []
+    reported = set(metrics.get("methods") or {})  # a tuned run's table: the variants chosen, not the swept others
     for name, recorded in (run.get("settings") or {}).items():
+        if reported and name not in reported:
+            continue
         method = base_method(name)
         settings_type: Any = method_class(method).Settings  # a dataclass (methods.settings.MethodSettings)
         fields = {f.name for f in dataclasses.fields(settings_type)}
@@ -109,7 +112,6 @@ def rerun(folder: Path, home: Path, out: Path | None = None) -> Rerun:
         raise UsageError(f"{out} is not empty: give --out a new folder")
     plan = plan_of(folder, home, out)
     made = evaluate(plan, home)
-    recorded = {q for q in plan.question_ids or []}
     index_then = _read(folder / "run.json").get("index")
     index_now = _read(out / "run.json").get("index")
     if index_then != index_now:
@@ -121,7 +123,7 @@ def rerun(folder: Path, home: Path, out: Path | None = None) -> Rerun:
     for variant in plan.runs:
         then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}
         now = {r["id"]: _without_timings(r) for r in read_predictions(out / f"{variant.name}.jsonl")}
-        ids = [i for i in plan.question_ids or now if i in recorded or not recorded]
+        ids = plan.question_ids or list(now)
         differences[variant.name] = [i for i in ids if then.get(i) != now.get(i)]
         compared[variant.name] = len(ids)
     return Rerun(folder, made, differences, compared)
