@@ -178,12 +178,6 @@ def doctor_report(found: Sequence, missing: Sequence) -> list:
     ]
 
 
-def trec_lines(tag: str, record: dict) -> str:
-    """A query's hits as TREC run lines (qid Q0 docid rank score tag), for trec_eval and ir_measures."""
-    qid = "".join(record["id"].split()) or "-"  # a TREC run's fields are whitespace-separated
-    return "".join(f"{qid} Q0 {hit['id']} {rank} {hit['score']} {tag}\n" for rank, hit in enumerate(record["hits"], 1))
-
-
 def help_layout() -> None:
     """Two details of Typer's help, set once here because Typer has no setting for them (a small patch of
     its rendering rather than a help formatter of our own): option names are never cut (at 80 columns

@@ -345,3 +345,36 @@ def graceful_interrupts(kept: str = "finished answers are kept") -> Iterator[Non
     finally:
         signal.signal(signal.SIGINT, previous)
         _stop.clear()
+
+
+def print_json(value: Any) -> None:
+    """A command's result as indented JSON on stdout (--json)."""
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def write_line(record: dict) -> None:
+    """One JSONL record on stdout, flushed, so a pipe sees each answer as it is ready."""
+    sys.stdout.write(orjson.dumps(record).decode() + "\n")
+    sys.stdout.flush()
+
+
+def write_trec(tag: str, record: dict) -> None:
+    """One query's hits as TREC run lines on stdout (qid Q0 docid rank score tag: trec_eval's and ir_measures'
+    input), flushed; a bad input line (`{"line", "error"}`) said on stderr instead."""
+    if "error" in record:
+        print(f"mhindex: line {record['line']}: {record['error']}", file=sys.stderr)
+        return
+    qid = "".join(record["id"].split()) or "-"  # a TREC run's fields are whitespace-separated
+    ranked = enumerate(record["hits"], 1)
+    sys.stdout.write("".join(f"{qid} Q0 {hit['id']} {rank} {hit['score']} {tag}\n" for rank, hit in ranked))
+    sys.stdout.flush()
+
+
+def result_console():
+    """Where results print: the terminal's width on one; in a pipe or a file, never cropped ($COLUMNS, if set)."""
+    from rich.console import Console
+
+    out = Console(highlight=False, soft_wrap=True)
+    if not out.is_terminal and not os.environ.get("COLUMNS"):
+        out.width = 100_000
+    return out

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mhindex.backends.base import Hit, Retriever
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import UsageError
 from mhindex.home import CorpusDir, resolve_home
+
+if TYPE_CHECKING:
+    from mhindex.backends import BackendSpec, IndexResult
+    from mhindex.corpora.build import BuildResult, CorpusOptions
 
 
 @dataclass(frozen=True)
@@ -162,13 +166,10 @@ class Corpus:
     def index(self, backend: str = DEFAULT_BACKEND, *, force: bool = False, **options: Any) -> list[dict[str, Any]]:
         """Index the corpus (each part of a fusion as itself); returns each index's manifest. An index that is
         up to date is kept unless `force`; a new one replaces the old only when complete."""
-        from mhindex.backends import BackendSpec, build_index
+        from mhindex.backends import BackendSpec, build_indexes
 
-        spec = BackendSpec.parse(backend, options)
-        return [
-            {"rebuilt": built.rebuilt, **built.manifest}
-            for built in (build_index(self._folder, part, force=force) for part in spec.parts or (spec,))
-        ]
+        built = build_indexes(self._folder, BackendSpec.parse(backend, options), force=force)
+        return [{"rebuilt": index.rebuilt, **index.manifest} for index in built]
 
     def searcher(self, backend: str = DEFAULT_BACKEND, **options: Any) -> Searcher:
         """A searcher over this corpus's index: `lucene`, `dense`, `lucene+dense` (fused), a served index's
@@ -213,12 +214,9 @@ def build(
     """Build a corpus from a dataset's release files (`inputs`; else the downloaded release, else the bundled
     sample), or from your own (`build("jsonl", inputs=["paragraphs.jsonl"], name="mine")`), then index it
     with `backend` (None: no index). Unchanged inputs are not converted again unless `force`."""
-    from mhindex.backends import BackendSpec, build_index
-    from mhindex.corpora.build import CorpusOptions, build_dataset
+    from mhindex.backends import BackendSpec
+    from mhindex.corpora.build import CorpusOptions
 
-    spec = BackendSpec.parse(backend, backend_options) if backend else None
-    for part in (spec.parts or (spec,)) if spec else ():
-        part.index_options()  # a wrong option fails before any work
     options = CorpusOptions(
         inputs=[Path(p).expanduser() for p in inputs] if inputs is not None else None,
         name=name,
@@ -226,9 +224,30 @@ def build(
         skip_bad=skip_bad,
         add=list(add) if add else None,
     )
-    built = build_dataset(resolve_home(home), dataset, options, converter_options, force=force)
-    for warning in built.warnings:  # records passed over, a stale index: a notebook shows them
-        warnings.warn(warning, stacklevel=2)
-    for part in (spec.parts or (spec,)) if spec else ():
-        build_index(built.corpus, part, force=force)
+    spec = BackendSpec.parse(backend, backend_options) if backend else None
+    # records passed over, a stale index: a notebook shows them as warnings
+    built, _ = build_and_index(resolve_home(home), dataset, options, converter_options, spec, force=force,
+                               warn=lambda note: warnings.warn(note, stacklevel=4))  # fmt: skip
     return Corpus(built.corpus)
+
+
+def build_and_index(
+    root: Path,
+    dataset: str,
+    options: CorpusOptions,
+    converter: dict[str, Any],
+    spec: BackendSpec | None,
+    *,
+    force: bool,
+    warn: Callable[[str], None],
+) -> tuple[BuildResult, list[IndexResult]]:
+    """The corpus, then (with a backend) its indexes, a wrong index option refused before any work: what
+    `build` does, here and in the CLI; `warn` hears what the user should."""
+    from mhindex.backends import build_index
+    from mhindex.corpora.build import build_dataset
+
+    parts = spec.index_parts() if spec else ()
+    built = build_dataset(root, dataset, options, converter, force=force)
+    for note in built.notes(indexing=bool(parts)):
+        warn(note)
+    return built, [build_index(built.corpus, part, force=force) for part in parts]

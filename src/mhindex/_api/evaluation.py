@@ -42,6 +42,11 @@ class Evaluation:
         """The rows of the table (a swept variant as `oner@k=5`)."""
         return list(self.report["methods"])
 
+    @property
+    def failed(self) -> int:
+        """Answers that failed (an error instead of an answer); each scores 0, and running it again asks them again."""
+        return sum(int(row.get("failed", 0)) for row in self.report["methods"].values())
+
     def table(self, as_frame: bool | None = None) -> Any:
         """The paper-style table: a row per method with its metrics (`f1`, `em`, `recall`, `lm_calls_per_question`,
         `seconds_per_question`...), as a pandas DataFrame where pandas is installed, else a list of dicts

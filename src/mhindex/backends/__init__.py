@@ -20,9 +20,11 @@ from mhindex.backends.indexes import (
     IndexResult,
     OpenedIndex,
     build_index,
+    build_indexes,
     open_index,
     open_retriever,
     recorded_options,
+    retriever_of,
     search_stream,
 )
 from mhindex.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_class, backend_title, settings_types
@@ -41,9 +43,11 @@ __all__ = [
     "backend_class",
     "backend_title",
     "build_index",
+    "build_indexes",
     "open_index",
     "open_retriever",
     "settings_types",
     "recorded_options",
+    "retriever_of",
     "search_stream",
 ]

@@ -119,6 +119,11 @@ def build_index(corpus: CorpusDir, spec: BackendSpec, force: bool = False) -> In
         return _build_index(corpus, spec.backend(), options, force)
 
 
+def build_indexes(corpus: CorpusDir, spec: BackendSpec, force: bool = False) -> list[IndexResult]:
+    """Every index a backend searches: a fusion's parts, each built as itself, or its own."""
+    return [build_index(corpus, part, force) for part in spec.index_parts()]
+
+
 def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool) -> IndexResult:
     corpus_sha = corpus.manifest()["corpus_sha256"]
     target = corpus.index_dir(backend.name)
@@ -257,3 +262,11 @@ def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
 def open_retriever(corpus: CorpusDir | None, spec: BackendSpec) -> Retriever:
     """`open_index(...).retriever`, for callers that need no more than the retriever."""
     return open_index(corpus, spec).retriever
+
+
+def retriever_of(root: Path, name: str, spec: BackendSpec) -> Retriever:
+    """The retriever of corpus `name` under the data root. A served index needs no corpus built here: `name`
+    is the corpus as the server knows it."""
+    from mhindex.home import corpus_dir, open_corpus
+
+    return open_retriever(open_corpus(root, name) if spec.builds_index else corpus_dir(root, name), spec)

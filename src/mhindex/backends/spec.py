@@ -118,6 +118,14 @@ class BackendSpec:
         hybrid's parts are built here."""
         return bool(self.parts) or self.backend.builds_index
 
+    def index_parts(self) -> tuple[BackendSpec, ...]:
+        """What gets an index of its own: a fusion's parts, each as itself, or this backend. Each one's build
+        options are checked here, so that a wrong one fails before any work."""
+        parts = self.parts or (self,)
+        for part in parts:
+            part.index_options()
+        return parts
+
     def index_options(self) -> Any:
         """The options of a build: a search-time option given to `index` is refused."""
         return self._options(INDEX_STAGES)

@@ -13,14 +13,8 @@ from mhindex import ui
 from mhindex.cli.app import app
 from mhindex.errors import MhindexError
 
-for _job in (
-    "corpora",
-    "indexes",
-    "answering",
-    "evaluation",
-    "training",
-    "doctor",
-):  # each registers its commands; `--help` lists them in this order
+# each registers its commands; `--help` lists them in this order
+for _job in ("corpora", "indexes", "answering", "evaluation", "training", "doctor"):
     importlib.import_module(f"mhindex.cli.{_job}")
 
 

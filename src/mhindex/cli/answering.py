@@ -14,21 +14,18 @@ from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import (
     BackendOption,
     Output,
-    app,
     arg,
     backend_options,
-    common,
+    command,
     method_options,
     model_from,
     model_options,
     opt,
-    write_line,
 )
 from mhindex.errors import UsageError
 from mhindex.lm.base import Generation
 from mhindex.methods import DEFAULT_METHOD, METHODS
 from mhindex.options import settings_from, with_options
-from mhindex.text import shell_unescape
 
 WORKERS_HELP = (
     "Questions answered at once: a remote LM serves them in parallel; a local model gets one llama.cpp slot each "
@@ -38,11 +35,10 @@ WorkersOption = Annotated[int, opt(WORKERS_HELP, min=1, max=64)]
 CorpusOption = Annotated[Optional[str], opt("Corpus to search \\[default: the only one built].", "--corpus", "-c")]
 
 
-@app.command()
+@command()
 @method_options
 @backend_options
 @model_options
-@common()
 def ask(
     question: Annotated[str, arg('The question, or "-" to read JSONL {"id", "question"} from stdin.')],
     corpus_name: CorpusOption = None,
@@ -51,7 +47,7 @@ def ask(
     workers: WorkersOption = 1,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     method_options: dict | None = None,
     backend_options: dict | None = None,
     model_options: dict | None = None,
@@ -78,42 +74,34 @@ def ask(
                 return
             with ui.reporter().activity(f"{method}: starting"):
                 answer = answered(asker.method, Query("cli", question))
-    out.show(answer.record(), *render.trace(answer))
+    output.show(answer.record(), *render.trace(answer))
 
 
 def _answer_stream(solver, workers: int) -> None:
     from mhindex.methods.run import answer_stream
 
-    stats = answer_stream(solver, sys.stdin, write_line, workers)
-    if stats.interrupted:
-        ui.reporter().warning(f"interrupted: {stats.answered} answered, {stats.failed} failed")
-        raise typer.Exit(130)
-    if stats.failed:
-        ui.reporter().warning(f"{stats.failed} of {stats.answered + stats.failed} questions failed")
-        raise typer.Exit(1)
+    code, said = answer_stream(solver, sys.stdin, ui.write_line, workers).outcome()
+    if said:
+        ui.reporter().warning(said)
+        raise typer.Exit(code)
 
 
-@app.command(name="lm")
+@command(name="lm")
 @model_options
 @with_options("generation", lambda: {"lm": Generation}, panel="Generation")
-@common()
 def lm_(
     prompt: Annotated[str, arg("The prompt to complete; \\n and \\t are read as a newline and a tab.")],
     *,
     root: Path,
-    out: Output,
+    output: Output,
     generation: dict,
     model_options: dict | None = None,
 ) -> None:
     """Complete one prompt and print the text: a check that a model is set up."""
-    asked = settings_from(Generation, generation, "lm")
-    stops = [shell_unescape(stop) for stop in asked.stop or []]
     with model_from(model_options).load(root) as model:
-        call = model.chat if asked.chat else model.complete
-        text = shell_unescape(prompt)
-        completion = call(text, max_tokens=asked.max_tokens, stop=stops, temperature=asked.temperature, keep=asked.keep)
+        completion = settings_from(Generation, generation, "lm").complete(model, prompt)
         data = {"lm": model.name, "context_length": model.context_length, **completion.record()}
-    if out.json:
-        return out.show(data)
+    if output.json:
+        return output.show(data)
     print(completion.text)
     ui.reporter().info(render.completion_note(model.name, completion))

@@ -6,14 +6,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import orjson
 import typer
 
 from mhindex import __version__, ui
@@ -69,15 +66,8 @@ JsonOption = Annotated[bool, flag("Print machine-readable JSON on stdout.", "--j
 BackendOption = Annotated[str, opt(BACKEND_HELP, "--backend", "-b")]
 
 
-class _Globals:
-    """The options given before the subcommand (`mhindex --home H ask ...`)."""
-
-    home: Path | None = None
-    quiet: bool = False
-    lm: str | None = None
-
-
-_globals = _Globals()
+#: the options given before the subcommand (`mhindex --home H ask ...`)
+_globals: dict[str, Any] = {"home": None, "quiet": False, "lm": None}
 
 
 def _version(value: bool) -> None:
@@ -100,15 +90,13 @@ def _root(
     Start with [bold]mhindex build musique[/bold] (corpus and index from the bundled sample), then
     [bold]mhindex ask "..."[/bold]. Data lives under --home (or $MHINDEX_HOME).
     """
-    _globals.home = home
-    _globals.quiet = quiet
-    _globals.lm = lm
+    _globals.update(home=home, quiet=quiet, lm=lm)
 
 
 def setup(home: Path | None, quiet: bool) -> Path:
     """Apply the options given before or after the subcommand; returns the data root."""
-    ui.configure(quiet=quiet or _globals.quiet)
-    return resolve_home(home or _globals.home)
+    ui.configure(quiet=quiet or _globals["quiet"])
+    return resolve_home(home or _globals["home"])
 
 
 @dataclass(frozen=True)
@@ -119,36 +107,39 @@ class Output:
 
     def show(self, data: Any, *views: Any) -> None:
         if self.json:
-            print_json(data)
-            return
-        shown = console()
+            return ui.print_json(data)
+        shown = ui.result_console()
         for view in views:
             shown.print(view)
 
+    @property
+    def terminal(self) -> bool:
+        return bool(ui.result_console().is_terminal)
 
-def common(json: bool = True) -> Callable[[Callable], Callable]:
-    """Give a command --home and --quiet (and --json): it is called with `root`, the data root with the
-    output set up, and `out` (an Output) in their place."""
 
-    def decorate(command: Callable) -> Callable:
-        original = inspect.signature(command, eval_str=True)
+def command(name: str | None = None, *, json: bool = True, group: typer.Typer = app) -> Callable[[Callable], Callable]:
+    """A command of `group` with --home and --quiet (and --json): it is called with `root`, the data root with the
+    output set up, and `output` (an Output) in their place. Applied over any option groups listed below it."""
+
+    def decorate(function: Callable) -> Callable:
+        original = inspect.signature(function, eval_str=True)
         keyword = inspect.Parameter.KEYWORD_ONLY
         added = [
             inspect.Parameter("home", keyword, default=None, annotation=HomeOption),
             inspect.Parameter("quiet", keyword, default=False, annotation=QuietOption),
             *([inspect.Parameter("json", keyword, default=False, annotation=JsonOption)] if json else []),
         ]
-        kept = [p for p in original.parameters.values() if p.name not in ("root", "out")]
+        kept = [p for p in original.parameters.values() if p.name not in ("root", "output")]
 
-        @functools.wraps(command)
+        @functools.wraps(function)
         def wrapper(
             *args: Any, home: Path | None = None, quiet: bool = False, json: bool = False, **kwargs: Any
         ) -> Any:
-            return command(*args, root=setup(home, quiet), out=Output(json), **kwargs)
+            return function(*args, root=setup(home, quiet), output=Output(json), **kwargs)
 
         wrapper.__signature__ = original.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in [*kept, *added]}
-        return wrapper
+        return group.command(name=name)(wrapper)
 
     return decorate
 
@@ -158,7 +149,7 @@ def model_from(given: dict | None):
     from mhindex.lm import ModelOptions
 
     options = ModelOptions(**(given or {}))
-    return options if options.lm else dataclasses.replace(options, lm=_globals.lm)
+    return options if options.lm else dataclasses.replace(options, lm=_globals["lm"])
 
 
 def _model_types() -> dict[str, type]:
@@ -179,22 +170,3 @@ model_options = with_options("model_options", _model_types, panel="Model options
 backend_options = with_options("backend_options", backend_settings, panel=_backend_panel, named=named_by)
 #: Every registered method's settings, as options of `ask` and `eval` (see mhindex/options.py).
 method_options = with_options("method_options", method_settings, panel="Method options")
-
-
-def print_json(value) -> None:
-    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
-def write_line(record: dict) -> None:
-    """One JSONL record on stdout, flushed, so a pipe sees each answer as it is ready."""
-    sys.stdout.write(orjson.dumps(record).decode() + "\n")
-    sys.stdout.flush()
-
-
-def console():
-    from rich.console import Console
-
-    out = Console(highlight=False, soft_wrap=True)
-    if not out.is_terminal and not os.environ.get("COLUMNS"):
-        out.width = 100_000  # in a pipe or a file, never crop a trace; tables at their natural width ($COLUMNS: its)
-    return out

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.cli.app import BackendOption, Output, app, arg, backend_options, common, flag, opt
+from mhindex.cli.app import BackendOption, Output, arg, backend_options, command, flag, opt
 from mhindex.corpora import DATASETS
 from mhindex.home import built_corpora, downloads_dir, open_corpus
 from mhindex.methods import resumable_work
@@ -27,48 +27,39 @@ def corpus_options(command):
     return with_options("corpus_options", lambda: {"corpus": CorpusOptions}, panel="Corpus options")(command)
 
 
-def _convert(root: Path, dataset: str, options: dict | None, converter: dict | None, force: bool):
-    from mhindex.corpora.build import CorpusOptions, build_dataset
-
-    result = build_dataset(root, dataset, CorpusOptions(**(options or {})), converter or {}, force=force)
-    for warning in result.warnings:
-        ui.reporter().warning(warning)
-    return result
-
-
-@app.command()
+@command()
 @corpus_options
-@common()
 def corpus(
     dataset: DatasetArgument,
     force: Annotated[bool, flag("Rebuild even if inputs and seed are unchanged.")] = False,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     corpus_options: dict | None = None,
     converter_options: dict | None = None,
 ) -> None:
     """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
-    result = _convert(root, dataset, corpus_options, converter_options, force)
-    name = result.corpus.name
-    if result.rebuilt and result.stale_indexes:
-        ui.reporter().warning(
-            f"the {', '.join(result.stale_indexes)} index of {name} was built from the previous corpus: run `mhindex "
-            f"index {name}` (or `mhindex build`) to rebuild it"
-        )
-    out.show(
+    result, _ = _build(root, dataset, corpus_options, converter_options, None, force)
+    output.show(
         {"rebuilt": result.rebuilt, "path": str(result.corpus.root), **result.manifest}, render.build_summary(result)
     )
 
 
-@app.command()
-@common(json=False)
+def _build(root: Path, dataset: str, options: dict | None, converter: dict | None, spec, force: bool):
+    from mhindex._api.corpora import build_and_index
+    from mhindex.corpora.build import CorpusOptions
+
+    options_ = CorpusOptions(**(options or {}))
+    return build_and_index(root, dataset, options_, converter or {}, spec, force=force, warn=ui.reporter().warning)
+
+
+@command(json=False)
 def download(
     dataset: DatasetArgument,
     only: Annotated[Optional[list[str]], opt("Fetch only this release file (repeatable).", "--file")] = None,
     *,
     root: Path,
-    out: Output,
+    output: Output,
 ) -> None:
     """Fetch a dataset's official release files into <home>/downloads/DATASET (resumable, verified)."""
     from mhindex.corpora import get_dataset
@@ -77,7 +68,7 @@ def download(
     spec = get_dataset(dataset)
     folder = downloads_dir(root, spec.name)
     files = download_release(spec, folder, only)
-    out.show(None, f"{len(files)} files of {spec.name} in {folder}; next: mhindex corpus {spec.name}")
+    output.show(None, f"{len(files)} files of {spec.name} in {folder}; next: mhindex corpus {spec.name}")
 
 
 class Listing(StrEnum):
@@ -85,15 +76,14 @@ class Listing(StrEnum):
     methods = "methods"
 
 
-@app.command(name="list")
-@common()
+@command(name="list")
 def list_(
     what: Annotated[Listing, arg("corpora, or methods (with their papers and the tables they are rows of).")] = (
         Listing.corpora
     ),
     *,
     root: Path,
-    out: Output,
+    output: Output,
 ) -> None:
     """List the corpora built under the data root (counts, indexes, sizes), or the methods installed."""
     from mhindex.home import say_what_needs_care
@@ -101,60 +91,53 @@ def list_(
     if what is Listing.methods:
         from mhindex.methods import method_rows
 
-        return out.show(method_rows(), render.methods_table(method_rows()))
+        return output.show(method_rows(), render.methods_table(method_rows()))
     rows = [c.summary() for c in built_corpora(root)]
     say_what_needs_care(root, resumable_work(root))
-    out.show(rows, render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique")
+    output.show(rows, render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique")
 
 
-@app.command()
-@common()
+@command()
 def gc(
     resumable: Annotated[bool, flag("Also remove what is kept to resume a dense encoding or a training.")] = False,
     *,
     root: Path,
-    out: Output,
+    output: Output,
 ) -> None:
     """Remove what killed builds left in the data root: temporary folders of processes that are gone."""
     from mhindex.home import collect_leftovers
 
     removed, freed, kept = collect_leftovers(root, resumable_work(root), resumable)
-    out.show({"removed": [str(p) for p in removed], "bytes": freed}, render.collected(removed, freed, kept))
+    output.show({"removed": [str(p) for p in removed], "bytes": freed}, render.collected(removed, freed, kept))
 
 
-@app.command()
-@common()
-def info(name: Annotated[str, arg("Corpus name.")], *, root: Path, out: Output) -> None:
+@command()
+def info(name: Annotated[str, arg("Corpus name.")], *, root: Path, output: Output) -> None:
     """Show one corpus: its manifest (inputs, hashes, seed, counts) and indexes."""
     found = open_corpus(root, name)
     summary = {**found.summary(), "manifest": found.manifest()}
-    out.show(summary, render.corpus_info(summary))
+    output.show(summary, render.corpus_info(summary))
 
 
-@app.command()
+@command()
 @backend_options
 @corpus_options
-@common()
 def build(
     dataset: DatasetArgument,
     backend: BackendOption = DEFAULT_BACKEND,
     force: Annotated[bool, flag("Rebuild corpus and index.")] = False,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     corpus_options: dict | None = None,
     converter_options: dict | None = None,
     backend_options: dict | None = None,
 ) -> None:
     """Corpus, then index, in one command: `mhindex build musique`."""
-    from mhindex.backends import BackendSpec, build_index
+    from mhindex.backends import BackendSpec
 
     spec = BackendSpec.parse(backend, backend_options)
-    parts = spec.parts or (spec,)  # a hybrid's parts, each built as itself
-    for part in parts:
-        part.index_options()  # a wrong option fails before any work
-    built = _convert(root, dataset, corpus_options, converter_options, force)
-    indexed = [build_index(built.corpus, part, force=force) for part in parts]
+    built, indexed = _build(root, dataset, corpus_options, converter_options, spec, force)
     indexes = [{"rebuilt": i.rebuilt, **i.manifest} for i in indexed]
     data = {"corpus": {"rebuilt": built.rebuilt, **built.manifest}}
-    out.show(data | ({"indexes": indexes} if spec.parts else {"index": indexes[0]}), *render.built(built, indexed))
+    output.show(data | ({"indexes": indexes} if spec.parts else {"index": indexes[0]}), *render.built(built, indexed))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from mhindex import render, ui
-from mhindex.cli.app import Output, app, common, flag
+from mhindex.cli.app import Output, command, flag
 
 FETCH_HELP = (
     "First fetch Anserini's jar (the Lucene backend's engine) out of pyserini's source package on PyPI into this "
@@ -16,13 +16,12 @@ FETCH_HELP = (
 )
 
 
-@app.command()
-@common()
+@command()
 def doctor(
     fetch_jar: Annotated[bool, flag(FETCH_HELP)] = False,
     *,
     root: Path,
-    out: Output,
+    output: Output,
 ) -> None:
     """Check everything mhindex runs on (Java, the Anserini jar, llama.cpp, the packaged models, the
     optional engines) and say, in one list, what is missing and how to install it. Exit code 1 when
@@ -38,6 +37,6 @@ def doctor(
         ui.reporter().info(f"Anserini's jar: {jar}")
     found = checks(root)
     missing = [c for c in found if not c.ok and c.needed]
-    out.show({"ok": not missing, "checks": [c.record() for c in found]}, *render.doctor_report(found, missing))
+    output.show({"ok": not missing, "checks": [c.record() for c in found]}, *render.doctor_report(found, missing))
     if missing:
         raise typer.Exit(1)

@@ -21,8 +21,7 @@ from mhindex.cli.app import (
     app,
     arg,
     backend_options,
-    common,
-    console,
+    command,
     method_options,
     model_from,
     model_options,
@@ -50,20 +49,19 @@ PREDICTIONS_HELP = (
 TitleOption = Annotated[Optional[str], opt("Title \\[default: the model and the question count].")]
 
 
-def _show(out: Output, data: dict, view: str | list) -> None:
+def _show(output: Output, data: dict, view: str | list) -> None:
     """JSON with --json; a table as Markdown or LaTeX text, printed as it is; else rich renderables."""
-    if isinstance(view, str) and not out.json:
+    if isinstance(view, str) and not output.json:
         print(view, end="")
     else:
-        out.show(data, *([] if isinstance(view, str) else view))
+        output.show(data, *([] if isinstance(view, str) else view))
 
 
-@app.command(name="eval")
+@command(name="eval")
 @method_options
 @backend_options
 @model_options
 @with_options("eval_options", lambda: {"eval": EvalSettings}, panel="Evaluation options")
-@common()
 def eval_(
     name: Annotated[str, arg("Corpus whose questions.jsonl is evaluated.")],
     methods: Annotated[
@@ -87,7 +85,7 @@ def eval_(
     workers: WorkersOption = 1,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     eval_options: dict,
     method_options: dict | None = None,
     backend_options: dict | None = None,
@@ -107,16 +105,16 @@ def eval_(
             name, methods, table=table, **eval_options, backend=backend, backend_options=backend_options,
             workers=workers, home=root, **model, **(method_options or {}),
         )  # fmt: skip
-    report = result.report
-    _show(out, report, evaluation_view(report, name, backend, result.folder, table_format, console().is_terminal))
-    failed = sum(summary["failed"] for summary in report["methods"].values())
-    if failed:  # as `ask -`: the table is written, and the exit code says it is not whole
-        ui.reporter().warning(f"{failed} answers failed and score 0 in the table; the same command asks them again")
+    _show(output, result.report, evaluation_view(result.report, name, backend, result.folder, table_format,
+                                                 output.terminal))  # fmt: skip
+    if result.failed:  # as `ask -`: the table is written, and the exit code says it is not whole
+        ui.reporter().warning(
+            f"{result.failed} answers failed and score 0 in the table; the same command asks them again"
+        )
         raise typer.Exit(1)
 
 
-@app.command()
-@common()
+@command()
 def score(
     predictions: Annotated[list[Path], arg(PREDICTIONS_HELP)],
     questions: Annotated[
@@ -128,27 +126,20 @@ def score(
     table_format: FormatOption = TableFormat.text,
     *,
     root: Path,
-    out: Output,
+    output: Output,
 ) -> None:
     """Score prediction files side by side against a question file: one a row, with their paired differences.
     With --json: one file's metrics by its name; several as metrics.json has them ({"methods", "paired"})."""
-    from mhindex.eval.report import bar_chart, metrics_view, paired_table
+    from mhindex.eval.report import scored_view
     from mhindex.eval.run import score_files
     from mhindex.lm import ModelOptions
 
     with ui.graceful_interrupts(kept="the judge's calls so far are cached"):
         scored = score_files(predictions, questions, budget, root, judge_lm, ModelOptions())
-    title = f"{', '.join(p.name for p in predictions)}, scored on {scored.questions_file}"
-    if chart is not None:
-        bar_chart({scored.questions_file.parent.name: scored.methods}, chart, title)
-    view = metrics_view(scored.methods, title, table_format, console().is_terminal, chart)
-    paired = [paired_table(scored.paired)] if scored.paired and not isinstance(view, str) else []
-    data = {"methods": scored.methods, "paired": scored.paired} if len(predictions) > 1 else scored.methods
-    _show(out, data, view if isinstance(view, str) else [*view, *paired])
+    _show(output, *scored_view(scored, predictions, table_format, output.terminal, chart))
 
 
-@app.command()
-@common()
+@command()
 def rerun(
     folder: Annotated[Path, arg("An evaluation folder (what `mhindex eval` wrote).")],
     page: Annotated[
@@ -156,7 +147,7 @@ def rerun(
     ] = None,
     *,
     root: Path,
-    out: Output,
+    output: Output,
 ) -> None:
     """Make an evaluation again from its own folder (corpus hash, index, model, threads, every method's
     settings, the questions), the call cache off, and compare every answer with the recorded one, timings
@@ -165,9 +156,8 @@ def rerun(
 
     with ui.graceful_interrupts():
         again = run_again(folder, root, page)
-    data = {"folder": str(again.evaluation.folder), "compared": again.compared, "differences": again.differences}
-    out.show(data, *render.rerun_summary(again))
-    if any(again.differences.values()):
+    output.show(again.record(), *render.rerun_summary(again))
+    if again.moved:
         raise typer.Exit(1)
 
 
@@ -182,7 +172,7 @@ def chart(
     from mhindex.eval.report import chart_runs
 
     setup(None, quiet)
-    console().print(f"chart: {chart_runs(runs, out, title)}")
+    ui.result_console().print(f"chart: {chart_runs(runs, out, title)}")
 
 
 @app.command()
@@ -201,8 +191,7 @@ def curve(
     Output(json).show({"figure": str(path), "points": rows}, curve_table(rows), f"curve: {path}")
 
 
-@app.command()
-@common(json=False)
+@command(json=False)
 def report(
     runs: Annotated[
         Optional[list[Path]],
@@ -223,7 +212,7 @@ def report(
     ] = None,
     *,
     root: Path,
-    out: Output,
+    output: Output,
 ) -> None:
     """One self-contained HTML file to browse evaluations: the tables and charts, every question with each
     method's answer, and one question's traces and paragraphs side by side. Opens from disk, no server."""
@@ -235,4 +224,4 @@ def report(
         ui.reporter().info(f"report of {runs[0]}, the latest evaluation of corpus '{runs[0].parent.parent.name}'")
     with ui.graceful_interrupts(kept="the page is written whole or not at all"):
         path = write_report(build_report(runs, root, questions, title), page)
-    out.show(None, f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    output.show(None, f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

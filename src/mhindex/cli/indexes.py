@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from contextlib import closing
 from enum import StrEnum
@@ -12,8 +13,8 @@ import typer
 
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.cli.app import BackendOption, Output, app, arg, backend_options, common, console, flag, opt, write_line
-from mhindex.home import corpus_dir, open_corpus
+from mhindex.cli.app import BackendOption, Output, arg, backend_options, command, flag, opt
+from mhindex.home import open_corpus
 from mhindex.options import with_options
 from mhindex.server.limits import Limits
 
@@ -36,31 +37,26 @@ class RunFormat(StrEnum):
     trec = "trec"
 
 
-@app.command()
+@command()
 @backend_options
-@common()
 def index(
     name: Annotated[str, arg("Corpus name (see mhindex list).")],
     backend: BackendOption = DEFAULT_BACKEND,
     force: Annotated[bool, flag("Rebuild even if the index is up to date.")] = False,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     backend_options: dict | None = None,
 ) -> None:
     """Index a built corpus. The new index replaces the old one only when complete."""
-    from mhindex.backends import BackendSpec, build_index
+    from mhindex.backends import BackendSpec, build_indexes
 
-    spec = BackendSpec.parse(backend, backend_options)
-    corpus = open_corpus(root, name)
-    for part in spec.parts or (spec,):  # a hybrid's parts, each built as itself
-        built = build_index(corpus, part, force=force)
-        out.show({"rebuilt": built.rebuilt, "path": str(built.path), **built.manifest}, render.index_summary(built))
+    for built in build_indexes(open_corpus(root, name), BackendSpec.parse(backend, backend_options), force):
+        output.show({"rebuilt": built.rebuilt, "path": str(built.path), **built.manifest}, render.index_summary(built))
 
 
-@app.command()
+@command()
 @backend_options
-@common()
 def search(
     name: Annotated[str, arg("Corpus name.")],
     query: Annotated[str, arg(QUERY_HELP)],
@@ -70,45 +66,33 @@ def search(
     output_format: Annotated[RunFormat, opt(FORMAT_HELP)] = RunFormat.jsonl,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     backend_options: dict | None = None,
 ) -> None:
     """Search a corpus's index. With "-", one JSONL result per input line, in order:
     {"id", "hits": [{"id", "title", "text", "score"}]}; a bad line gets {"line", "error"}."""
-    from mhindex.backends import BackendSpec, open_retriever, search_stream
+    from mhindex.backends import BackendSpec, retriever_of, search_stream
     from mhindex.files import read_query_stream
 
     spec = BackendSpec.parse(backend, backend_options)
-    # A served index needs no corpus built here: NAME is the corpus as the server knows it.
-    corpus = open_corpus(root, name) if spec.builds_index else corpus_dir(root, name)
     tag = f"mhindex-{spec.label}"
-    with closing(open_retriever(corpus, spec)) as retriever:
+    with closing(retriever_of(root, name, spec)) as retriever:
         if query == "-":
-            emit = write_line if output_format == "jsonl" else lambda record: _write_trec(tag, record)
+            emit = ui.write_line if output_format == "jsonl" else functools.partial(ui.write_trec, tag)
             if failed := search_stream(retriever, read_query_stream(sys.stdin), k, batch, emit):
                 ui.reporter().warning(f"{failed} input lines were not valid queries")
                 raise typer.Exit(1)
             return
         hits = retriever.search(query, k)
     if output_format == "trec":
-        return _write_trec(tag, {"id": "1", "hits": [h.record() for h in hits]})
-    shown = render.hits_table(hits, expand=console().is_terminal) if hits else "no paragraph matches"
-    out.show({"query": query, "hits": [h.record() for h in hits]}, shown)
+        return ui.write_trec(tag, {"id": "1", "hits": [h.record() for h in hits]})
+    shown = render.hits_table(hits, expand=output.terminal) if hits else "no paragraph matches"
+    output.show({"query": query, "hits": [h.record() for h in hits]}, shown)
 
 
-def _write_trec(tag: str, record: dict) -> None:
-    """One query's hits as TREC run lines; a bad input line to stderr."""
-    if "error" in record:
-        print(f"mhindex: line {record['line']}: {record['error']}", file=sys.stderr)
-        return
-    sys.stdout.write(render.trec_lines(tag, record))
-    sys.stdout.flush()
-
-
-@app.command()
+@command(json=False)
 @backend_options
 @with_options("limits", lambda: {"serve": Limits}, panel="Server limits")
-@common(json=False)
 def serve(
     name: Annotated[str, arg("Corpus name.")],
     backend: BackendOption = DEFAULT_BACKEND,
@@ -117,7 +101,7 @@ def serve(
     api_key: Annotated[Optional[str], opt(KEY_HELP, "--api-key", envvar="MHINDEX_API_KEY")] = None,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     limits: dict,
     backend_options: dict | None = None,
 ) -> None:

@@ -11,7 +11,7 @@ import typer
 
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.cli.app import BackendOption, Output, app, common, flag, opt
+from mhindex.cli.app import BackendOption, Output, app, command, flag, opt
 from mhindex.options import with_options
 
 train_app = typer.Typer(
@@ -26,16 +26,15 @@ def _settings() -> dict[str, type]:
     return {"training": TrainSettings}
 
 
-@train_app.command()
+@command(group=train_app)
 @with_options("train_options", _settings, panel="Training options")
-@common()
 def efficientrag(
     corpus_name: Annotated[str, opt("The built corpus to learn from (MuSiQue: its gold decompositions).", "--from")],
     backend: BackendOption = DEFAULT_BACKEND,
     restart: Annotated[bool, flag("Start over instead of resuming from the last checkpoint.")] = False,
     *,
     root: Path,
-    out: Output,
+    output: Output,
     train_options: dict,
 ) -> None:
     """Train EfficientRAG's Labeler & Tagger and Filter from a corpus's gold decompositions, with no LLM.
@@ -52,6 +51,4 @@ def efficientrag(
     settings = replace(settings_from(TrainSettings, train_options, "train efficientrag"), backend=backend)
     with ui.graceful_interrupts(kept="the work done so far is kept to resume from"):
         result = train(root, corpus, settings, BackendSpec.parse(backend), restart=restart)
-    data = {"folder": str(result.folder), "complete": result.complete, "steps": result.steps,
-            "resumed_from": result.resumed_from, **result.report}  # fmt: skip
-    out.show(data, render.training_summary(result, corpus.name))
+    output.show(result.record(), render.training_summary(result, corpus.name))

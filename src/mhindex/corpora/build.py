@@ -54,6 +54,15 @@ class BuildResult:
     # Indexes of the previous build, kept beside the new corpus: they are stale until rebuilt.
     stale_indexes: list[str] = field(default_factory=list)
 
+    def notes(self, indexing: bool) -> list[str]:
+        """What the user should hear: records passed over, repeated ids, and (unless the index is rebuilt next)
+        the indexes the new corpus left stale."""
+        if indexing or not (self.rebuilt and self.stale_indexes):
+            return self.warnings
+        name = self.corpus.name
+        return [*self.warnings, f"the {', '.join(self.stale_indexes)} index of {name} was built from the previous "
+                f"corpus: run `mhindex index {name}` (or `mhindex build`) to rebuild it"]  # fmt: skip
+
 
 def describe_inputs(inputs: list[Path]) -> list[dict]:
     described = []

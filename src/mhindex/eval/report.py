@@ -4,14 +4,18 @@ as a PNG and, on a terminal, as text bars (like the paper's Figure 3)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from mhindex.errors import UsageError
 from mhindex.eval.metrics import EVERY_ROW, KDCOT_METRICS, PAPER_METRICS, answer_metrics
 from mhindex.eval.ranking import RANKING_METRICS
+
+if TYPE_CHECKING:
+    from mhindex.eval.run import Scored
 
 
 def columns() -> list[tuple[str, str, str, float]]:
@@ -545,6 +549,18 @@ def metrics_view(summary: dict, title: str, form: str, terminal: bool, chart: Pa
         *([f"[dim]chart: {chart}[/dim]"] if chart is not None else []),
         *([terminal_bars(summary)] if terminal else []),
     ]
+
+
+def scored_view(scored: Scored, files: Sequence[Path], form: str, terminal: bool, chart: Path | None) -> tuple:
+    """What `mhindex score` shows (the table, the chart written first where asked, the paired differences), and
+    its --json data: one file's metrics by its name, several's as metrics.json has them."""
+    title = f"{', '.join(p.name for p in files)}, scored on {scored.questions_file}"
+    if chart is not None:
+        bar_chart({scored.questions_file.parent.name: scored.methods}, chart, title)
+    view = metrics_view(scored.methods, title, form, terminal, chart)
+    if not isinstance(view, str) and scored.paired:
+        view = [*view, paired_table(scored.paired)]
+    return ({"methods": scored.methods, "paired": scored.paired} if len(files) > 1 else scored.methods), view
 
 
 def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form: str, terminal: bool) -> str | list:

@@ -33,6 +33,15 @@ class Rerun:
     differences: dict[str, list[str]]
     compared: dict[str, int]  # each variant's questions compared
 
+    def record(self) -> dict[str, Any]:
+        """What `mhindex rerun --json` prints."""
+        return {"folder": str(self.evaluation.folder), "compared": self.compared, "differences": self.differences}
+
+    @property
+    def moved(self) -> bool:
+        """Whether any answer differs from the recorded one."""
+        return any(self.differences.values())
+
 
 def _read(path: Path) -> dict[str, Any]:
     try:

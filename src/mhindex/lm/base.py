@@ -106,6 +106,15 @@ class Generation:
         metavar="CHARS",
     )
 
+    def complete(self, model: LanguageModel, prompt: str) -> Completion:
+        """The completion asked for, the prompt and stops read as a shell gives them (\\n a newline, \\t a tab)."""
+        from mhindex.text import shell_unescape
+
+        call = model.chat if self.chat else model.complete
+        stops = [shell_unescape(stop) for stop in self.stop or []]
+        return call(shell_unescape(prompt), max_tokens=self.max_tokens, stop=stops, temperature=self.temperature,
+                    keep=self.keep)  # fmt: skip
+
 
 class LanguageModel(ABC):
     #: what `--lm` named, e.g. "local:smollm2-135m"; also the cache key's model part with `identity`

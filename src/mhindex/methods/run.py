@@ -25,6 +25,14 @@ class RunStats:
     failed: int = 0
     interrupted: bool = False
 
+    def outcome(self) -> tuple[int, str | None]:
+        """The exit code of a stream of questions (130 interrupted, 1 when any failed), and what to say."""
+        if self.interrupted:
+            return 130, f"interrupted: {self.answered} answered, {self.failed} failed"
+        if self.failed:
+            return 1, f"{self.failed} of {self.answered + self.failed} questions failed"
+        return 0, None
+
 
 def _answer(method: Method, number: int, item: Query | str) -> dict[str, Any]:
     if isinstance(item, str):

@@ -348,6 +348,11 @@ class TrainResult:
     resumed_from: int
     report: dict
 
+    def record(self) -> dict:
+        """What `train efficientrag --json` prints."""
+        return {"folder": str(self.folder), "complete": self.complete, "steps": self.steps,
+                "resumed_from": self.resumed_from, **self.report}  # fmt: skip
+
 
 def train(
     home: Path, corpus: CorpusDir, settings: TrainSettings, backend: BackendSpec | None = None, restart: bool = False
