@@ -160,6 +160,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
     parser.add_argument("--keep", action="store_true", help="keep the workdir")
+    parser.add_argument(
+        "--lean",
+        action="store_true",
+        help="for a disk that holds two copies at most (21M passages: 16 GB each): remove the input once converted, "
+        "and mhindex's index once searched, before raw Anserini's documents and index are written",
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mhindex-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -175,6 +181,8 @@ def main() -> None:
         run("mhindex corpus", [*MHINDEX, "corpus", dataset, "-i", str(source), "--name", "scale", "-q"], env)
         corpus = home / "scale"
         print(f"{'  corpus on disk':32}{disk(corpus / 'corpus.jsonl'):>11}", flush=True)
+        if args.lean:
+            source.unlink() if source.is_file() else shutil.rmtree(source)
 
         ours = run(
             "mhindex index --backend lucene",
@@ -182,23 +190,6 @@ def main() -> None:
             env,
         )
         print(f"{'  index on disk':32}{disk(corpus / 'indexes' / 'lucene'):>11}", flush=True)
-
-        # Raw Anserini on the very documents mhindex hands it (prepared here, untimed).
-        from mhindex.backends.lucene import anserini_document, index_collection_command
-
-        docs, raw_index = workdir / "anserini-docs", workdir / "anserini-index"
-        docs.mkdir(exist_ok=True)
-        with open(corpus / "corpus.jsonl", "rb") as lines, open(docs / "docs.jsonl", "wb") as out:
-            for line in lines:
-                out.write(anserini_document(line))
-        raw = run(
-            "raw Anserini IndexCollection",
-            index_collection_command(docs, raw_index, args.threads),
-            env,
-        )
-        print(f"{'  mhindex / raw speed':32}{raw / ours:>9.2f} x", flush=True)
-        shutil.rmtree(docs)
-        shutil.rmtree(raw_index)
 
         os.environ["MHINDEX_HOME"] = str(home)
         from mhindex.backends import BackendSpec, open_retriever
@@ -220,6 +211,26 @@ def main() -> None:
             f"p99 {times[int(len(times) * 0.99) - 1]:.1f} ms ({len(times)} queries)",
             flush=True,
         )
+        retriever.close()
+        if args.lean:
+            shutil.rmtree(corpus / "indexes" / "lucene")
+        # Raw Anserini on the very documents mhindex hands it (prepared here, untimed).
+        from mhindex.backends.lucene import anserini_document, index_collection_command
+
+        docs, raw_index = workdir / "anserini-docs", workdir / "anserini-index"
+        docs.mkdir(exist_ok=True)
+        with open(corpus / "corpus.jsonl", "rb") as lines, open(docs / "docs.jsonl", "wb") as out:
+            for line in lines:
+                out.write(anserini_document(line))
+        raw = run(
+            "raw Anserini IndexCollection",
+            index_collection_command(docs, raw_index, args.threads),
+            env,
+        )
+        print(f"{'  mhindex / raw speed':32}{raw / ours:>9.2f} x", flush=True)
+        shutil.rmtree(docs)
+        shutil.rmtree(raw_index)
+
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -282,6 +282,8 @@ MAY_IMPORT = {
     "doctor": {"corpora", "backends", "lm", "methods"},
     # The Python API: what `import mhindex` exports (mhindex/__init__.py names it, lazily), over every layer.
     "_api": {"corpora", "backends", "lm", "methods", "eval", "render"},
+    # What a plug-in codes against: it names the five kinds' interfaces (lazily), and nothing above them.
+    "plugins": {"corpora", "backends", "lm", "methods", "eval"},
 }
 
 
@@ -301,3 +303,32 @@ def test_each_layer_imports_only_the_layers_below_it():
                 imported = {"__init__" if name == "__version__" else name for name in names}
                 found += [f"{'/'.join(parts)} imports mhindex.{name}" for name in imported - allowed]
     assert found == []
+
+
+def test_the_example_plugin_codes_against_the_public_surface_alone():
+    """A plug-in imports `mhindex` and `mhindex.plugins`, whose names are kept stable; every other module path is
+    internal. The example package shows it can: it imports nothing else of mhindex, and each name it takes is
+    one `mhindex.plugins` lists and resolves to the interface itself."""
+    import mhindex.plugins
+
+    example = Path(__file__).parents[1] / "examples" / "mhindex-example-plugin" / "src"
+    imported, private = set(), []
+    for path in sorted(example.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "mhindex":
+                if node.module == "mhindex.plugins":
+                    imported |= {alias.name for alias in node.names}
+                elif node.module != "mhindex":
+                    private.append(f"{path.name}: from {node.module} import ...")
+            elif isinstance(node, ast.Import):
+                private += [f"{path.name}: import {a.name}" for a in node.names if a.name.startswith("mhindex.")]
+    assert private == []
+    assert imported and imported <= set(mhindex.plugins.__all__)
+    from mhindex.backends.base import Backend
+    from mhindex.methods.base import Method
+
+    assert mhindex.plugins.Method is Method and mhindex.plugins.Backend is Backend
+    for name in mhindex.plugins.__all__:  # each listed name resolves (an AttributeError otherwise)
+        getattr(mhindex.plugins, name)
+    with pytest.raises(AttributeError, match="no attribute 'session'"):
+        mhindex.plugins.session  # noqa: B018 (the internal modules are not reached through it)

@@ -14,9 +14,7 @@ from typing import Any
 
 import orjson
 
-from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
-from mhindex.home import CorpusDir
-from mhindex.options import option
+from mhindex.plugins import Backend, BackendContext, CorpusDir, Hit, option, search_within_titles
 
 WORD = re.compile(r"\w+")
 

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
-from mhindex.methods.reader import Reader
-from mhindex.methods.settings import ReaderSettings, demo_set
-from mhindex.options import option
+from mhindex.plugins import (
+    Answer,
+    Clock,
+    Meter,
+    Method,
+    MethodContext,
+    Query,
+    Reader,
+    ReaderSettings,
+    Step,
+    TraceStep,
+    demo_set,
+    option,
+    trace_step,
+)
 
 
 @dataclass(frozen=True)

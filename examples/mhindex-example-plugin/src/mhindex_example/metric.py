@@ -3,8 +3,7 @@ normalisation), a lenient measure for long answers; `eval`, `score` and `report`
 
 from __future__ import annotations
 
-from mhindex.eval.metrics import AnswerMetric
-from mhindex.text import normalize_answer
+from mhindex.plugins import AnswerMetric, normalize_answer
 
 
 def token_recall(prediction: str, gold: str) -> float:
