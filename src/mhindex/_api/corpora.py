@@ -163,12 +163,15 @@ class Corpus:
                 }
             return self._questions
 
-    def index(self, backend: str = DEFAULT_BACKEND, *, force: bool = False, **options: Any) -> list[dict[str, Any]]:
+    def index(
+        self, backend: str = DEFAULT_BACKEND, *, force: bool = False, preflight: bool = True, **options: Any
+    ) -> list[dict[str, Any]]:
         """Index the corpus (each part of a fusion as itself); returns each index's manifest. An index that is
-        up to date is kept unless `force`; a new one replaces the old only when complete."""
+        up to date is kept unless `force`; a new one replaces the old only when complete, and is not begun
+        where the memory and disk it is expected to need are not there (unless `preflight=False`)."""
         from mhindex.backends import BackendSpec, build_indexes
 
-        built = build_indexes(self._folder, BackendSpec.parse(backend, options), force=force)
+        built = build_indexes(self._folder, BackendSpec.parse(backend, options), force=force, preflight=preflight)
         return [{"rebuilt": index.rebuilt, **index.manifest} for index in built]
 
     def searcher(self, backend: str = DEFAULT_BACKEND, **options: Any) -> Searcher:
@@ -208,12 +211,14 @@ def build(
     seed: int = 13370,
     skip_bad: bool = False,
     add: Sequence[str] | None = None,
+    preflight: bool = True,
     backend_options: dict[str, Any] | None = None,
     **converter_options: Any,
 ) -> Corpus:
     """Build a corpus from a dataset's release files (`inputs`; else the downloaded release, else the bundled
     sample), or from your own (`build("jsonl", inputs=["paragraphs.jsonl"], name="mine")`), then index it
-    with `backend` (None: no index). Unchanged inputs are not converted again unless `force`."""
+    with `backend` (None: no index). Unchanged inputs are not converted again unless `force`; an index whose
+    expected memory and disk are not there is not begun, unless `preflight=False`."""
     from mhindex.backends import BackendSpec
     from mhindex.corpora.build import CorpusOptions
 
@@ -227,7 +232,7 @@ def build(
     spec = BackendSpec.parse(backend, backend_options) if backend else None
     # records passed over, a stale index: a notebook shows them as warnings
     built, _ = build_and_index(resolve_home(home), dataset, options, converter_options, spec, force=force,
-                               warn=lambda note: warnings.warn(note, stacklevel=4))  # fmt: skip
+                               preflight=preflight, warn=lambda note: warnings.warn(note, stacklevel=4))  # fmt: skip
     return Corpus(built.corpus)
 
 
@@ -239,6 +244,7 @@ def build_and_index(
     spec: BackendSpec | None,
     *,
     force: bool,
+    preflight: bool = True,
     warn: Callable[[str], None],
 ) -> tuple[BuildResult, list[IndexResult]]:
     """The corpus, then (with a backend) its indexes, a wrong index option refused before any work: what
@@ -250,4 +256,4 @@ def build_and_index(
     built = build_dataset(root, dataset, options, converter, force=force)
     for note in built.notes(indexing=bool(parts)):
         warn(note)
-    return built, [build_index(built.corpus, part, force=force) for part in parts]
+    return built, [build_index(built.corpus, part, force=force, preflight=preflight) for part in parts]

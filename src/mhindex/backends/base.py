@@ -82,6 +82,17 @@ class BackendContext:
         return self.home / "cache"
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """What building an index is expected to take at its peak, estimated from the corpus's size before any work:
+    `mhindex index` refuses a build that cannot fit, where FlashRAG's users learnt it when the kernel killed a
+    21M-passage build at 126 GB (RUC-NLPIR/FlashRAG issue #233)."""
+
+    memory: int  # bytes: the resident memory of the build's processes together
+    disk: int  # bytes written under the data root at the peak, temporary files included
+    basis: str  # where the figures come from (a measured rate, a count of bytes), said beside them
+
+
 class Backend:
     """An engine: it builds an index of a corpus and opens a `Retriever` over it. A backend subclasses this
     and declares what the layers above ask of it, so that none of them names it: its `name` and `title`,
@@ -105,6 +116,11 @@ class Backend:
     #: it fuses the rankings of other backends (`--backend A+B`; `--backend NAME` fuses `default_parts`)
     fuses: ClassVar[bool] = False
     default_parts: ClassVar[tuple[str, ...]] = ()
+
+    def footprint(self, paragraphs: int, corpus_bytes: int, options: Any) -> Footprint | None:
+        """The build's expected peak memory and disk for a corpus of `paragraphs` paragraphs whose corpus.jsonl
+        is `corpus_bytes` long, with these index options; None where it cannot say (then nothing is checked)."""
+        return None
 
     def build(self, corpus: CorpusDir, target: Path, options: Any, context: BackendContext) -> dict[str, Any]:
         """Index `corpus` into the (empty, temporary) folder `target`; returns facts for the manifest."""

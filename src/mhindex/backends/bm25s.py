@@ -13,12 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
+from mhindex.backends.base import Backend, BackendContext, Footprint, Hit, search_within_titles
 from mhindex.errors import MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
 from mhindex.requirements import package
 from mhindex.ui import reporter
+
+# What building an index takes (`Bm25sBackend.footprint`), measured by scripts/bench_footprint.py.
+BM25S_BASE = 250 * 2**20  # Python, numpy, scipy and the stemmer
+BM25S_MEMORY_RATIO = 5.0
+BM25S_DISK_RATIO = 0.5
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,16 @@ class Bm25sBackend(Backend):
     Settings = Bm25sOptions
     builds_index = True
     requirements = (package("bm25s backend", "bm25s", "bm25s", "pip install 'mhindex[bm25s]'"),)
+
+    def footprint(self, paragraphs: int, corpus_bytes: int, options: Bm25sOptions) -> Footprint:
+        # bm25s holds every text and every token id as Python objects while it builds its sparse matrix: about
+        # BM25S_MEMORY_RATIO times the corpus's bytes, measured (scripts/bench_footprint.py), the index on disk
+        # BM25S_DISK_RATIO of them.
+        return Footprint(
+            int(BM25S_BASE + BM25S_MEMORY_RATIO * corpus_bytes), int(BM25S_DISK_RATIO * corpus_bytes),
+            f"measured: {BM25S_MEMORY_RATIO:.1f}x the corpus's bytes in memory while building, the index "
+            f"{BM25S_DISK_RATIO:.2f}x on disk",
+        )  # fmt: skip
 
     def build(self, corpus: CorpusDir, target: Path, options: Bm25sOptions, context: BackendContext) -> dict[str, Any]:
         bm25s, stemmer = _engine()

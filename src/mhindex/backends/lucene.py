@@ -31,7 +31,15 @@ from typing import Any
 
 import orjson
 
-from mhindex.backends.base import Backend, BackendContext, Candidate, Hit, search_within_titles, title_key
+from mhindex.backends.base import (
+    Backend,
+    BackendContext,
+    Candidate,
+    Footprint,
+    Hit,
+    search_within_titles,
+    title_key,
+)
 from mhindex.errors import BadInput, MhindexError
 from mhindex.home import CorpusDir
 from mhindex.options import option
@@ -151,6 +159,13 @@ def java_home() -> Path:
 
 
 # Quiet the JVM's warnings about Lucene's memory-mapping on new JDKs; they are not for users.
+# What building an index takes (`LuceneBackend.footprint`), from scripts/bench_footprint.py and bench_scale.py.
+LUCENE_DOCS_RATIO = 1.0  # Anserini's JSON documents, to the corpus.jsonl's bytes
+LUCENE_INDEX_RATIO = 0.85  # the index (postings, the title field, the raw record stored), likewise
+LUCENE_GB_PER_MILLION = 0.6  # the JVM's growth a million paragraphs
+JVM_BASE = 150 * 2**20
+JVM_OUTSIDE_HEAP = 300 * 2**20  # code, metaspace, threads' stacks, direct buffers
+PYTHON_SIDE = 150 * 2**20  # mhindex's own process, writing the documents
 _JVM_OPTIONS = [
     "--enable-native-access=ALL-UNNAMED",
     "--sun-misc-unsafe-memory-access=allow",
@@ -290,6 +305,23 @@ class LuceneBackend(Backend):
         ),
         package("Lucene (default backend)", "jnius", "pyjnius", "pip install 'mhindex[lucene]'", True),
     )
+
+    def footprint(self, paragraphs: int, corpus_bytes: int, options: LuceneOptions) -> Footprint:
+        # Measured (benchmarks/README.md, "Own corpora at scale"; scripts/bench_footprint.py): the documents
+        # written for Anserini are about the corpus's size and the index LUCENE_INDEX_RATIO of it, both on disk
+        # at once; the JVM grows about LUCENE_GB_PER_MILLION a million paragraphs, up to its default heap
+        # limit (a quarter of the machine's memory) plus what it holds beside the heap.
+        import psutil
+
+        heap_limit = psutil.virtual_memory().total / 4 + JVM_OUTSIDE_HEAP
+        jvm = min(heap_limit, JVM_BASE + LUCENE_GB_PER_MILLION * 2**30 * paragraphs / 1e6)
+        disk = corpus_bytes * (LUCENE_DOCS_RATIO + LUCENE_INDEX_RATIO)
+        return Footprint(
+            int(jvm + PYTHON_SIDE), int(disk),
+            f"measured: the documents copied for Anserini ({LUCENE_DOCS_RATIO:.2f}x the corpus) and the index "
+            f"({LUCENE_INDEX_RATIO:.2f}x), the JVM {LUCENE_GB_PER_MILLION:.2f} GB a million paragraphs up to a "
+            "quarter of the memory",
+        )  # fmt: skip
 
     def build(self, corpus: CorpusDir, target: Path, options: LuceneOptions, context: BackendContext) -> dict[str, Any]:
         corpus_file = corpus.corpus

@@ -64,6 +64,14 @@ QuietOption = Annotated[
 ]
 JsonOption = Annotated[bool, flag("Print machine-readable JSON on stdout.", "--json")]
 BackendOption = Annotated[str, opt(BACKEND_HELP, "--backend", "-b")]
+PreflightOption = Annotated[
+    bool,
+    opt(
+        "Before a build, the memory and disk it needs are estimated from the corpus's size (`mhindex doctor` shows "
+        "them a million paragraphs); one that cannot fit is refused. --no-preflight builds anyway.",
+        "--preflight/--no-preflight",
+    ),
+]
 
 
 #: the options given before the subcommand (`mhindex --home H ask ...`)

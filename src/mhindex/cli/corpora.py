@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.cli.app import BackendOption, Output, arg, backend_options, command, flag, opt
+from mhindex.cli.app import BackendOption, Output, PreflightOption, arg, backend_options, command, flag, opt
 from mhindex.corpora import DATASETS
 from mhindex.home import built_corpora, downloads_dir, open_corpus
 from mhindex.methods import resumable_work
@@ -45,12 +45,13 @@ def corpus(
     )
 
 
-def _build(root: Path, dataset: str, options: dict | None, converter: dict | None, spec, force: bool):
+def _build(root: Path, dataset: str, options: dict | None, converter: dict | None, spec, force: bool, preflight=True):
     from mhindex._api.corpora import build_and_index
     from mhindex.corpora.build import CorpusOptions
 
     options_ = CorpusOptions(**(options or {}))
-    return build_and_index(root, dataset, options_, converter or {}, spec, force=force, warn=ui.reporter().warning)
+    said = ui.reporter().warning
+    return build_and_index(root, dataset, options_, converter or {}, spec, force=force, preflight=preflight, warn=said)
 
 
 @command(json=False)
@@ -126,6 +127,7 @@ def build(
     dataset: DatasetArgument,
     backend: BackendOption = DEFAULT_BACKEND,
     force: Annotated[bool, flag("Rebuild corpus and index.")] = False,
+    preflight: PreflightOption = True,
     *,
     root: Path,
     output: Output,
@@ -137,7 +139,7 @@ def build(
     from mhindex.backends import BackendSpec
 
     spec = BackendSpec.parse(backend, backend_options)
-    built, indexed = _build(root, dataset, corpus_options, converter_options, spec, force)
+    built, indexed = _build(root, dataset, corpus_options, converter_options, spec, force, preflight)
     indexes = [{"rebuilt": i.rebuilt, **i.manifest} for i in indexed]
     data = {"corpus": {"rebuilt": built.rebuilt, **built.manifest}}
     output.show(data | ({"indexes": indexes} if spec.parts else {"index": indexes[0]}), *render.built(built, indexed))

@@ -13,7 +13,7 @@ import typer
 
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.cli.app import BackendOption, Output, arg, backend_options, command, flag, opt
+from mhindex.cli.app import BackendOption, Output, PreflightOption, arg, backend_options, command, flag, opt
 from mhindex.home import open_corpus
 from mhindex.options import with_options
 from mhindex.server.limits import Limits
@@ -43,6 +43,7 @@ def index(
     name: Annotated[str, arg("Corpus name (see mhindex list).")],
     backend: BackendOption = DEFAULT_BACKEND,
     force: Annotated[bool, flag("Rebuild even if the index is up to date.")] = False,
+    preflight: PreflightOption = True,
     *,
     root: Path,
     output: Output,
@@ -51,7 +52,8 @@ def index(
     """Index a built corpus. The new index replaces the old one only when complete."""
     from mhindex.backends import BackendSpec, build_indexes
 
-    for built in build_indexes(open_corpus(root, name), BackendSpec.parse(backend, backend_options), force):
+    spec = BackendSpec.parse(backend, backend_options)
+    for built in build_indexes(open_corpus(root, name), spec, force, preflight):
         output.show({"rebuilt": built.rebuilt, "path": str(built.path), **built.manifest}, render.index_summary(built))
 
 
