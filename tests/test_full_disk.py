@@ -15,11 +15,13 @@ import pytest
 from conftest import leftovers
 
 SMALL = ["--max-demos", "1", "--answer-tokens", "4"]
-# (the command, the exit code on a full disk and on a read-only root; 0: it runs on without what it cannot write)
+# (the command, the exit code on a full disk and on a read-only root; 0: it runs on without what it cannot write;
+# 2: on a full disk the preflight refuses the build before it begins, with what it needs and what is free)
 COMMANDS = {
     "corpus --force": (["corpus", "musique", "--force"], 1),
     "corpus, a new one": (["corpus", "musique", "--name", "other"], 1),
-    "index --force": (["index", "musique", "--force"], 1),
+    "index --force": (["index", "musique", "--force"], 2),
+    "index --force --no-preflight": (["index", "musique", "--force", "--no-preflight"], 1),
     "build --force": (["build", "musique", "--force"], 1),
     "eval": (["eval", "musique", "-m", "nor", "--limit", "2", "--seed", "5", *SMALL], 1),
     "report": (["report", "-o", "{root}/report.html"], 1),
@@ -79,6 +81,8 @@ def fill(root: Path) -> None:
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_a_full_disk_or_a_read_only_root_is_one_line_and_leaves_everything_as_it_was(disk, condition, name):
     args, code = COMMANDS[name]
+    if code == 2 and condition == "read-only":  # there is room: the build begins, and cannot write
+        code = 1
     before = files(disk)
     if condition == "full":
         fill(disk)
@@ -96,9 +100,46 @@ def test_a_full_disk_or_a_read_only_root_is_one_line_and_leaves_everything_as_it
     assert result.returncode == code, result.stderr
     errors = [line for line in lines if line.startswith("mhindex: ")]
     if code:
-        assert len(errors) == 1 and any(word in errors[0] for word in SAID[condition]), lines
+        said = ("not enough room to index 'musique' with lucene",) if code == 2 else SAID[condition]
+        assert len(errors) == 1 and any(word in errors[0] for word in said), lines
         assert len(errors[0]) < 300 and all(line.startswith("{") for line in lines if line not in errors)
     else:
         assert not errors
     assert files(disk) == before  # nothing replaced, truncated or added
     assert not leftovers(disk)  # no temporary file or folder beside them
+
+
+def leave_free(root: Path, free: int) -> None:
+    """Fill the disk until `free` bytes are left (a real file of zeros: a sparse one takes no room on a tmpfs)."""
+    taking = os.statvfs(root).f_bavail * os.statvfs(root).f_frsize - free
+    with open(root / "filler", "wb") as filler:
+        while taking > 0:
+            taking -= filler.write(b"\0" * min(taking, 1 << 20))
+
+
+def test_an_index_that_cannot_fit_is_refused_before_it_begins_and_one_that_fits_is_built(disk):
+    """The preflight on a real file system: with half the disk the Lucene build is expected to need, `index`
+    refuses in one line and touches nothing; with the estimate and a fifth more, the same build is made whole
+    (the estimate covers what the build really takes at its peak, temporary documents included)."""
+    from mhindex.backends import BackendSpec
+    from mhindex.backends.indexes import footprint_of
+    from mhindex.home import open_corpus
+
+    spec = BackendSpec.parse("lucene", {})
+    need = footprint_of(open_corpus(disk, "musique"), spec.backend(), spec.index_options())
+    assert need is not None
+    manifest = disk / "musique" / "indexes" / "lucene" / "manifest.json"
+    for free, code in ((need.disk // 2, 2), (int(need.disk * 1.2), 0)):
+        before, built = files(disk), manifest.stat().st_mtime_ns
+        leave_free(disk, free)
+        try:
+            result = mhindex(disk, "index", "musique", "--force")
+        finally:
+            (disk / "filler").unlink()
+        assert result.returncode == code, result.stderr
+        if code:
+            assert result.stderr.startswith("mhindex: error: not enough room to index 'musique' with lucene: about ")
+            assert "of disk at its peak" in result.stderr and "--no-preflight" in result.stderr
+            assert files(disk) == before and not leftovers(disk)
+        else:
+            assert manifest.stat().st_mtime_ns > built and not leftovers(disk)

@@ -22,7 +22,18 @@ def test_help_shows_the_chosen_method_and_backend():
     ask = mhindex("ask", "--help").stdout
     assert len(ask.splitlines()) < 300  # 464 lines when every method's and engine's options were shown
     assert "--max-steps" in ask and "--tracing" not in ask and "--shards" not in ask and "--es-url" not in ask
-    assert "Options shown: those of method ircot; `--method NAME --help` shows another's." in " ".join(ask.split())
+    said = " ".join(ask.split())
+    assert said.count("Options shown:") == 1  # the method's and the backend's groups in one line (two before)
+    assert (
+        "Options shown: those of backend lucene (`--backend NAME --help`: another's; `mhindex index --help`: those "
+        "fixed when an index is built) and method ircot (`--method NAME --help`: another's)." in said
+    )
+    # Shown for ircot alone: its own default, not every method's (`[default: oner 15, ircot 4, kdcot 5, ...]`)
+    k = said[said.index("--k -k") : said.index("--clean-queries")]
+    assert "[default: 4]" in k and "oner" not in k
+    assert "wh ich" not in said and "wh/ich" not in said  # a word folded at the column's edge
+    assert not any(line.rstrip().endswith(" and writes") for line in ask.splitlines())  # the docstring rewrapped
+    assert len(ask.splitlines()) < 170  # 191 with every method's defaults and two "Options shown" paragraphs
     searchain = mhindex("ask", "--method", "searchain", "--backend", "elasticsearch", "--help").stdout
     assert "--tracing" in searchain and "--max-steps" not in searchain and "--es-url" in searchain
     assert "--shards" not in searchain  # fixed when the index is built: shown by `index`

@@ -259,3 +259,23 @@ def test_untitled_paragraphs_are_counted_and_titled_as_asked(mh, home, tmp_path,
     quiet = mh("corpus", "jsonl", "-i", contents, "--workers", workers, "--title-from", "none", "--json")
     assert quiet.code == 0 and "no title" not in quiet.err
     assert quiet.json()["counts"]["untitled_paragraphs"] == len(paragraphs)
+
+
+def test_a_method_that_searches_by_title_says_so_over_an_untitled_corpus(mh, home, tmp_path):
+    """IRCoT reads paragraphs under their titles and finds IIRC's pages by title: over a corpus imported without
+    titles it still answers, and says once, before it does, why its answers may be worse and how to fix it."""
+    paragraphs, _ = _sample(6)
+    contents = _write(
+        tmp_path / "collection.jsonl",
+        [orjson.dumps({"id": pid, "contents": f"{t}\n{x}"}) + b"\n" for (t, x), pid in paragraphs.items()],
+    )
+    assert mh("corpus", "jsonl", "-i", contents, "--title-from", "none", "--name", "untitled").code == 0
+    assert mh("index", "untitled").code == 0
+    small = ["--max-steps", "1", "--step-tokens", "8", "--max-demos", "1", "--answer-tokens", "4"]
+    asked = mh("ask", "Who directed it?", "--corpus", "untitled", "--method", "ircot", *small, "--json")
+    assert asked.code == 0, asked.err
+    said = [line for line in asked.err.splitlines() if "relies on paragraph titles" in line]
+    assert len(said) == 1, asked.err
+    assert f"{len(paragraphs):,} of {len(paragraphs):,} paragraphs of 'untitled' have none" in said[0]
+    assert "--title-from first-line or id" in said[0]
+    assert asked.json()["method"] == "ircot"

@@ -77,3 +77,37 @@ def requirements() -> list[Requirement]:
 
 def checks(home: Path) -> list[Check]:
     return [check(requirement, home) for requirement in requirements()]
+
+
+#: The corpus the preflight's figures are shown for: a million 100-word passages (DPR's, 0.78 GB of corpus.jsonl
+#: measured by scripts/bench_scale.py)
+MILLION = (1_000_000, 780 * 10**6)
+
+
+@dataclass
+class Room:
+    """What a build may use here, and what each backend's build of a million paragraphs is expected to need
+    (the preflight `index` and `build` run, shown before anyone waits for it)."""
+
+    memory: int | None  # available now
+    disk: int  # free under the data root
+    needs: dict[str, tuple[int, int, str] | None]  # backend -> (memory, disk, basis) for a million paragraphs
+
+    def record(self) -> dict:
+        needs = {name: dict(zip(("memory", "disk", "basis"), need, strict=True)) if need else None
+                 for name, need in self.needs.items()}  # fmt: skip
+        return {"memory_available": self.memory, "disk_free": self.disk, "per_million_paragraphs": needs}
+
+
+def room(home: Path) -> Room:
+    from mhindex.backends import BACKENDS
+    from mhindex.backends.indexes import room as free_room
+
+    memory, free_under = free_room()
+    folder = next((p for p in (home, *home.parents) if p.exists()), Path("/"))
+    needs: dict[str, tuple[int, int, str] | None] = {}
+    for name, backend in BACKENDS.available().items():
+        if backend.builds_index and not backend.fuses:
+            need = backend().footprint(*MILLION, backend.Settings())
+            needs[name] = (need.memory, need.disk, need.basis) if need else None
+    return Room(memory, free_under(folder), needs)

@@ -176,12 +176,15 @@ def with_options(
         for name, uses in by_name.items():
             _, _, opt, kind = uses[0]
             flag = flag_of(name, opt)
-            defaults = {owner: f.default for owner, f, _, _ in uses if f.default is not None}
+            # With one method (or backend) asked about, its own default alone, and no list of who else takes it.
+            said = [use for use in uses if shown_for is None or use[0] in shown_for] or uses
+            defaults = {owner: f.default for owner, f, _, _ in said if f.default is not None}
             if len(set(map(str, defaults.values()))) == 1:
                 shown = str(next(iter(defaults.values())))
             else:
                 shown = ", ".join(f"{owner} {value}" for owner, value in defaults.items())
-            owners_note = "" if len(uses) == len(owner_types) else f" ({', '.join(owner for owner, *_ in uses)})"
+            listed = shown_for is None and len(uses) != len(owner_types)
+            owners_note = f" ({', '.join(owner for owner, *_ in uses)})" if listed else ""
             text = f"{opt.help}{owners_note}" + (f" \\[default: {shown}]" if shown else "")
             names = [flag, opt.short] if opt.short else [flag]
             if not flag.startswith("--"):  # a short name alone (-k): the field's long name beside it, as help lists
@@ -225,14 +228,16 @@ def with_options(
                 kwargs.pop(p.name, None)
             return command(*args, **kwargs, **{group: chosen})
 
-        if hidden_any and shown_for is not None:
+        if hidden_any and shown_for is not None:  # one line for the method's and the backend's groups together
             what = "method" if group == "method_options" else "backend"
-            wrapper.__doc__ = (
-                f"{inspect.cleandoc(command.__doc__ or '')}\n\n"
-                f"Options shown: those of {what} {', '.join(sorted(shown_for))}; `--{what} NAME --help` shows another's"
-                + ("" if builds or what == "method" else ", `mhindex index --help` those fixed when an index is built")
-                + "."
-            )
+            later = "" if builds or what == "method" else "; `mhindex index --help`: those fixed when an index is built"
+            notes = [
+                *getattr(command, "shown_notes", []),
+                f"{what} {', '.join(sorted(shown_for))} (`--{what} NAME --help`: another's{later})",
+            ]
+            base = getattr(command, "base_doc", inspect.cleandoc(command.__doc__ or ""))
+            wrapper.__doc__ = f"{base}\n\nOptions shown: those of {' and '.join(notes)}."
+            wrapper.shown_notes, wrapper.base_doc = notes, base  # type: ignore[attr-defined]
         wrapper.__signature__ = original.replace(parameters=[*kept, *generated])  # type: ignore[attr-defined]
         wrapper.__annotations__ = {
             p.name: p.annotation for p in [*kept, *generated] if p.annotation is not inspect.Parameter.empty

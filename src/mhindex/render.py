@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from mhindex.methods.base import TITLE_SEPARATOR
 
@@ -178,11 +180,32 @@ def doctor_report(found: Sequence, missing: Sequence) -> list:
     ]
 
 
+def room_table(room: Any) -> Any:
+    """What `index` and `build` check before they begin: the room here, and each backend's need for a million
+    paragraphs (a build of N million needs about N times as much)."""
+    from rich.table import Table
+
+    from mhindex.files import human_size
+
+    memory = human_size(room.memory) if room.memory is not None else "unknown"
+    grid = Table(
+        "backend", "memory", "disk", "from",
+        title=f"A million paragraphs' index: {memory} of memory available, {human_size(room.disk)} of disk free",
+        title_justify="left", caption="index and build refuse a build that does not fit (--no-preflight builds anyway)",
+        caption_justify="left",
+    )  # fmt: skip
+    for name, need in room.needs.items():
+        shown = (human_size(need[0]), human_size(need[1]), need[2]) if need else ("-", "-", "no estimate: not checked")
+        grid.add_row(name, *shown)
+    return grid
+
+
 def help_layout() -> None:
-    """Two details of Typer's help, set once here because Typer has no setting for them (a small patch of
+    """Three details of Typer's help, set once here because Typer has no setting for them (a small patch of
     its rendering rather than a help formatter of our own): option names are never cut (at 80 columns
     "--max-paragraph-words" read "--max-paragraph-…": now the name columns keep their width and the help
-    column wraps), and a flag shows no "<bool>" type beside it (`--help -h <bool>` on every command).
+    column wraps), a flag shows no "<bool>" type beside it (`--help -h <bool>` on every command), and a
+    docstring's paragraphs are wrapped to the terminal rather than at the source's line breaks.
     Applied only when help is asked for: Typer's rich_utils costs some 90 ms to import, on every command."""
     import typer.rich_utils
     from rich.table import Table
@@ -220,6 +243,13 @@ def help_layout() -> None:
         return None if self.is_flag else shown_type(self, ctx)
 
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+    def paragraphs_rewrapped(paragraphs: list[str], markup_mode: str) -> str:
+        # Typer 0.2x keeps a docstring's line breaks after its first paragraph ("IIRC) and writes" ending a line
+        # at 80 columns); its comment says it removes them. A line that begins a list item or is indented stays.
+        return "\n\n".join(re.sub(r"\n(?![-*\s])", " ", paragraph) for paragraph in paragraphs)
+
+    typer.rich_utils._fix_linebreaks = paragraphs_rewrapped
 
 
 def built(built, indexed: Sequence) -> list[str]:

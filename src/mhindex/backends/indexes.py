@@ -154,15 +154,15 @@ def check_room(corpus: CorpusDir, backend: Backend, options: Any) -> None:
     memory, free_under = room()
     free = free_under(corpus.root)
     short = [
-        *([f"{human_size(need.memory)} of memory ({human_size(memory)} available)"]
+        *([f"{human_size(need.memory)} of memory at its peak, {human_size(memory)} available"]
           if memory is not None and need.memory > memory else []),
-        *([f"{human_size(need.disk)} of disk ({human_size(free)} free under {corpus.root.parent})"]
+        *([f"{human_size(need.disk)} of disk at its peak, {human_size(free)} free under {corpus.root.parent}"]
           if need.disk > free else []),
     ]  # fmt: skip
-    if short:
+    if short:  # how the figures are estimated: `mhindex doctor`, and the backend's `footprint`
         raise UsageError(
-            f"not enough room to index '{corpus.name}' with {backend.name}: it needs about {' and '.join(short)} at "
-            f"its peak ({need.basis}); free some, or pass --no-preflight to build anyway"
+            f"not enough room to index '{corpus.name}' with {backend.name}: about {'; and '.join(short)}; free some, "
+            "or pass --no-preflight to build anyway"
         )
 
 

@@ -26,7 +26,7 @@ def doctor(
     """Check everything mhindex runs on (Java, the Anserini jar, llama.cpp, the packaged models, the
     optional engines) and say, in one list, what is missing and how to install it. Exit code 1 when
     something the default path needs (build, search, ask) is missing."""
-    from mhindex.doctor import checks
+    from mhindex.doctor import checks, room
 
     if fetch_jar:
         from mhindex.backends.lucene import PYSERINI_RELEASE
@@ -37,6 +37,8 @@ def doctor(
         ui.reporter().info(f"Anserini's jar: {jar}")
     found = checks(root)
     missing = [c for c in found if not c.ok and c.needed]
-    output.show({"ok": not missing, "checks": [c.record() for c in found]}, *render.doctor_report(found, missing))
+    here = room(root)
+    data = {"ok": not missing, "checks": [c.record() for c in found], "room": here.record()}
+    output.show(data, *render.doctor_report(found, missing), render.room_table(here))
     if missing:
         raise typer.Exit(1)

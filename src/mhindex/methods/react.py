@@ -68,6 +68,7 @@ class ReAct(Method):
     name = "react"
     title = "ReAct"
     paper = "ReAct (Yao et al., ICLR 2023; ysymyth/ReAct), its HotpotQA agent over the corpus"
+    uses_titles = "Search[entity] opens the page whose title is the entity, Lookup reads within it"
     tables = {"SearChain": {}, "KD-CoT": {}}
     Settings = ReActSettings
 

@@ -13,6 +13,7 @@ from mhindex.backends.base import Retriever
 from mhindex.home import CorpusDir
 from mhindex.lm import LanguageModel, ModelOptions
 from mhindex.methods import Method, MethodContext, make_method, method_class
+from mhindex.ui import reporter
 
 
 def load_judge(spec: str | None, model: ModelOptions | None, home: Path | None) -> LanguageModel | None:
@@ -49,6 +50,7 @@ class Session:
         self.model, self.judge_spec = model, judge
         self._judge: LanguageModel | None = None
         self.corpus = corpus
+        self._said_titles: set[str] = set()
         self.dataset = corpus.manifest().get("dataset") if corpus else None
         retrieves = any(method_class(name).needs_retriever for name in methods)
         #: the index, opened once for every method of the session (None when none retrieves)
@@ -69,6 +71,8 @@ class Session:
 
     def method(self, name: str, settings: Any) -> Method:
         retriever = self.retriever if method_class(name).needs_retriever else None
+        if retriever is not None and method_class(name).uses_titles:
+            self._say_titles_missing(name, method_class(name).uses_titles)
         return make_method(
             name,
             retriever,
@@ -81,6 +85,22 @@ class Session:
                 corpus=self.corpus.name if self.corpus else None,
             ),
         )
+
+    def _say_titles_missing(self, name: str, uses: str) -> None:
+        """A method that searches by title, over a corpus whose paragraphs mostly have none, answers worse than
+        it should and nothing would say why: it is said once, with the way to give them titles."""
+        counts = self.corpus.manifest() if self.corpus else {}
+        untitled, total = (
+            counts.get("counts", {}).get("untitled_paragraphs", 0),
+            counts.get("counts", {}).get("paragraphs", 0),
+        )
+        if total and untitled * 2 > total and name not in self._said_titles:
+            self._said_titles.add(name)
+            reporter().warning(
+                f"{name} relies on paragraph titles ({uses}), and {untitled:,} of {total:,} paragraphs of "
+                f"'{self.corpus.name if self.corpus else ''}' have none: import it again with --title-from "
+                "first-line or id"
+            )
 
     def judge(self) -> LanguageModel | None:
         """The judge's model (None when none was asked for), loaded once."""

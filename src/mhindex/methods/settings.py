@@ -17,7 +17,7 @@ from mhindex.options import option
 DEMO_SETS = prompt_sets("ircot")  # IRCoT's released demonstrations, one folder per dataset
 DEFAULT_DEMOS = "musique"  # for a corpus whose dataset has none (a user's own corpus)
 CLEAN_QUERIES_HELP = (
-    "Queries as IRCoT's release sends them: without who/what/when/where/why/which/how/does/is, and "
+    "Queries as IRCoT's release sends them: without the words who, what, when, where, why, which, how, does, is, and "
     "a reasoning step's query is the last sentence that is not reasoning ('So ...', arithmetic), else "
     "the question (--no-clean-queries: each sentence as generated)."
 )
