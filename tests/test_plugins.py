@@ -266,7 +266,7 @@ def test_no_module_names_a_plugin_outside_its_own():
 
 
 FOUNDATION = {
-    "__init__", "errors", "files", "text", "ui", "options", "registry", "requirements", "http", "locks",
+    "__init__", "_lazy", "errors", "files", "text", "ui", "options", "registry", "requirements", "http", "locks",
     "processes", "home", "encoders",
 }  # fmt: skip
 # Each layer and what it may import besides the foundation (docs/development.md, "Architecture").

@@ -20,8 +20,9 @@ The names are imported on first use, so `import mhindex` (and every CLI command)
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mhindex._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -93,14 +94,4 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from mhindex.ui import show_progress
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mhindex' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

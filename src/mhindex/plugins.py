@@ -15,8 +15,9 @@ notebook reads back from a built corpus or an answered question.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mhindex._lazy import lazy_exports
 
 # name -> the module that defines it, imported on first use (PEP 562), so that a metric's package does not
 # import the methods' or the backends' modules.
@@ -154,14 +155,4 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from mhindex.text import normalize_answer
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mhindex.plugins' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
