@@ -109,12 +109,25 @@ def write_input(layout: str, paragraphs: int, folder: Path, seed: int = 0) -> Pa
         return path
 
 
-class TreePeak:
-    """The peak resident memory of a process and its children, summed, polled every 0.2 s."""
+def used_bytes(folder: Path) -> int:
+    """Bytes allocated under a folder (st_blocks: what the disk gives up)."""
+    total = 0
+    for place, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(place, name)).st_blocks * 512
+            except OSError:  # removed while walked
+                pass
+    return total
 
-    def __init__(self, pid: int) -> None:
-        self.process = psutil.Process(pid)
-        self.parent = self.children = self.tree = 0
+
+class TreePeak:
+    """The peak resident memory of a process and its children, summed, and the peak disk used under a folder
+    above what it held when the step began (its temporary files counted), polled every 0.2 s."""
+
+    def __init__(self, pid: int, folder: Path) -> None:
+        self.process, self.folder, self.base = psutil.Process(pid), folder, used_bytes(folder)
+        self.parent = self.children = self.tree = self.disk = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -128,6 +141,7 @@ class TreePeak:
                 break
             self.parent, self.children = max(self.parent, parent), max(self.children, children)
             self.tree = max(self.tree, parent + children)
+            self.disk = max(self.disk, used_bytes(self.folder) - self.base)
             self._stop.wait(0.2)
 
     def stop(self) -> None:
@@ -135,10 +149,10 @@ class TreePeak:
         self._thread.join()
 
 
-def run(label: str, command: list[str], env: dict[str, str]) -> float:
+def run(label: str, command: list[str], env: dict[str, str], workdir: Path) -> float:
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peak = TreePeak(process.pid)
+    peak = TreePeak(process.pid, workdir)
     out, err = process.communicate()
     peak.stop()
     seconds = time.perf_counter() - started
@@ -146,7 +160,8 @@ def run(label: str, command: list[str], env: dict[str, str]) -> float:
         raise SystemExit(f"{label} failed: {err.decode()[-2000:]}")
     print(
         f"{label:32}{seconds:>9.1f} s  peak {peak.tree / 2**30:>5.2f} GiB "
-        f"(parent {peak.parent / 2**30:.2f}, children {peak.children / 2**30:.2f})",
+        f"(parent {peak.parent / 2**30:.2f}, children {peak.children / 2**30:.2f}), "
+        f"disk peak +{peak.disk / 2**30:.2f} GiB",
         flush=True,
     )
     return seconds
@@ -183,21 +198,31 @@ def main() -> None:
         source = write_input(args.layout, args.paragraphs, workdir)
         print(f"{'synthetic input':32}{time.perf_counter() - started:>9.1f} s  {disk(source)} on disk", flush=True)
 
-        run("mhindex corpus", [*MHINDEX, "corpus", dataset, "-i", str(source), "--name", "scale", "-q"], env)
+        run("mhindex corpus", [*MHINDEX, "corpus", dataset, "-i", str(source), "--name", "scale", "-q"], env, workdir)
         corpus = home / "scale"
         print(f"{'  corpus on disk':32}{disk(corpus / 'corpus.jsonl'):>11}", flush=True)
         if args.lean:
             source.unlink() if source.is_file() else shutil.rmtree(source)
+        os.environ["MHINDEX_HOME"] = str(home)
+        from mhindex.backends import BackendSpec
+        from mhindex.backends.indexes import footprint_of
+        from mhindex.home import open_corpus
+
+        spec = BackendSpec.parse("lucene", {"threads": args.threads})
+        need = footprint_of(open_corpus(home, "scale"), spec.backend(), spec.index_options())
+        if need is not None:  # what `mhindex index` checks before it begins, beside what the build then took
+            print(f"{'  preflight estimate (lucene)':32}memory {need.memory / 2**30:.2f} GiB, "
+                  f"disk {need.disk / 2**30:.2f} GiB", flush=True)  # fmt: skip
 
         ours = run(
             "mhindex index --backend lucene",
             [*MHINDEX, "index", "scale", "--backend", "lucene", "--threads", str(args.threads), "-q"],
             env,
+            workdir,
         )
         print(f"{'  index on disk':32}{disk(corpus / 'indexes' / 'lucene'):>11}", flush=True)
 
-        os.environ["MHINDEX_HOME"] = str(home)
-        from mhindex.backends import BackendSpec, open_retriever
+        from mhindex.backends import open_retriever
         from mhindex.home import corpus_dir
 
         retriever = open_retriever(corpus_dir(home, "scale"), BackendSpec.parse("lucene", {}))
@@ -231,6 +256,7 @@ def main() -> None:
             "raw Anserini IndexCollection",
             index_collection_command(docs, raw_index, args.threads),
             env,
+            workdir,
         )
         print(f"{'  mhindex / raw speed':32}{raw / ours:>9.2f} x", flush=True)
         shutil.rmtree(docs)
