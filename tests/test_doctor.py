@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -29,6 +30,13 @@ def test_everything_the_default_path_needs_is_here(tmp_path):
     assert report["ok"] and all(c["ok"] for c in report["checks"] if c["needed"])
     assert by_name["Java 21+"]["detail"].startswith(("openjdk version", "java version"))
     assert by_name["local:qwen2.5-0.5b"]["ok"] and "sha256" in by_name["local:qwen2.5-0.5b"]["detail"]
+    # the room here, and what the preflight expects a million paragraphs to take: converted, then indexed
+    room, disk_free = report["room"], shutil.disk_usage(tmp_path).free
+    assert abs(room["disk_free"] - disk_free) < 2**30 and room["memory_available"] > 0
+    need = room["per_million_paragraphs"]
+    assert {"corpus", "lucene", "bm25s", "dense"} <= set(need) and need["elasticsearch"] is None
+    assert 2**30 < need["corpus"]["disk"] < 2 * 2**30  # twice a million 100-word passages' 780 MB of corpus
+    assert all(n["memory"] > 0 and n["disk"] > 0 and n["basis"] for n in need.values() if n)
 
 
 def test_what_is_missing_is_said_at_once_with_the_line_that_installs_it(tmp_path):

@@ -16,13 +16,16 @@ from conftest import leftovers
 
 SMALL = ["--max-demos", "1", "--answer-tokens", "4"]
 # (the command, the exit code on a full disk and on a read-only root; 0: it runs on without what it cannot write;
-# 2: on a full disk the preflight refuses the build before it begins, with what it needs and what is free)
+# 2: on a full disk the preflight refuses the conversion or the build before it begins, with what it needs and
+# what is free)
 COMMANDS = {
-    "corpus --force": (["corpus", "musique", "--force"], 1),
-    "corpus, a new one": (["corpus", "musique", "--name", "other"], 1),
+    "corpus --force": (["corpus", "musique", "--force"], 2),
+    "corpus --force --no-preflight": (["corpus", "musique", "--force", "--no-preflight"], 1),
+    "corpus, a new one (its lock note is written first)": (["corpus", "musique", "--name", "other"], 1),
     "index --force": (["index", "musique", "--force"], 2),
     "index --force --no-preflight": (["index", "musique", "--force", "--no-preflight"], 1),
-    "build --force": (["build", "musique", "--force"], 1),
+    "build --force": (["build", "musique", "--force"], 2),
+    "build --force --no-preflight": (["build", "musique", "--force", "--no-preflight"], 1),
     "eval": (["eval", "musique", "-m", "nor", "--limit", "2", "--seed", "5", *SMALL], 1),
     "report": (["report", "-o", "{root}/report.html"], 1),
     "ask (its caches are a speed-up)": (["ask", "Who is Stanley?", "-m", "nor", *SMALL], 0),
@@ -100,7 +103,7 @@ def test_a_full_disk_or_a_read_only_root_is_one_line_and_leaves_everything_as_it
     assert result.returncode == code, result.stderr
     errors = [line for line in lines if line.startswith("mhindex: ")]
     if code:
-        said = ("not enough room to index 'musique' with lucene",) if code == 2 else SAID[condition]
+        said = ("error: not enough room to ",) if code == 2 else SAID[condition]
         assert len(errors) == 1 and any(word in errors[0] for word in said), lines
         assert len(errors[0]) < 300 and all(line.startswith("{") for line in lines if line not in errors)
     else:
@@ -117,29 +120,40 @@ def leave_free(root: Path, free: int) -> None:
             taking -= filler.write(b"\0" * min(taking, 1 << 20))
 
 
-def test_an_index_that_cannot_fit_is_refused_before_it_begins_and_one_that_fits_is_built(disk):
-    """The preflight on a real file system: with half the disk the Lucene build is expected to need, `index`
-    refuses in one line and touches nothing; with the estimate and a fifth more, the same build is made whole
-    (the estimate covers what the build really takes at its peak, temporary documents included)."""
+@pytest.mark.parametrize("step", ["corpus", "index"])
+def test_work_that_cannot_fit_is_refused_before_it_begins_and_work_that_fits_is_done(disk, step):
+    """The preflight on a real file system: with half the disk a conversion or a Lucene build is expected to need,
+    `corpus` or `index` refuses in one line and touches nothing; with the estimate and a fifth more, the same work
+    is done whole (the estimate covers what it really takes at its peak, temporary files included)."""
     from mhindex.backends import BackendSpec
     from mhindex.backends.indexes import footprint_of
+    from mhindex.corpora import DATASETS, default_inputs
+    from mhindex.corpora.build import conversion_footprint, expected_corpus_bytes
     from mhindex.home import open_corpus
 
-    spec = BackendSpec.parse("lucene", {})
-    need = footprint_of(open_corpus(disk, "musique"), spec.backend(), spec.index_options())
-    assert need is not None
-    manifest = disk / "musique" / "indexes" / "lucene" / "manifest.json"
-    for free, code in ((need.disk // 2, 2), (int(need.disk * 1.2), 0)):
-        before, built = files(disk), manifest.stat().st_mtime_ns
+    if step == "corpus":
+        sample, origin = default_inputs(DATASETS["musique"], disk / "downloads" / "musique")
+        assert origin == "sample"
+        _, need = conversion_footprint(expected_corpus_bytes(sample))
+        built, refusal = disk / "musique" / "manifest.json", "convert musique into 'musique'"
+    else:
+        spec = BackendSpec.parse("lucene", {})
+        footprint = footprint_of(open_corpus(disk, "musique"), spec.backend(), spec.index_options())
+        assert footprint is not None
+        need, built = footprint.disk, disk / "musique" / "indexes" / "lucene" / "manifest.json"
+        refusal = "index 'musique' with lucene"
+    for free, code in ((need // 2, 2), (int(need * 1.2), 0)):
+        before, made = files(disk), built.stat().st_mtime_ns
         leave_free(disk, free)
         try:
-            result = mhindex(disk, "index", "musique", "--force")
+            result = mhindex(disk, step, "musique", "--force")
         finally:
             (disk / "filler").unlink()
         assert result.returncode == code, result.stderr
         if code:
-            assert result.stderr.startswith("mhindex: error: not enough room to index 'musique' with lucene: about ")
+            said = result.stderr.strip().splitlines()[-1]  # after the note that the bundled sample is converted
+            assert said.startswith(f"mhindex: error: not enough room to {refusal}: about "), result.stderr
             assert "of disk at its peak" in result.stderr and "--no-preflight" in result.stderr
             assert files(disk) == before and not leftovers(disk)
         else:
-            assert manifest.stat().st_mtime_ns > built and not leftovers(disk)
+            assert built.stat().st_mtime_ns > made and not leftovers(disk)

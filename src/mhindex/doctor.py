@@ -92,16 +92,18 @@ class Room:
     memory: int | None  # available now
     disk: int  # free under the data root
     needs: dict[str, tuple[int, int, str] | None]  # backend -> (memory, disk, basis) for a million paragraphs
+    conversion: tuple[int, int, str]  # `corpus`'s, into a million paragraphs
 
     def record(self) -> dict:
         needs = {name: dict(zip(("memory", "disk", "basis"), need, strict=True)) if need else None
-                 for name, need in self.needs.items()}  # fmt: skip
+                 for name, need in {"corpus": self.conversion, **self.needs}.items()}  # fmt: skip
         return {"memory_available": self.memory, "disk_free": self.disk, "per_million_paragraphs": needs}
 
 
 def room(home: Path) -> Room:
     from mhindex.backends import BACKENDS
-    from mhindex.backends.indexes import room as free_room
+    from mhindex.corpora.build import CONVERSION_BASIS, conversion_footprint
+    from mhindex.files import room as free_room
 
     memory, free_under = free_room()
     folder = next((p for p in (home, *home.parents) if p.exists()), Path("/"))
@@ -110,4 +112,4 @@ def room(home: Path) -> Room:
         if backend.builds_index and not backend.fuses:
             need = backend().footprint(*MILLION, backend.Settings())
             needs[name] = (need.memory, need.disk, need.basis) if need else None
-    return Room(memory, free_under(folder), needs)
+    return Room(memory, free_under(folder), needs, (*conversion_footprint(MILLION[1]), CONVERSION_BASIS))

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from mhindex.errors import MhindexError
+from mhindex.errors import MhindexError, UsageError
 
 
 def file_digest(path: Path, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
@@ -250,6 +250,34 @@ class CountingReader(io.RawIOBase):
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+def room() -> tuple[int | None, Callable[[Path], int]]:
+    """The memory available now (None where psutil cannot tell), and the disk free under a folder."""
+    try:
+        import psutil
+
+        memory: int | None = int(psutil.virtual_memory().available)
+    except (ImportError, OSError):
+        memory = None
+    return memory, lambda folder: shutil.disk_usage(next(p for p in (folder, *folder.parents) if p.exists())).free
+
+
+def refuse_unless_room(work: str, memory: int, disk: int, root: Path) -> None:
+    """The preflight of `corpus` and `index`: refuse, in one line, work whose expected peak does not fit in the
+    memory available or the disk free under the data root ROOT, where FlashRAG's users learnt it when the kernel
+    killed a 21M-passage build at 126 GB (RUC-NLPIR/FlashRAG issue #233)."""
+    available, free_under = room()
+    free = free_under(root)
+    short = [
+        *([f"{human_size(memory)} of memory at its peak, {human_size(available)} available"]
+          if available is not None and memory > available else []),
+        *([f"{human_size(disk)} of disk at its peak, {human_size(free)} free under {root}"] if disk > free else []),
+    ]  # fmt: skip
+    if short:  # how the figures are estimated: `mhindex doctor`, a backend's `footprint`, corpora/build.py
+        raise UsageError(
+            f"not enough room to {work}: about {'; and '.join(short)}; free some, or pass --no-preflight to go on"
+        )
 
 
 def human_size(n: float) -> str:

@@ -181,20 +181,21 @@ def doctor_report(found: Sequence, missing: Sequence) -> list:
 
 
 def room_table(room: Any) -> Any:
-    """What `index` and `build` check before they begin: the room here, and each backend's need for a million
-    paragraphs (a build of N million needs about N times as much)."""
+    """What `corpus`, `index` and `build` check before they begin: the room here, and a conversion's and each
+    backend's need for a million paragraphs (N million need about N times as much)."""
     from rich.table import Table
 
     from mhindex.files import human_size
 
     memory = human_size(room.memory) if room.memory is not None else "unknown"
     grid = Table(
-        "backend", "memory", "disk", "from",
-        title=f"A million paragraphs' index: {memory} of memory available, {human_size(room.disk)} of disk free",
-        title_justify="left", caption="index and build refuse a build that does not fit (--no-preflight builds anyway)",
+        "step", "memory", "disk", "from",
+        title=f"A million paragraphs converted and indexed: {memory} of memory available, "
+              f"{human_size(room.disk)} of disk free",
+        title_justify="left", caption="corpus, index and build refuse work that does not fit (--no-preflight goes on)",
         caption_justify="left",
     )  # fmt: skip
-    for name, need in room.needs.items():
+    for name, need in {"corpus": room.conversion, **room.needs}.items():
         shown = (human_size(need[0]), human_size(need[1]), need[2]) if need else ("-", "-", "no estimate: not checked")
         grid.add_row(name, *shown)
     return grid

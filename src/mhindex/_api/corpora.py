@@ -217,8 +217,8 @@ def build(
 ) -> Corpus:
     """Build a corpus from a dataset's release files (`inputs`; else the downloaded release, else the bundled
     sample), or from your own (`build("jsonl", inputs=["paragraphs.jsonl"], name="mine")`), then index it
-    with `backend` (None: no index). Unchanged inputs are not converted again unless `force`; an index whose
-    expected memory and disk are not there is not begun, unless `preflight=False`."""
+    with `backend` (None: no index). Unchanged inputs are not converted again unless `force`; a conversion or an
+    index whose expected memory and disk are not there is not begun, unless `preflight=False`."""
     from mhindex.backends import BackendSpec
     from mhindex.corpora.build import CorpusOptions
 
@@ -253,7 +253,7 @@ def build_and_index(
     from mhindex.corpora.build import build_dataset
 
     parts = spec.index_parts() if spec else ()
-    built = build_dataset(root, dataset, options, converter, force=force)
+    built = build_dataset(root, dataset, options, converter, force=force, preflight=preflight)
     for note in built.notes(indexing=bool(parts)):
         warn(note)
     return built, [build_index(built.corpus, part, force=force, preflight=preflight) for part in parts]

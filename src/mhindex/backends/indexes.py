@@ -17,7 +17,7 @@ from mhindex import __version__
 from mhindex.backends.base import Backend, BackendContext, Footprint, Hit, Retriever
 from mhindex.backends.spec import BackendSpec
 from mhindex.errors import MhindexError, UsageError, one_line
-from mhindex.files import atomic_directory, human_size
+from mhindex.files import atomic_directory, refuse_unless_room
 from mhindex.home import CorpusDir
 from mhindex.locks import changing
 from mhindex.options import declared
@@ -132,38 +132,12 @@ def footprint_of(corpus: CorpusDir, backend: Backend, options: Any) -> Footprint
     return backend.footprint(corpus.manifest()["counts"]["paragraphs"], corpus.corpus.stat().st_size, options)
 
 
-def room() -> tuple[int | None, Callable[[Path], int]]:
-    """The memory available now (None where psutil cannot tell), and the disk free under a folder."""
-    import shutil
-
-    try:
-        import psutil
-
-        memory: int | None = int(psutil.virtual_memory().available)
-    except (ImportError, OSError):
-        memory = None
-    return memory, lambda folder: shutil.disk_usage(folder).free
-
-
 def check_room(corpus: CorpusDir, backend: Backend, options: Any) -> None:
-    """Refuse, in one line, a build whose expected peak does not fit in the memory available or the disk free
-    under the data root (an old index is kept until the new one is whole, so it frees nothing)."""
+    """Refuse, in one line, a build whose expected peak does not fit (an old index is kept until the new one is
+    whole, so it frees nothing)."""
     need = footprint_of(corpus, backend, options)
-    if need is None:
-        return
-    memory, free_under = room()
-    free = free_under(corpus.root)
-    short = [
-        *([f"{human_size(need.memory)} of memory at its peak, {human_size(memory)} available"]
-          if memory is not None and need.memory > memory else []),
-        *([f"{human_size(need.disk)} of disk at its peak, {human_size(free)} free under {corpus.root.parent}"]
-          if need.disk > free else []),
-    ]  # fmt: skip
-    if short:  # how the figures are estimated: `mhindex doctor`, and the backend's `footprint`
-        raise UsageError(
-            f"not enough room to index '{corpus.name}' with {backend.name}: about {'; and '.join(short)}; free some, "
-            "or pass --no-preflight to build anyway"
-        )
+    if need is not None:
+        refuse_unless_room(f"index '{corpus.name}' with {backend.name}", need.memory, need.disk, corpus.root.parent)
 
 
 def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool, preflight: bool) -> IndexResult:

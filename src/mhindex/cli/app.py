@@ -67,8 +67,8 @@ BackendOption = Annotated[str, opt(BACKEND_HELP, "--backend", "-b")]
 PreflightOption = Annotated[
     bool,
     opt(
-        "Before a build, the memory and disk it needs are estimated from the corpus's size (`mhindex doctor` shows "
-        "them a million paragraphs); one that cannot fit is refused. --no-preflight builds anyway.",
+        "Before a conversion or an index build, the memory and disk it needs are estimated from the release's or "
+        "the corpus's size (`mhindex doctor` shows them); one that cannot fit is refused. --no-preflight goes on.",
         "--preflight/--no-preflight",
     ),
 ]

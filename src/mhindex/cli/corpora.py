@@ -32,6 +32,7 @@ def corpus_options(command):
 def corpus(
     dataset: DatasetArgument,
     force: Annotated[bool, flag("Rebuild even if inputs and seed are unchanged.")] = False,
+    preflight: PreflightOption = True,
     *,
     root: Path,
     output: Output,
@@ -39,7 +40,7 @@ def corpus(
     converter_options: dict | None = None,
 ) -> None:
     """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
-    result, _ = _build(root, dataset, corpus_options, converter_options, None, force)
+    result, _ = _build(root, dataset, corpus_options, converter_options, None, force, preflight)
     output.show(
         {"rebuilt": result.rebuilt, "path": str(result.corpus.root), **result.manifest}, render.build_summary(result)
     )

@@ -36,13 +36,32 @@ from mhindex.corpora.parallel import (
 )
 from mhindex.corpora.records import Paragraph, Question, RecordGuard, id_key
 from mhindex.errors import BadInput, UsageError
-from mhindex.files import atomic_directory, file_digest
+from mhindex.files import atomic_directory, file_digest, refuse_unless_room
 from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir, remember_default
 from mhindex.locks import changing
 from mhindex.options import declared, flag_among, option, settings_from
 from mhindex.ui import reporter
 
 FORMAT = 2  # bump when the corpus layout changes, so that old builds are rebuilt (2: questions keep their split)
+
+# The conversion's preflight (see `conversion_footprint`), from the measured runs in benchmarks/results/
+# (bench_scale_*): a corpus's JSON lines take about the bytes of a plain-text release (DPR's 21M-passage TSV,
+# 15.9 GiB, made 16.4 GiB) and about 3x those of a compressed one (HotpotQA's abstracts, a 1.42 GiB tar.bz2,
+# made 4.41 GiB); 1.1x and 4x are kept, upper bounds.
+CORPUS_PER_PLAIN_BYTE = 1.1
+CORPUS_PER_COMPRESSED_BYTE = 4.0
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip", ".tgz", ".tbz2")
+# Peak disk: the unshuffled staging copy and the shuffled corpus side by side.
+DISK_PER_CORPUS_BYTE = 2.0
+# Peak memory: the kept lines' offsets, the duplicate check's digests and the shuffle's order, about 130 bytes a
+# paragraph (2.61 GiB at 21M passages, 0.61 GiB at 5.2M abstracts), here 0.2 bytes a corpus byte (paragraphs
+# of 650 bytes or more) over what the process holds before it begins.
+MEMORY_PER_CORPUS_BYTE = 0.2
+MEMORY_BASE = 200 * 2**20
+CONVERSION_BASIS = (
+    f"measured: the corpus about {CORPUS_PER_PLAIN_BYTE}x a plain release's bytes ({CORPUS_PER_COMPRESSED_BYTE:.0f}x a "
+    f"compressed one's), {DISK_PER_CORPUS_BYTE:.0f}x that on disk while shuffled, {MEMORY_PER_CORPUS_BYTE}x in memory"
+)
 
 
 @dataclass
@@ -188,16 +207,30 @@ class CorpusOptions:
         return added
 
 
+def expected_corpus_bytes(inputs: Sequence[Path]) -> float:
+    """The bytes of JSON lines these release files are expected to make (an upper bound)."""
+    ratio = {True: CORPUS_PER_COMPRESSED_BYTE, False: CORPUS_PER_PLAIN_BYTE}
+    return sum(p.stat().st_size * ratio[p.name.endswith(COMPRESSED_SUFFIXES)] for p in inputs if p.is_file())
+
+
+def conversion_footprint(corpus_bytes: float) -> tuple[int, int]:
+    """The memory and the disk a conversion into a corpus of this size is expected to take at its peak (disk
+    under the data root, where the old corpus is kept until the new one is whole), known before any work."""
+    return int(MEMORY_BASE + MEMORY_PER_CORPUS_BYTE * corpus_bytes), int(DISK_PER_CORPUS_BYTE * corpus_bytes)
+
+
 def build_dataset(
     home: Path,
     dataset: str,
     options: CorpusOptions = CorpusOptions(),
     converter: dict | None = None,
     force: bool = False,
+    preflight: bool = True,
 ) -> BuildResult:
     """`mhindex corpus DATASET`: the files given, else the downloaded release, else the bundled
     sample; added sources put their paragraphs into the same corpus. The target is checked
-    before anything is read, so a bad name fails at once."""
+    before anything is read, so a bad name fails at once; with `preflight`, a conversion that cannot fit
+    in the memory and disk there are is refused before it begins."""
     from mhindex.corpora import get_dataset
 
     spec = get_dataset(dataset)
@@ -217,6 +250,7 @@ def build_dataset(
         extra_sources=extra,
         options=converter,
         workers=options.workers,
+        preflight=preflight,
     )
     remember_default(home, result.corpus.name)
     return result
@@ -271,11 +305,13 @@ def build_corpus(
     extra_sources: Sequence[Source] = (),
     options: dict | None = None,
     workers: int | None = None,
+    preflight: bool = True,
 ) -> BuildResult:
     """Convert `inputs` of `dataset` (a corpora.Dataset), and the paragraphs of `extra_sources`,
     into `<home>/<name>/`. With several sources every paragraph records its `source` dataset.
     `workers`: processes for JSON-lines releases (default: every core for inputs of 32 MB or
-    more); the corpus is the same byte for byte whatever the number."""
+    more); the corpus is the same byte for byte whatever the number. `preflight`: refuse, before any
+    work, a conversion whose expected peak memory or disk is not there (`conversion_footprint`)."""
     for given in [inputs, *(s.inputs for s in extra_sources)]:
         describe_inputs(given)  # before anything opens them: a named pipe with no writer would hang the open
     if dataset.order_inputs is not None:
@@ -307,6 +343,7 @@ def build_corpus(
             force,
             skip_bad,
             workers,
+            preflight,
         )
 
 
@@ -353,6 +390,7 @@ def _build(
     force: bool,
     skip_bad: bool,
     workers: int | None,
+    preflight: bool,
 ) -> BuildResult:
     """The build itself, under the corpus's lock."""
     log = reporter()
@@ -361,6 +399,9 @@ def _build(
     described, digests = describe_inputs(paths), _Digests(paths)
     if not force and is_up_to_date(target, dataset.name, described, digests, seed, recorded_options, recorded_sources):
         return BuildResult(target, target.manifest(), rebuilt=False)
+    if preflight:
+        need = conversion_footprint(expected_corpus_bytes(paths))
+        refuse_unless_room(f"convert {dataset.name} into '{target.name}'", *need, home)
 
     guard = RecordGuard(skip_bad=skip_bad, on_skip=lambda where: log.warning(f"skipped bad record: {where}"))
     started = time.perf_counter()
