@@ -113,3 +113,32 @@ def room(home: Path) -> Room:
             need = backend().footprint(*MILLION, backend.Settings())
             needs[name] = (need.memory, need.disk, need.basis) if need else None
     return Room(memory, free_under(folder), needs, (*conversion_footprint(MILLION[1]), CONVERSION_BASIS))
+
+
+@dataclass
+class Diagnosis:
+    """`mhindex doctor`'s findings: every check, those the default path needs and lacks, and the room here."""
+
+    checks: list[Check]
+    room: Room
+
+    @property
+    def missing(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok and c.needed]
+
+    def record(self) -> dict:
+        return {"ok": not self.missing, "checks": [c.record() for c in self.checks], "room": self.room.record()}
+
+
+def examine(home: Path, fetch_jar: bool = False) -> Diagnosis:
+    """Everything checked at once; with `fetch_jar`, Anserini's jar fetched first (out of pyserini's source
+    package on PyPI), so that its check then finds it."""
+    if fetch_jar:
+        from mhindex.backends.lucene import PYSERINI_RELEASE
+        from mhindex.backends.lucene import fetch_jar as fetch
+        from mhindex.ui import reporter
+
+        with reporter().activity(f"fetching Anserini's jar from {PYSERINI_RELEASE}'s source package (165 MB)"):
+            jar = fetch()
+        reporter().info(f"Anserini's jar: {jar}")
+    return Diagnosis(checks(home), room(home))

@@ -199,6 +199,13 @@ def read_jsonl_stream(stream, required: str):
 QUERY_FIELDS = ("query", "question", "text")  # mhindex's, a questions.jsonl's, BEIR's queries.jsonl
 
 
+#: `search -`'s input, as read_query_stream reads it
+QUERY_STREAM_HELP = (
+    'Query text, or "-" for one query a line from stdin: JSONL {"id", "query"} (or "question", as in '
+    "questions.jsonl), id<TAB>query as Pyserini's topics, or plain text."
+)
+
+
 def read_query_stream(stream):
     """(line number, {"id", "query"}) for each non-blank line of stdin as search users write them:
     JSON lines with `query`, `question` (a corpus's own questions.jsonl) or `text` (BEIR's queries),

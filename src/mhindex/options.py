@@ -157,10 +157,12 @@ def with_options(
     owners: Callable[[], dict[str, type]],
     panel: str | Callable[[Opt], str],
     named: Callable[[str], set[str]] | None = None,
+    checked_as: str | None = None,
 ) -> Callable:
     """Give a Typer command one option per field declared by any of `owners()` (name -> settings
     type), all defaulting to unset; the command receives the ones the user set as a dict in its
-    parameter `group`. Options shared by several owners (`-k`) appear once, with each default."""
+    parameter `group`, or with `checked_as` (one owner) its settings object, checked by `settings_from`
+    under that name. Options shared by several owners (`-k`) appear once, with each default."""
 
     def decorate(command: Callable) -> Callable:
         by_name: dict[str, list[tuple[str, dataclasses.Field, Opt, type]]] = {}
@@ -226,6 +228,9 @@ def with_options(
             chosen = {p.name: kwargs.pop(p.name) for p in generated if kwargs.get(p.name) is not None}
             for p in generated:
                 kwargs.pop(p.name, None)
+            if checked_as is not None:
+                (settings_type,) = owner_types.values()
+                return command(*args, **kwargs, **{group: settings_from(settings_type, chosen, checked_as)})
             return command(*args, **kwargs, **{group: chosen})
 
         if hidden_any and shown_for is not None:  # one line for the method's and the backend's groups together

@@ -7,13 +7,15 @@ command. Nothing here decides *what* happens, only how it is shown.
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from typing import Any
 
 import orjson
@@ -356,6 +358,16 @@ def write_line(record: dict) -> None:
     """One JSONL record on stdout, flushed, so a pipe sees each answer as it is ready."""
     sys.stdout.write(orjson.dumps(record).decode() + "\n")
     sys.stdout.flush()
+
+
+class RunFormat(StrEnum):
+    """How search results are written a line at a time: mhindex's JSONL, or a TREC run."""
+
+    jsonl = "jsonl"
+    trec = "trec"
+
+    def writer(self, tag: str) -> Callable[[dict], None]:
+        return write_line if self is RunFormat.jsonl else functools.partial(write_trec, tag)
 
 
 def write_trec(tag: str, record: dict) -> None:

@@ -242,9 +242,8 @@ def build_and_index(
     options: CorpusOptions,
     converter: dict[str, Any],
     spec: BackendSpec | None,
-    *,
     force: bool,
-    preflight: bool = True,
+    preflight: bool,
     warn: Callable[[str], None],
 ) -> tuple[BuildResult, list[IndexResult]]:
     """The corpus, then (with a backend) its indexes, a wrong index option refused before any work: what

@@ -84,15 +84,10 @@ def read_evaluation(folder: Path | str, *, home: Path | str | None = None) -> Ev
 def latest_evaluation(corpus: Corpus | str | None = None, *, home: Path | str | None = None) -> Evaluation:
     """The corpus's evaluation written last (by its metrics.json; `mhindex report` with no folder reads it);
     with no corpus, the default one's."""
-    from mhindex.home import pick_corpus
+    from mhindex.eval.browse import latest_run
 
     root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
-    found = pick_corpus(root, corpus.name if isinstance(corpus, Corpus) else corpus)
-    assert found is not None  # required: a one-line UsageError otherwise
-    done = sorted((p.stat().st_mtime, p.parent) for p in (found.root / "eval").glob("*/metrics.json"))
-    if not done:
-        raise UsageError(f"corpus '{found.name}' has no finished evaluation; run `mhindex eval {found.name}` first")
-    return read_evaluation(done[-1][1], home=root)
+    return read_evaluation(latest_run(root, corpus.name if isinstance(corpus, Corpus) else corpus), home=root)
 
 
 def evaluate(

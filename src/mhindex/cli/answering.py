@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
-import typer
-
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import (
@@ -25,7 +23,7 @@ from mhindex.cli.app import (
 from mhindex.errors import UsageError
 from mhindex.lm.base import Generation
 from mhindex.methods import DEFAULT_METHOD, METHODS
-from mhindex.options import settings_from, with_options
+from mhindex.options import with_options
 
 WORKERS_HELP = (
     "Questions answered at once: a remote LM serves them in parallel; a local model gets one llama.cpp slot each "
@@ -60,6 +58,7 @@ def ask(
     from mhindex._api.answering import Asker
     from mhindex.methods import Query
     from mhindex.methods.base import answered
+    from mhindex.methods.run import answer_stream
 
     if not question.strip():
         raise UsageError('the question is empty; ask something, or pass "-" to read JSONL questions from stdin')
@@ -70,36 +69,27 @@ def ask(
             **model, **(method_options or {}),
         ) as asker:  # fmt: skip
             if question == "-":
-                _answer_stream(asker.method, workers)
-                return
+                code, said = answer_stream(asker.method, sys.stdin, ui.write_line, workers).outcome()
+                return output.failed(said, code) if said else None
             with ui.reporter().activity(f"{method}: starting"):
                 answer = answered(asker.method, Query("cli", question))
     output.show(answer.record(), *render.trace(answer))
 
 
-def _answer_stream(solver, workers: int) -> None:
-    from mhindex.methods.run import answer_stream
-
-    code, said = answer_stream(solver, sys.stdin, ui.write_line, workers).outcome()
-    if said:
-        ui.reporter().warning(said)
-        raise typer.Exit(code)
-
-
 @command(name="lm")
 @model_options
-@with_options("generation", lambda: {"lm": Generation}, panel="Generation")
+@with_options("generation", lambda: {"lm": Generation}, panel="Generation", checked_as="lm")
 def lm_(
     prompt: Annotated[str, arg("The prompt to complete; \\n and \\t are read as a newline and a tab.")],
     *,
     root: Path,
     output: Output,
-    generation: dict,
+    generation: Generation,
     model_options: dict | None = None,
 ) -> None:
     """Complete one prompt and print the text: a check that a model is set up."""
     with model_from(model_options).load(root) as model:
-        completion = settings_from(Generation, generation, "lm").complete(model, prompt)
+        completion = generation.complete(model, prompt)
         data = {"lm": model.name, "context_length": model.context_length, **completion.record()}
     if output.json:
         return output.show(data)

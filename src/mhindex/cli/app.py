@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -18,9 +18,9 @@ from mhindex.backends import BACKENDS
 from mhindex.backends import settings_types as backend_settings
 from mhindex.backends.spec import named_by
 from mhindex.home import resolve_home
-from mhindex.lm import LMS
+from mhindex.lm import ModelOptions
 from mhindex.methods import settings_types as method_settings
-from mhindex.options import with_options
+from mhindex.options import declared, with_options
 
 app = typer.Typer(
     name="mhindex",
@@ -53,11 +53,6 @@ BACKEND_HELP = (
     f"Retrieval engine: {', '.join(n for n, b in BACKENDS.available().items() if not b.fuses)} (lucene is embedded; "
     "see docs/search.md); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index."
 )
-LM_HELP = (
-    f"Language model, KIND:... with KIND one of {', '.join(LMS)}; e.g. local:qwen2.5-0.5b (the default), "
-    "local:smollm2-135m, local:qwen2.5-1.5b, gguf:PATH, hf:PATH, openai:MODEL@URL, openai-chat:MODEL@URL "
-    "\\[default: $MHINDEX_LM, else local:qwen2.5-0.5b]."
-)
 HomeOption = Annotated[Optional[Path], opt(HOME_HELP, "--home")]
 QuietOption = Annotated[
     bool, flag("No progress bars or log lines (results and errors are still printed).", "--quiet", "-q")
@@ -88,7 +83,7 @@ def _version(value: bool) -> None:
 def _root(
     home: HomeOption = None,
     quiet: QuietOption = False,
-    lm: Annotated[Optional[str], opt(LM_HELP, "--lm")] = None,
+    lm: Annotated[Optional[str], opt(declared(ModelOptions)["lm"][1].help, "--lm")] = None,
     version: Annotated[
         bool, typer.Option(metavar="", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -124,6 +119,12 @@ class Output:
     def terminal(self) -> bool:
         return bool(ui.result_console().is_terminal)
 
+    @staticmethod
+    def failed(said: str, code: int = 1) -> NoReturn:
+        """The result is printed, and not whole: one warning, and the exit code that says so."""
+        ui.reporter().warning(said)
+        raise typer.Exit(code)
+
 
 def command(name: str | None = None, *, json: bool = True, group: typer.Typer = app) -> Callable[[Callable], Callable]:
     """A command of `group` with --home and --quiet (and --json): it is called with `root`, the data root with the
@@ -152,18 +153,10 @@ def command(name: str | None = None, *, json: bool = True, group: typer.Typer = 
     return decorate
 
 
-def model_from(given: dict | None):
+def model_from(given: dict | None) -> ModelOptions:
     """The model options of a command, with the global --lm as the fallback for its own --lm."""
-    from mhindex.lm import ModelOptions
-
     options = ModelOptions(**(given or {}))
     return options if options.lm else dataclasses.replace(options, lm=_globals["lm"])
-
-
-def _model_types() -> dict[str, type]:
-    from mhindex.lm import ModelOptions
-
-    return {"model": ModelOptions}
 
 
 def _backend_panel(opt: Any) -> str:
@@ -172,7 +165,7 @@ def _backend_panel(opt: Any) -> str:
 
 
 #: How to load the language model (mhindex.lm.ModelOptions), for lm, ask and eval alike.
-model_options = with_options("model_options", _model_types, panel="Model options")
+model_options = with_options("model_options", lambda: {"model": ModelOptions}, panel="Model options")
 #: Every registered backend's options, grouped by when they take effect (see mhindex/options.py): index-time
 #: ones are also accepted when searching, to be checked against what the index was built with.
 backend_options = with_options("backend_options", backend_settings, panel=_backend_panel, named=named_by)

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 from mhindex import render, ui
+from mhindex._api.corpora import build_and_index
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import BackendOption, Output, PreflightOption, arg, backend_options, command, flag, opt
 from mhindex.corpora import DATASETS
+from mhindex.corpora.build import CorpusOptions
 from mhindex.home import built_corpora, downloads_dir, open_corpus
 from mhindex.methods import resumable_work
 
@@ -20,11 +22,13 @@ def corpus_options(command):
     """The options of building a corpus (corpora.build.CorpusOptions) and each dataset's converter
     options (its `Settings`), as options of corpus and build."""
     from mhindex.corpora import settings_types
-    from mhindex.corpora.build import CorpusOptions
     from mhindex.options import with_options
 
     command = with_options("converter_options", settings_types, panel="Dataset options")(command)
-    return with_options("corpus_options", lambda: {"corpus": CorpusOptions}, panel="Corpus options")(command)
+    corpus = with_options(
+        "corpus_options", lambda: {"corpus": CorpusOptions}, panel="Corpus options", checked_as="corpus"
+    )
+    return corpus(command)
 
 
 @command()
@@ -36,23 +40,15 @@ def corpus(
     *,
     root: Path,
     output: Output,
-    corpus_options: dict | None = None,
-    converter_options: dict | None = None,
+    corpus_options: CorpusOptions,
+    converter_options: dict,
 ) -> None:
     """Convert a dataset release into a deduplicated, shuffled paragraph corpus and a question file."""
-    result, _ = _build(root, dataset, corpus_options, converter_options, None, force, preflight)
+    said = ui.reporter().warning
+    result, _ = build_and_index(root, dataset, corpus_options, converter_options, None, force, preflight, said)
     output.show(
         {"rebuilt": result.rebuilt, "path": str(result.corpus.root), **result.manifest}, render.build_summary(result)
     )
-
-
-def _build(root: Path, dataset: str, options: dict | None, converter: dict | None, spec, force: bool, preflight=True):
-    from mhindex._api.corpora import build_and_index
-    from mhindex.corpora.build import CorpusOptions
-
-    options_ = CorpusOptions(**(options or {}))
-    said = ui.reporter().warning
-    return build_and_index(root, dataset, options_, converter or {}, spec, force=force, preflight=preflight, warn=said)
 
 
 @command(json=False)
@@ -132,15 +128,16 @@ def build(
     *,
     root: Path,
     output: Output,
-    corpus_options: dict | None = None,
-    converter_options: dict | None = None,
+    corpus_options: CorpusOptions,
+    converter_options: dict,
     backend_options: dict | None = None,
 ) -> None:
     """Corpus, then index, in one command: `mhindex build musique`."""
     from mhindex.backends import BackendSpec
 
     spec = BackendSpec.parse(backend, backend_options)
-    built, indexed = _build(root, dataset, corpus_options, converter_options, spec, force, preflight)
+    said = ui.reporter().warning
+    built, indexed = build_and_index(root, dataset, corpus_options, converter_options, spec, force, preflight, said)
     indexes = [{"rebuilt": i.rebuilt, **i.manifest} for i in indexed]
     data = {"corpus": {"rebuilt": built.rebuilt, **built.manifest}}
     output.show(data | ({"indexes": indexes} if spec.parts else {"index": indexes[0]}), *render.built(built, indexed))

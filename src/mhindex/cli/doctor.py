@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mhindex import render, ui
+from mhindex import render
 from mhindex.cli.app import Output, command, flag
 
 FETCH_HELP = (
@@ -26,19 +26,9 @@ def doctor(
     """Check everything mhindex runs on (Java, the Anserini jar, llama.cpp, the packaged models, the
     optional engines) and say, in one list, what is missing and how to install it. Exit code 1 when
     something the default path needs (build, search, ask) is missing."""
-    from mhindex.doctor import checks, room
+    from mhindex.doctor import examine
 
-    if fetch_jar:
-        from mhindex.backends.lucene import PYSERINI_RELEASE
-        from mhindex.backends.lucene import fetch_jar as fetch
-
-        with ui.reporter().activity(f"fetching Anserini's jar from {PYSERINI_RELEASE}'s source package (165 MB)"):
-            jar = fetch()
-        ui.reporter().info(f"Anserini's jar: {jar}")
-    found = checks(root)
-    missing = [c for c in found if not c.ok and c.needed]
-    here = room(root)
-    data = {"ok": not missing, "checks": [c.record() for c in found], "room": here.record()}
-    output.show(data, *render.doctor_report(found, missing), render.room_table(here))
-    if missing:
+    found = examine(root, fetch_jar)
+    output.show(found.record(), *render.doctor_report(found.checks, found.missing), render.room_table(found.room))
+    if found.missing:
         raise typer.Exit(1)

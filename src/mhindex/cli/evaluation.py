@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -28,25 +27,28 @@ from mhindex.cli.app import (
     opt,
     setup,
 )
+from mhindex.eval.report import TableFormat
 from mhindex.eval.settings import EvalSettings
 from mhindex.methods import DEFAULT_EVAL_METHODS, METHODS, paper_tables
 from mhindex.options import flag_of, with_options
 
-
-class TableFormat(StrEnum):
-    text = "text"
-    md = "md"
-    latex = "latex"
-
-
 FormatOption = Annotated[TableFormat, opt("The table as text (on a terminal), md (Markdown) or latex.", "--format")]
 _judge = EvalSettings.__dataclass_fields__["judge_lm"].metadata["option"]
 JudgeOption = Annotated[Optional[str], opt(_judge.help, flag_of("judge_lm", _judge))]
-RunsArgument = Annotated[list[Path], arg("Evaluation folders (or their metrics.json), one per dataset.")]
+METHODS_HELP = (
+    f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: {','.join(DEFAULT_EVAL_METHODS)}, "
+    "unless --table]."
+)
+TABLE_HELP = (
+    f"Every row of a paper's table, each with the paper's settings: {', '.join(paper_tables())} (`mhindex list "
+    "methods` shows whose rows); --method adds others."
+)
+RUNS_HELP = (
+    "Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest evaluation of --corpus]."
+)
 PREDICTIONS_HELP = (
     "Prediction files: `ask --json` records (one a line), TREC runs or `search -` results; several side by side."
 )
-TitleOption = Annotated[Optional[str], opt("Title \\[default: the model and the question count].")]
 
 
 def _show(output: Output, data: dict, view: str | list) -> None:
@@ -64,22 +66,8 @@ def _show(output: Output, data: dict, view: str | list) -> None:
 @with_options("eval_options", lambda: {"eval": EvalSettings}, panel="Evaluation options")
 def eval_(
     name: Annotated[str, arg("Corpus whose questions.jsonl is evaluated.")],
-    methods: Annotated[
-        Optional[str],
-        opt(
-            f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: "
-            f"{','.join(DEFAULT_EVAL_METHODS)}, unless --table].",
-            "--method",
-            "-m",
-        ),
-    ] = None,  # fmt: skip
-    table: Annotated[
-        Optional[str],
-        opt(
-            f"Every row of a paper's table, each with the paper's settings: {', '.join(paper_tables())} "
-            "(`mhindex list methods` shows whose rows); --method adds others."
-        ),
-    ] = None,
+    methods: Annotated[Optional[str], opt(METHODS_HELP, "--method", "-m")] = None,
+    table: Annotated[Optional[str], opt(TABLE_HELP)] = None,
     table_format: FormatOption = TableFormat.text,
     backend: BackendOption = DEFAULT_BACKEND,
     workers: WorkersOption = 1,
@@ -108,10 +96,7 @@ def eval_(
     _show(output, result.report, evaluation_view(result.report, name, backend, result.folder, table_format,
                                                  output.terminal))  # fmt: skip
     if result.failed:  # as `ask -`: the table is written, and the exit code says it is not whole
-        ui.reporter().warning(
-            f"{result.failed} answers failed and score 0 in the table; the same command asks them again"
-        )
-        raise typer.Exit(1)
+        output.failed(f"{result.failed} answers failed and score 0 in the table; the same command asks them again")
 
 
 @command()
@@ -163,9 +148,9 @@ def rerun(
 
 @app.command()
 def chart(
-    runs: RunsArgument,
+    runs: Annotated[list[Path], arg("Evaluation folders (or their metrics.json), one per dataset.")],
     out: Annotated[Path, opt("The PNG to write.", "--out", "-o")] = Path("chart.png"),
-    title: TitleOption = None,
+    title: Annotated[Optional[str], opt("Title \\[default: the model and the question count].")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Draw several `mhindex eval` runs in one figure: recall and F1 per dataset, methods side by side."""
@@ -193,14 +178,7 @@ def curve(
 
 @command(json=False)
 def report(
-    runs: Annotated[
-        Optional[list[Path]],
-        arg(
-            "Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest evaluation "
-            "of --corpus].",
-            metavar="EVAL_DIR",
-        ),
-    ] = None,
+    runs: Annotated[Optional[list[Path]], arg(RUNS_HELP, metavar="EVAL_DIR")] = None,
     page: Annotated[Path, opt("The HTML file to write.", "--out", "-o")] = Path("report.html"),
     questions: Annotated[
         Optional[Path], opt("The questions file with gold answers \\[default: those of the corpus each run names].")
@@ -216,12 +194,8 @@ def report(
 ) -> None:
     """One self-contained HTML file to browse evaluations: the tables and charts, every question with each
     method's answer, and one question's traces and paragraphs side by side. Opens from disk, no server."""
-    from mhindex._api.evaluation import latest_evaluation
-    from mhindex.eval.browse import build_report, write_report
+    from mhindex.eval.browse import report_page
 
-    if not runs:
-        runs = [latest_evaluation(corpus, home=root).folder]
-        ui.reporter().info(f"report of {runs[0]}, the latest evaluation of corpus '{runs[0].parent.parent.name}'")
     with ui.graceful_interrupts(kept="the page is written whole or not at all"):
-        path = write_report(build_report(runs, root, questions, title), page)
+        path = report_page(runs, page, root, questions, title, corpus, ui.reporter().info)
     output.show(None, f"report: {path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 from contextlib import closing
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Optional
-
-import typer
 
 from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import BackendOption, Output, PreflightOption, arg, backend_options, command, flag, opt
+from mhindex.files import QUERY_STREAM_HELP
 from mhindex.home import open_corpus
 from mhindex.options import with_options
-from mhindex.server.limits import Limits
+from mhindex.server.limits import API_KEY_HELP, Limits
 
-QUERY_HELP = (
-    'Query text, or "-" for one query a line from stdin: JSONL {"id", "query"} (or "question", as in '
-    "questions.jsonl), id<TAB>query as Pyserini's topics, or plain text."
-)
 FORMAT_HELP = (
     'With "-": jsonl, or trec (a TREC run file, "qid Q0 docid rank score tag", for trec_eval and ir_measures; bad '
     "lines then go to stderr)."
 )
-KEY_HELP = (
-    "Require this key: Authorization: Bearer KEY, X-API-Key, http://key:KEY@HOST, /k/KEY/... or ?api_key=KEY "
-    "\\[default: $MHINDEX_API_KEY, else none]."
-)
-
-
-class RunFormat(StrEnum):
-    jsonl = "jsonl"
-    trec = "trec"
 
 
 @command()
@@ -61,11 +45,11 @@ def index(
 @backend_options
 def search(
     name: Annotated[str, arg("Corpus name.")],
-    query: Annotated[str, arg(QUERY_HELP)],
+    query: Annotated[str, arg(QUERY_STREAM_HELP)],
     k: Annotated[int, opt("Paragraphs per query (Pyserini's --hits).", "--hits", "-k", min=1)] = 10,
     backend: BackendOption = DEFAULT_BACKEND,
     batch: Annotated[int, opt("Stdin queries searched together.", min=1)] = 64,
-    output_format: Annotated[RunFormat, opt(FORMAT_HELP)] = RunFormat.jsonl,
+    output_format: Annotated[ui.RunFormat, opt(FORMAT_HELP)] = ui.RunFormat.jsonl,
     *,
     root: Path,
     output: Output,
@@ -77,41 +61,38 @@ def search(
     from mhindex.files import read_query_stream
 
     spec = BackendSpec.parse(backend, backend_options)
-    tag = f"mhindex-{spec.label}"
+    emit = output_format.writer(f"mhindex-{spec.label}")
     with closing(retriever_of(root, name, spec)) as retriever:
         if query == "-":
-            emit = ui.write_line if output_format == "jsonl" else functools.partial(ui.write_trec, tag)
             if failed := search_stream(retriever, read_query_stream(sys.stdin), k, batch, emit):
-                ui.reporter().warning(f"{failed} input lines were not valid queries")
-                raise typer.Exit(1)
+                output.failed(f"{failed} input lines were not valid queries")
             return
         hits = retriever.search(query, k)
     if output_format == "trec":
-        return ui.write_trec(tag, {"id": "1", "hits": [h.record() for h in hits]})
+        return emit({"id": "1", "hits": [h.record() for h in hits]})
     shown = render.hits_table(hits, expand=output.terminal) if hits else "no paragraph matches"
     output.show({"query": query, "hits": [h.record() for h in hits]}, shown)
 
 
 @command(json=False)
 @backend_options
-@with_options("limits", lambda: {"serve": Limits}, panel="Server limits")
+@with_options("limits", lambda: {"serve": Limits}, panel="Server limits", checked_as="serve")
 def serve(
     name: Annotated[str, arg("Corpus name.")],
     backend: BackendOption = DEFAULT_BACKEND,
     host: Annotated[str, opt("Address to listen on (loopback; set --api-key before opening it wider).")] = "127.0.0.1",
     port: Annotated[int, opt("Port to listen on.", min=1, max=65535)] = 8765,
-    api_key: Annotated[Optional[str], opt(KEY_HELP, "--api-key", envvar="MHINDEX_API_KEY")] = None,
+    api_key: Annotated[Optional[str], opt(API_KEY_HELP, "--api-key", envvar="MHINDEX_API_KEY")] = None,
     *,
     root: Path,
     output: Output,
-    limits: dict,
+    limits: Limits,
     backend_options: dict | None = None,
 ) -> None:
     """Serve a corpus's index over HTTP: mhindex's JSON API, and the retrieval protocols of IRCoT
     (POST /retrieve/), ColBERT (GET /api/search, also at / for DSPy) and Search-R1 (POST /retrieve)."""
     from mhindex.backends import BackendSpec
-    from mhindex.options import settings_from
     from mhindex.server.app import serve_corpus
 
     spec = BackendSpec.parse(backend, backend_options)
-    serve_corpus(open_corpus(root, name), spec, host, port, settings_from(Limits, limits, "serve"), api_key)
+    serve_corpus(open_corpus(root, name), spec, host, port, limits, api_key)

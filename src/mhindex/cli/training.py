@@ -13,6 +13,7 @@ from mhindex import render, ui
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import BackendOption, Output, app, command, flag, opt
 from mhindex.options import with_options
+from mhindex.training.efficientrag import TrainSettings
 
 train_app = typer.Typer(
     help="Train the small models a method needs (EfficientRAG's Labeler & Tagger and Filter).", no_args_is_help=True
@@ -20,14 +21,10 @@ train_app = typer.Typer(
 app.add_typer(train_app, name="train")
 
 
-def _settings() -> dict[str, type]:
-    from mhindex.training.efficientrag import TrainSettings
-
-    return {"training": TrainSettings}
-
-
 @command(group=train_app)
-@with_options("train_options", _settings, panel="Training options")
+@with_options(
+    "train_options", lambda: {"training": TrainSettings}, panel="Training options", checked_as="train efficientrag"
+)
 def efficientrag(
     corpus_name: Annotated[str, opt("The built corpus to learn from (MuSiQue: its gold decompositions).", "--from")],
     backend: BackendOption = DEFAULT_BACKEND,
@@ -35,7 +32,7 @@ def efficientrag(
     *,
     root: Path,
     output: Output,
-    train_options: dict,
+    train_options: TrainSettings,
 ) -> None:
     """Train EfficientRAG's Labeler & Tagger and Filter from a corpus's gold decompositions, with no LLM.
 
@@ -44,11 +41,10 @@ def efficientrag(
     """
     from mhindex.backends import BackendSpec
     from mhindex.home import open_corpus
-    from mhindex.options import settings_from
-    from mhindex.training.efficientrag import TrainSettings, train
+    from mhindex.training.efficientrag import train
 
     corpus = open_corpus(root, corpus_name)
-    settings = replace(settings_from(TrainSettings, train_options, "train efficientrag"), backend=backend)
+    settings = replace(train_options, backend=backend)
     with ui.graceful_interrupts(kept="the work done so far is kept to resume from"):
         result = train(root, corpus, settings, BackendSpec.parse(backend), restart=restart)
     output.show(result.record(), render.training_summary(result, corpus.name))

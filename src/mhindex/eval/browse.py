@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -450,6 +451,36 @@ def _charts(run: Run, place: str) -> list[str]:
     if any(count > 1 for count in variants.values()):  # a sweep: the recall-budget curve as well
         charts.append(_svg(lambda target: budget_curve([run.folder], target), f"{place}-curve"))
     return charts
+
+
+def latest_run(home: Path, corpus: str | None) -> Path:
+    """The folder of the corpus's evaluation written last (by its metrics.json); with no corpus, the default one's."""
+    from mhindex.home import pick_corpus
+
+    found = pick_corpus(home, corpus)
+    assert found is not None  # required: a one-line UsageError otherwise
+    done = sorted((p.stat().st_mtime, p.parent) for p in (found.root / "eval").glob("*/metrics.json"))
+    if not done:
+        raise UsageError(f"corpus '{found.name}' has no finished evaluation; run `mhindex eval {found.name}` first")
+    return done[-1][1]
+
+
+def report_page(
+    runs: list[Path] | None,
+    out: Path,
+    home: Path,
+    questions: Path | None = None,
+    title: str | None = None,
+    corpus: str | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Path:
+    """`mhindex report`: the page of these evaluation folders, or with none, of the latest evaluation of `corpus`
+    (else of the default corpus), said through `say`; written whole or not at all. Returns its path."""
+    if not runs:
+        runs = [latest_run(home, corpus)]
+        if say:
+            say(f"report of {runs[0]}, the latest evaluation of corpus '{runs[0].parent.parent.name}'")
+    return write_report(build_report(runs, home, questions, title), out)
 
 
 def write_report(html: str, out: Path) -> Path:

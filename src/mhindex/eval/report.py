@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -537,6 +538,14 @@ def curve_table(rows: list[dict]):
             str(row["questions"]),
         )
     return grid
+
+
+class TableFormat(StrEnum):
+    """How a table is printed: text (rich, on a terminal), md (Markdown) or latex, as it is."""
+
+    text = "text"
+    md = "md"
+    latex = "latex"
 
 
 def metrics_view(summary: dict, title: str, form: str, terminal: bool, chart: Path | None = None) -> str | list:

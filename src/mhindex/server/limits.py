@@ -8,6 +8,12 @@ from typing import Any
 
 from mhindex.options import option
 
+#: how a client gives the key `serve --api-key` requires (server/app.py's Guard reads them all)
+API_KEY_HELP = (
+    "Require this key: Authorization: Bearer KEY, X-API-Key, http://key:KEY@HOST, /k/KEY/... or ?api_key=KEY "
+    "\\[default: $MHINDEX_API_KEY, else none]."
+)
+
 
 @dataclass(frozen=True)
 class Limits:
