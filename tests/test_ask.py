@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -396,6 +397,13 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
     assert first["lm"]["calls_from_cache"] == 0 and first["lm"]["cached_calls_seconds"] == 0
     lm = first["lm"]
     assert lm["prompt_tokens_read"] + lm["prompt_tokens_restored"] == first["prompt_tokens"] > 0
+    # each call: what it was for, its tokens, and its seconds split into parts that add up to them
+    (call,) = lm["calls"]
+    assert call["label"].startswith("answering") and call["prompt_tokens"] == first["prompt_tokens"]
+    assert call["generated"] == first["completion_tokens"] and "cached" not in call
+    parts = [call[part] for part in ("restore", "prompt", "generation", "save", "outside")]
+    assert sum(parts) == pytest.approx(call["seconds"], abs=0.01) and call["prompt"] > 0
+    assert lm["seconds"] == {part: call[part] for part in ("restore", "prompt", "generation", "save", "outside")}
     # Which demonstrations, why, and how many fit: MuSiQue's own here; an own corpus takes them by default.
     demos = first["reader"]["demos"]
     assert demos["set"] == "musique" and demos["why"] == "the corpus's dataset's own" and demos["used"] == 1
@@ -411,6 +419,7 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
 
     shown = mh(*ask[:-1]).out
     assert "1 from the call cache (" in shown and "when first made)" in shown
+    assert re.search(r"call 1, answering[^:]*: from the call cache \([\d.]+s when first made\)", shown), shown
     assert "demonstrations: 1 of" in shown and "musique's (the corpus's dataset's own)" in shown
     answers = tmp_path / "nor.jsonl"
     answers.write_text(json.dumps({**again, "id": questions(home, 6)[5]["id"]}) + "\n")
@@ -418,3 +427,7 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
     assert scored["cached_answers"] == 1 and scored["seconds_per_question"] >= again["lm"]["cached_calls_seconds"]
     table = mh("score", answers, "--questions", "musique").out
     assert "*" in table and "s/q*: with the call cache's answers timed" in table.replace("\n", " ")
+    answers.write_text(json.dumps({**first, "id": questions(home, 6)[5]["id"]}) + "\n")
+    split = mh("score", answers, "--questions", "musique", "--json").json()["nor"]["lm_seconds_per_question"]
+    assert split == pytest.approx(lm["seconds"])  # one question: its own split
+    assert "The model's seconds a question, by part" in mh("score", answers, "--questions", "musique").out

@@ -115,10 +115,13 @@ def test_ircot_answers_alike_from_kept_states_and_without_them(tmp_path):
     ask = [*mhindex, "ask", "-", "--lm", "local:smollm2-135m", "--lm-threads", "1", "--max-demos", "4",
            "--max-paragraph-words", "60", "-k", "2", "--max-steps", "3"]  # fmt: skip
 
+    costs: list[dict] = []
+
     def answers(picked: list[dict], *extra: str) -> list[dict]:
         lines = "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in picked)
         done = subprocess.run([*ask, *extra], input=lines, capture_output=True, text=True)
         assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+        costs.extend(json.loads(line)["lm"] for line in done.stdout.splitlines())
         # Times differ, and what the calls read: restored from the kept states, or read anew with --no-cache.
         return [
             {k: v for k, v in json.loads(line).items() if k not in ("seconds", "lm")}
@@ -134,3 +137,17 @@ def test_ircot_answers_alike_from_kept_states_and_without_them(tmp_path):
     for record in from_scratch:
         record["reader"].pop("seconds")
     assert restored == from_scratch
+    # Every call accounted for: its prompt tokens read, restored or reused, and its seconds split into parts that
+    # add up to them (what is left outside the model's own work included), summed over the question.
+    calls = [call for lm in costs for call in lm["calls"]]
+    assert len(calls) == sum(len(lm["calls"]) for lm in costs) >= 4 * 2
+    for call in calls:
+        assert call["read"] + call["restored"] + call["reused"] == call["prompt_tokens"], call
+        parts = sum(call[part] for part in ("restore", "prompt", "generation", "save", "outside"))
+        assert parts == pytest.approx(call["seconds"], abs=0.01), call
+    assert any(call["restored"] >= 512 and call["restore"] > 0 for call in calls)  # a kept state, or a switch back
+    assert any(call["save"] > 0 for call in calls)  # the family that held the slot saved at a switch
+    for lm in costs:
+        assert lm["seconds"] == pytest.approx(
+            {part: sum(c[part] for c in lm["calls"]) for part in lm["seconds"]}, abs=0.01
+        )

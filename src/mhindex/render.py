@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mhindex.methods.base import TITLE_SEPARATOR
+from mhindex.methods.base import SECONDS_PARTS, TITLE_SEPARATOR
 
 
 def plural(n: int, word: str) -> str:
@@ -123,7 +123,22 @@ def trace(answer) -> list:
     )
     if isinstance(lm := answer.details.get("lm"), dict):
         shown.append(Text(lm_costs(lm), style="dim"))
+        shown.extend(Text(call_line(number, call), style="dim") for number, call in enumerate(lm.get("calls", []), 1))
     return shown
+
+
+def call_line(number: int, call: dict) -> str:
+    """One LM call under a trace: what it was for, its prompt tokens and where its seconds went."""
+    said = f"  call {number}, {call.get('label', '')}: "
+    if call.get("cached"):
+        return said + f"from the call cache ({call['seconds']:.2f}s when first made)"
+    kinds = ((call.get("read"), "read"), (call.get("restored"), "restored"), (call.get("reused"), "reused"))
+    tokens = ", ".join(f"{n:,} {word}" for n, word in kinds if n)
+    parts = ", ".join(f"{part} {call[part]:.2f}" for part in SECONDS_PARTS if part in call)
+    return (
+        said + f"{call['prompt_tokens']:,} prompt tokens" + (f" ({tokens})" if tokens else "")
+        + f", {call['generated']:,} generated; {call['seconds']:.2f}s" + (f" = {parts}" if parts else "")
+    )  # fmt: skip
 
 
 def lm_costs(lm: dict) -> str:

@@ -291,6 +291,7 @@ def aggregate(
     Recall is None where no question had gold paragraphs or the method retrieved nothing at all.
     `verdicts`: a judge's per question id (EfficientRAG's Accuracy), where one was asked."""
     rows, costs, failed, cached = [], {c: 0.0 for c in COST}, 0, 0
+    split: dict[str, float] = {}  # where the model's seconds went (methods.base.call_entry's parts)
     by_id = {p["id"]: p for p in predictions if "id" in p and "error" not in p}
     for qid, question in questions.items():
         prediction = by_id.get(qid)
@@ -307,6 +308,8 @@ def aggregate(
         if isinstance(served, dict):
             costs["seconds"] += float(served.get("cached_calls_seconds") or 0)
             cached += bool(served.get("calls_from_cache"))
+            for part, value in (served.get("seconds") or {}).items():
+                split[part] = split.get(part, 0.0) + float(value or 0)
     n = len(rows) or 1
     # A method that never retrieves (NoR) has no recall to report, not a recall of 0.
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
@@ -340,6 +343,7 @@ def aggregate(
             "failed": failed,
             **({"cached_answers": cached} if cached else {}),
             **{f"{c}_per_question": costs[c] / n for c in COST},
+            **({"lm_seconds_per_question": {part: value / n for part, value in split.items()}} if split else {}),
         }
     )
     return summary

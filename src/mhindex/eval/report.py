@@ -567,9 +567,32 @@ def scored_view(scored: Scored, files: Sequence[Path], form: str, terminal: bool
     if chart is not None:
         bar_chart({scored.questions_file.parent.name: scored.methods}, chart, title)
     view = metrics_view(scored.methods, title, form, terminal, chart)
-    if not isinstance(view, str) and scored.paired:
-        view = [*view, paired_table(scored.paired)]
+    if not isinstance(view, str):
+        timed = lm_time_table(scored.methods)
+        view = [
+            *view,
+            *([timed] if timed is not None else []),
+            *([paired_table(scored.paired)] if scored.paired else []),
+        ]
     return ({"methods": scored.methods, "paired": scored.paired} if len(files) > 1 else scored.methods), view
+
+
+def lm_time_table(metrics: dict[str, dict]) -> Any:
+    """Where each method's model seconds went, a question (calls the call cache answered aside): restoring and
+    saving prompt states, reading the prompt, generating, and outside the model; None where no model said."""
+    from rich.table import Table
+
+    from mhindex.methods.base import SECONDS_PARTS
+
+    split = {name: s["lm_seconds_per_question"] for name, s in metrics.items() if s.get("lm_seconds_per_question")}
+    if not split:
+        return None
+    grid = Table("method", *SECONDS_PARTS, "LM s/q", title="The model's seconds a question, by part",
+                 title_justify="left")  # fmt: skip
+    for name, parts in split.items():
+        values = [parts.get(part, 0.0) for part in SECONDS_PARTS]
+        grid.add_row(method_name(name), *(f"{v:.2f}" for v in values), f"{sum(values):.2f}")
+    return grid
 
 
 def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form: str, terminal: bool) -> str | list:
@@ -579,8 +602,10 @@ def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form:
     shown = metrics_view(report["methods"], " ".join(title.split()), form, terminal)
     if isinstance(shown, str):
         return shown
+    timed = lm_time_table(report["methods"])
     return [
         *shown,
+        *([timed] if timed is not None else []),
         *([paired_table(report["paired"])] if report["paired"] else []),
         *(f"{method}: {tuned_summary(tuned)}" for method, tuned in report.get("tuned", {}).items()),
         f"[dim]predictions, metrics.json and chart.png in {folder}[/dim]",

@@ -40,9 +40,26 @@ class Completion:
     prompt_seconds: float | None = None
     # [token, log-probability] of each generated token up to the stop, when asked for.
     token_logprobs: list[tuple[str, float]] | None = None
+    # Where the rest of a local call's time went (None where the back-end cannot say): generating its tokens,
+    # restoring prompt states into the model's slot and saving them (lm/llamacpp.py); and of its prompt tokens,
+    # how many came restored from a kept state and how many llama.cpp reused from the call before.
+    generation_seconds: float | None = None
+    restore_seconds: float | None = None
+    save_seconds: float | None = None
+    prompt_tokens_restored: int | None = None
+    prompt_tokens_reused: int | None = None
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def outside_seconds(self) -> float | None:
+        """The call's seconds outside the model's own work (tokenizing, templates, sampling and stop checks in
+        Python, waiting for a slot): what is left of `seconds` once the parts the back-end timed are taken."""
+        if self.prompt_seconds is None or self.generation_seconds is None:
+            return None
+        inside = self.prompt_seconds + self.generation_seconds + (self.restore_seconds or 0) + (self.save_seconds or 0)
+        return max(0.0, self.seconds - inside)
 
     @property
     def mean_logprob(self) -> float | None:

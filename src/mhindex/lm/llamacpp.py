@@ -45,6 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +138,18 @@ def _shared_server(
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
                 _SERVERS[key] = _Shared(server, slots)
         return _SERVERS[key]
+
+
+@dataclass
+class _Prepared:
+    """What making the slot hold a call's family took, before the call itself (`_enter`): the opening's tokens
+    evaluated and their milliseconds, the tokens restored from a state and the seconds restoring and saving took."""
+
+    evaluated: int = 0
+    prompt_ms: float = 0.0
+    restored: int = 0
+    restore_seconds: float = 0.0
+    save_seconds: float = 0.0
 
 
 def _generated(kind: str, chunks: list[dict[str, Any]]) -> int:
@@ -250,13 +263,13 @@ class LlamaCppModel(LanguageModel):
 
     def _stream(
         self, kind: str, body: dict[str, Any], stop_when: StopWhen | None, keep: int = 0
-    ) -> tuple[str, list[dict[str, Any]], list[tuple[str, float]], tuple[int, float]]:
-        """Run one streamed call; returns the text, the chunks and any token log-probabilities.
-        Stops early on Ctrl-C, and once `stop_when` holds for the text so far."""
+    ) -> tuple[str, list[dict[str, Any]], list[tuple[str, float]], _Prepared | None]:
+        """Run one streamed call; returns the text, the chunks, any token log-probabilities and what preparing
+        the slot took. Stops early on Ctrl-C, and once `stop_when` holds for the text so far."""
         chunks: list[dict[str, Any]] = []
         pieces: list[str] = []
         logprobs: list[tuple[str, float]] = []
-        prefilled: list[tuple[int, float]] = []  # the opening, where it was evaluated first
+        prepared: list[_Prepared] = []  # the slot made to hold the call's family first
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
             if isinstance(chunk, dict) and "prompt_progress" in chunk:  # a reading report, not output
@@ -277,11 +290,15 @@ class LlamaCppModel(LanguageModel):
         def call() -> None:
             with self._permits:
                 if self._aligned:
-                    prefilled.append(self._enter(kind, body, keep))
+                    prepared.append(self._enter(kind, body, keep))
                 if ui.stop_requested():
                     return
                 handle = self._server.handle_chat_completions if kind == "chat" else self._server.handle_completions
-                streamed = {"stream": True, "stream_options": {"include_usage": True}, "return_progress": True}
+                # timings on every token: a call stopped early (stop_when) gets no closing summary
+                streamed = {
+                    "stream": True, "stream_options": {"include_usage": True}, "return_progress": True,
+                    "timings_per_token": True,
+                }  # fmt: skip
                 handle({**body, **streamed}, on_chunk)
 
         _CALLS.submit(contextvars.copy_context().run, call).result()
@@ -294,7 +311,7 @@ class LlamaCppModel(LanguageModel):
                 else (errors[0] if errors else "no output")
             )
             raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
-        return "".join(pieces), chunks, logprobs, (prefilled[0] if prefilled else (0, 0.0))
+        return "".join(pieces), chunks, logprobs, (prepared[0] if prepared else None)
 
     # -- the opening every question shares, aligned and kept on disk (lm/state.py) ------------
 
@@ -331,37 +348,39 @@ class LlamaCppModel(LanguageModel):
         text = body["prompt"] if kind == "complete" else orjson.dumps(body["messages"][:1]).decode()
         return "loose-" + hashlib.sha256(text[:LOOSE_CHARS].encode()).hexdigest()[:24]
 
-    def _enter(self, kind: str, body: dict[str, Any], keep: int) -> tuple[int, float]:
+    def _enter(self, kind: str, body: dict[str, Any], keep: int) -> _Prepared:
         """Before a call: the slot is made to hold the call's family. The family it held is saved
         (this process's own file), and the call's is restored from where it left off in this
         process; a family's first call starts from its opening's aligned tokens, restored from the
-        kept states where there is one, else evaluated (and kept). Returns the tokens evaluated for
-        the opening and the milliseconds that took."""
+        kept states where there is one, else evaluated (and kept). Returns what that took."""
         shared, states = self._shared, self._states
         assert states is not None
         opening = self._opening_tokens(kind, body, keep)
         family = self._family(kind, body, opening)
+        done = _Prepared()
         if shared.holding == family:
-            return 0, 0.0
+            return done
         if shared.holding is not None:
+            began = time.perf_counter()
             saved = self._save_slot(f".latest.tmp-{os.getpid()}-{shared.holding}.bin")
+            done.save_seconds += time.perf_counter() - began
             if saved:  # else (a full disk) that family starts again from its opening when it comes back
                 shared.latest[shared.holding] = states.folder / saved
             else:
                 shared.latest.pop(shared.holding, None)
         shared.holding = None
         latest = shared.latest.get(family)
-        if latest is not None and self._restore(latest) is not None:
-            shared.holding = family
-            return 0, 0.0
+        if latest is not None and (restored := self._timed_restore(latest, done)) is not None:
+            shared.holding, done.restored = family, restored
+            return done
         if opening is None:  # a loose family's first call: llama.cpp reuses what the slot shares with it
             shared.holding = family
-            return 0, 0.0
+            return done
         if (path := states.lookup(family)) is not None:
-            restored = self._restore(path)
+            restored = self._timed_restore(path, done)
             if restored == len(opening):
-                shared.holding = family
-                return 0, 0.0
+                shared.holding, done.restored = family, restored
+                return done
             states.forget(family, f"llama.cpp could not restore the saved prompt state {path}")
         # cache_prompt off: evaluated from the first token, in micro-batches from there.
         timings: list[dict[str, Any]] = []
@@ -376,10 +395,21 @@ class LlamaCppModel(LanguageModel):
         body = {"prompt": opening, "max_tokens": 1, "temperature": 0.0, "cache_prompt": False, "seed": 0}
         self._server.handle_completions({**body, "stream": True, "return_progress": True}, on_chunk)
         if ui.stop_requested():
-            return 0, 0.0
+            return done
         shared.holding = family
+        began = time.perf_counter()
         self._keep(states, family)
-        return (int(timings[-1].get("prompt_n", 0)), float(timings[-1].get("prompt_ms", 0.0))) if timings else (0, 0.0)
+        done.save_seconds += time.perf_counter() - began
+        if timings:
+            done.evaluated, done.prompt_ms = int(timings[-1].get("prompt_n", 0)), float(timings[-1].get("prompt_ms", 0))
+        return done
+
+    def _timed_restore(self, path: Path, done: _Prepared) -> int | None:
+        began = time.perf_counter()
+        try:
+            return self._restore(path)
+        finally:
+            done.restore_seconds += time.perf_counter() - began
 
     def _restore(self, path: Path) -> int | None:
         """The slot's state from `path` (in the states folder); the tokens restored, None if refused."""
@@ -415,7 +445,7 @@ class LlamaCppModel(LanguageModel):
         self, kind: str, body: dict[str, Any], stop: Sequence[str], stop_when: StopWhen | None = None, keep: int = 0
     ) -> Completion:
         started = time.perf_counter()
-        text, chunks, logprobs, (opening_n, opening_ms) = self._stream(kind, body, stop_when, keep)
+        text, chunks, logprobs, prepared = self._stream(kind, body, stop_when, keep)
         text = cut_at_stop(text, stop)
         usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
         if usage is None:  # stopped by stop_when: llama.cpp sends no summary, so count here
@@ -433,15 +463,25 @@ class LlamaCppModel(LanguageModel):
             ),
             "stop_when",
         )
+        before = prepared or _Prepared()
+        # llama.cpp's cache_n: the prompt tokens the slot already held, restored from a state, evaluated by the
+        # opening's pass, or left by the call before (reused)
+        held = int(timings.get("cache_n", 0))
+        restored = min(before.restored, held)
         return Completion(
             text=text,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - started,
-            prompt_tokens_evaluated=timings["prompt_n"] + opening_n if "prompt_n" in timings else None,
+            prompt_tokens_evaluated=timings["prompt_n"] + before.evaluated if "prompt_n" in timings else None,
             finish_reason=finish,
-            prompt_seconds=(timings["prompt_ms"] + opening_ms) / 1000 if "prompt_ms" in timings else None,
+            prompt_seconds=(timings["prompt_ms"] + before.prompt_ms) / 1000 if "prompt_ms" in timings else None,
             token_logprobs=tokens_within(logprobs, text) if "logprobs" in body else None,
+            generation_seconds=timings["predicted_ms"] / 1000 if "predicted_ms" in timings else None,
+            restore_seconds=before.restore_seconds,
+            save_seconds=before.save_seconds,
+            prompt_tokens_restored=restored if "cache_n" in timings else None,
+            prompt_tokens_reused=max(0, held - restored - before.evaluated) if "cache_n" in timings else None,
         )
 
     def _prompt_of(self, kind: str, body: dict[str, Any]) -> str:

@@ -226,8 +226,11 @@ class RemoteModel(LanguageModel):
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=timings.get("prompt_n") if isinstance(timings.get("prompt_n"), int) else None,
             finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
-            prompt_seconds=timings["prompt_ms"] / 1000 if isinstance(timings.get("prompt_ms"), int | float) else None,
+            prompt_seconds=_seconds(timings, "prompt_ms"),
             token_logprobs=tokens_within(_logprobs(choice), text) if "logprobs" in body else None,
+            # a llama.cpp server's own split of its time (outside it: the network, the queue, the server's HTTP)
+            generation_seconds=_seconds(timings, "predicted_ms"),
+            prompt_tokens_reused=timings.get("cache_n") if isinstance(timings.get("cache_n"), int) else None,
         )
 
     def _body(self, max_tokens: int, stop: Sequence[str], temperature: float) -> dict[str, Any]:
@@ -304,6 +307,10 @@ def _piece(choice: Any, path: str) -> str | None:
     else:
         piece = choice.get("text")
     return piece or "" if piece is None or isinstance(piece, str) else None
+
+
+def _seconds(timings: dict[str, Any], key: str) -> float | None:
+    return timings[key] / 1000 if isinstance(timings.get(key), int | float) else None
 
 
 def _count(usage: dict[str, Any], key: str, where: str) -> int:

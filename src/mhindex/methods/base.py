@@ -130,6 +130,7 @@ class Meter:
         self.cached_seconds = 0.0
         self.prompt_tokens_read = 0
         self.prompt_tokens_restored = 0
+        self.entries: list[tuple[float, dict[str, Any]]] = []  # (when it ended, what `call_entry` says of it)
         self._lock = threading.Lock()
         if (meters := _question_meters.get()) is not None:
             meters.append(self)
@@ -148,6 +149,7 @@ class Meter:
         much of the prompt opens every question alike (LanguageModel.complete)."""
         self._announce(label)
         return self._count(
+            label,
             self.lm.complete(
                 prompt,
                 max_tokens=max_tokens,
@@ -156,7 +158,7 @@ class Meter:
                 logprobs=logprobs,
                 stop_when=stop_when,
                 keep=keep,
-            )
+            ),
         )
 
     def chat(
@@ -171,15 +173,17 @@ class Meter:
         """One greedy turn of a conversation; `keep` counts characters of its first message."""
         self._announce(label)
         return self._count(
-            self.lm.chat(messages, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, keep=keep)
+            label,
+            self.lm.chat(messages, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, keep=keep),
         )
 
     def _announce(self, label: str) -> None:
         ui.check_stop()
         ui.note(f"{label} (LM call {self.calls + 1}, {self.prompt_tokens + self.completion_tokens:,} tokens so far)")
 
-    def _count(self, completion: Completion) -> Completion:
+    def _count(self, label: str, completion: Completion) -> Completion:
         with self._lock:
+            self.entries.append((time.perf_counter(), call_entry(label, completion)))
             self.calls += 1
             self.prompt_tokens += completion.prompt_tokens
             self.completion_tokens += completion.completion_tokens
@@ -192,6 +196,30 @@ class Meter:
                 self.prompt_tokens_read += read
                 self.prompt_tokens_restored += completion.prompt_tokens - read
         return completion
+
+
+#: The parts of a call's seconds, as `call_entry` names them (a local model's: lm/llamacpp.py times each)
+SECONDS_PARTS = ("restore", "prompt", "generation", "save", "outside")
+
+
+def call_entry(label: str, completion: Completion) -> dict[str, Any]:
+    """One LM call as the trace and `--json` show it: what it was for, its prompt tokens (read, restored from a
+    kept state, reused from the call before), the tokens it generated, and where its seconds went, where the
+    model can say (a call the call cache answered: its seconds when first made, and `cached`)."""
+    parts = (completion.restore_seconds, completion.prompt_seconds, completion.generation_seconds,
+             completion.save_seconds, completion.outside_seconds)  # fmt: skip
+    return {
+        "label": label,
+        "seconds": round(completion.seconds, 3),
+        "prompt_tokens": completion.prompt_tokens,
+        "read": completion.prompt_tokens_evaluated,
+        "restored": completion.prompt_tokens_restored,
+        "reused": completion.prompt_tokens_reused,
+        "generated": completion.completion_tokens,
+        **({"cached": True} if completion.cached else {}),
+        **({name: round(part, 3) for name, part in zip(SECONDS_PARTS, parts, strict=True) if part is not None}
+           if completion.generation_seconds is not None else {}),
+    }  # fmt: skip
 
 
 #: The meters of the question being answered (`answered`), each made by the method as it likes.
@@ -218,6 +246,12 @@ def answered(method: Method, query: Query) -> Answer:
             "prompt_tokens_read": sum(m.prompt_tokens_read for m in meters),
             "prompt_tokens_restored": sum(m.prompt_tokens_restored for m in meters),
         }
+        calls = [entry for _, entry in sorted((e for m in meters for e in m.entries), key=lambda e: e[0])]
+        timed = [c for c in calls if "generation" in c and not c.get("cached")]
+        if timed:  # where the model's seconds went, summed over the calls it made now (cached ones aside)
+            answer.details["lm"]["seconds"] = {part: round(sum(c.get(part, 0.0) for c in timed), 3)
+                                               for part in SECONDS_PARTS}  # fmt: skip
+        answer.details["lm"]["calls"] = calls
     return answer
 
 
