@@ -10,6 +10,12 @@ with its defaults, the call cache off; the first question's time includes readin
 demonstrations, the same for every arm. Prints per arm: seconds a question (all, and without the
 first), where the LM's time went (prompt evaluation, generation), prompt tokens evaluated and
 generated a question, F1 against the gold answers, and how many answers equal the first arm's.
+
+Then, for arms whose code accounts for every call (the answer's `lm.seconds`), every second of a question
+after the first: restoring and saving prompt states, reading prompts, generating, outside the model, beside
+what llama.cpp's own rates predict for exactly the tokens read and generated. The rates are measured in the
+arm's process, with its threads, before its questions: a 1,024-token prompt read from scratch, and 128
+tokens generated.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ def run_arm(args) -> None:
     with Session(corpus, methods=["ircot"], model=ModelOptions(lm=args.lm, cache=False), home=args.home) as session:
         method = session.method("ircot", IRCoTSettings())
         session.lm.count_tokens("the tokenizer is loaded")  # before the first clock starts
+        print(orjson.dumps({"rates": llama_rates(session.lm)}).decode(), flush=True)
         for record in questions:
             before = dict(spent)
             started = time.perf_counter()
@@ -60,6 +67,40 @@ def run_arm(args) -> None:
             used = {key: spent[key] - before[key] for key in spent}
             line = {**answer.record(), "wall": time.perf_counter() - started, **used, "gold": record["answers"]}
             print(orjson.dumps(line).decode(), flush=True)
+
+
+def llama_rates(lm) -> dict[str, float]:
+    """llama.cpp's own rates in this process, tokens a second: reading a prompt from scratch (1,024 tokens of
+    numbers no question's prompt shares) and generating (up to 128 tokens of a count)."""
+    numbers = " ".join(str(n) for n in range(7001, 7001 + 2000))
+    while lm.count_tokens(numbers) > 1024:
+        numbers = numbers[: int(len(numbers) * 0.9)]
+    read = lm.complete(numbers, max_tokens=1, stop=())
+    wrote = lm.complete("Count from 1 to 100, in words: one, two, three,", max_tokens=128, stop=())
+    return {
+        "prompt": (read.prompt_tokens_evaluated or read.prompt_tokens) / (read.prompt_seconds or read.seconds),
+        "generation": wrote.completion_tokens / (getattr(wrote, "generation_seconds", None) or wrote.seconds),
+    }
+
+
+def accounted(rows: list[dict], rates: dict[str, float]) -> str:
+    """Every second of the questions after the first, by part, beside what llama.cpp's rates predict for the
+    tokens read and generated (calls only: the rest of a question, retrieval and Python, is `outside` too)."""
+    timed = [r for r in rows[1:] if isinstance(r.get("lm"), dict) and "seconds" in r["lm"]]
+    if not timed:
+        return "  (this code does not split its calls' seconds)"
+    n = len(timed)
+    parts = {part: sum(r["lm"]["seconds"][part] for r in timed) / n for part in timed[0]["lm"]["seconds"]}
+    calls = [c for r in timed for c in r["lm"]["calls"] if not c.get("cached")]
+    read, generated = sum(c["read"] or 0 for c in calls) / n, sum(c["generated"] for c in calls) / n
+    predicted = read / rates["prompt"] + generated / rates["generation"]
+    wall = sum(r["wall"] for r in timed) / n
+    split = ", ".join(f"{part} {seconds:.1f}" for part, seconds in parts.items())
+    return (
+        f"  after the 1st: {wall:.1f} s/q = {split}, retrieval and the rest {wall - sum(parts.values()):.1f}; "
+        f"{read:,.0f} tokens read at {rates['prompt']:.0f}/s and {generated:.0f} generated at "
+        f"{rates['generation']:.1f}/s predict {predicted:.1f} s/q: {wall / predicted:.2f}x the prediction"
+    )
 
 
 def main() -> None:
@@ -78,6 +119,7 @@ def main() -> None:
 
     load = os.getloadavg()
     runs: dict[str, list[dict]] = {}
+    rates: dict[str, dict[str, float] | None] = {}
     with tempfile.TemporaryDirectory(prefix="bench-warm-") as folder:
         worktree = Path(folder) / "before"
         if any(arm.startswith("before@") for arm in args.arms.split(",")):
@@ -90,7 +132,9 @@ def main() -> None:
                 command += ["--limit", str(args.limit), "--home", str(args.home)]
                 env = {**os.environ, "PYTHONPATH": str(source)}
                 output = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout
-                runs[arm] = [orjson.loads(line) for line in output.splitlines() if line.startswith("{")]
+                lines = [orjson.loads(line) for line in output.splitlines() if line.startswith("{")]
+                rates[arm] = next((line["rates"] for line in lines if "rates" in line), None)
+                runs[arm] = [line for line in lines if "rates" not in line]
         finally:
             if worktree.exists():
                 subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=True)
@@ -115,6 +159,10 @@ def main() -> None:
         score = 100 * sum(best(f1, r["answer"], r["gold"], args.corpus) for r in rows) / n
         same = sum(a["answer"] == b["answer"] for a, b in zip(first, rows))
         print(f"{arm:34} " + " ".join(f"{x:15.1f}" for x in figures) + f" {score:6.1f} {same:>9}/{n}")
+    for arm, rows in runs.items():
+        print(
+            f"{arm}:\n" + (accounted(rows, rates[arm]) if rates[arm] else "  (no rates: this code does not say them)")
+        )
 
 
 if __name__ == "__main__":
