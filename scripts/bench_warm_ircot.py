@@ -14,8 +14,8 @@ generated a question, F1 against the gold answers, and how many answers equal th
 Then, for arms whose code accounts for every call (the answer's `lm.seconds`), every second of a question
 after the first: restoring and saving prompt states, reading prompts, generating, outside the model, beside
 what llama.cpp's own rates predict for exactly the tokens read and generated. The rates are measured in the
-arm's process, with its threads, before its questions: a 1,024-token prompt read from scratch, and 128
-tokens generated.
+arm's process, with its threads, before its questions: a 1,024-token prompt read and 64
+tokens generated, from scratch and 4,096 tokens into the context.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def run_arm(args) -> None:
     from mhindex.lm import ModelOptions
     from mhindex.lm.llamacpp import LlamaCppModel
     from mhindex.methods import Query
+    from mhindex.methods.base import answered
     from mhindex.methods.ircot import IRCoTSettings
     from mhindex.methods.session import Session
 
@@ -63,24 +64,40 @@ def run_arm(args) -> None:
         for record in questions:
             before = dict(spent)
             started = time.perf_counter()
-            answer = method.answer(Query.from_record(record, record["id"]))
+            answer = answered(method, Query.from_record(record, record["id"]))
             used = {key: spent[key] - before[key] for key in spent}
             line = {**answer.record(), "wall": time.perf_counter() - started, **used, "gold": record["answers"]}
             print(orjson.dumps(line).decode(), flush=True)
 
 
-def llama_rates(lm) -> dict[str, float]:
+def llama_rates(lm, depth: int = 4096) -> dict[str, float]:
     """llama.cpp's own rates in this process, tokens a second: reading a prompt from scratch (1,024 tokens of
-    numbers no question's prompt shares) and generating (up to 128 tokens of a count)."""
-    numbers = " ".join(str(n) for n in range(7001, 7001 + 2000))
-    while lm.count_tokens(numbers) > 1024:
-        numbers = numbers[: int(len(numbers) * 0.9)]
-    read = lm.complete(numbers, max_tokens=1, stop=())
-    wrote = lm.complete("Count from 1 to 100, in words: one, two, three,", max_tokens=128, stop=())
-    return {
-        "prompt": (read.prompt_tokens_evaluated or read.prompt_tokens) / (read.prompt_seconds or read.seconds),
-        "generation": wrote.completion_tokens / (getattr(wrote, "generation_seconds", None) or wrote.seconds),
-    }
+    numbers no question's prompt shares) and generating (up to 64 tokens of a count), each also `depth` tokens
+    into the context, as IRCoT's calls read and write (a step's prompt holds 4,000-7,000 tokens: attention over
+    them costs more a token than over a short prompt)."""
+
+    def numbers(tokens: int, start: int) -> str:
+        text = " ".join(str(n) for n in range(start, start + tokens * 2))
+        while lm.count_tokens(text) > tokens:
+            text = text[: int(len(text) * 0.95)]
+        return text
+
+    count = " Now count from 1 to 100, in words: one, two, three,"
+    read = lm.complete(numbers(1024, 7001), max_tokens=1, stop=())
+    wrote = lm.complete(count, max_tokens=64, stop=())
+    prefix = numbers(depth, 30001)
+    lm.complete(prefix, max_tokens=1, stop=())  # the prefix, then read again from the slot: only what follows
+    deep_read = lm.complete(prefix + " " + numbers(256, 90001), max_tokens=1, stop=())
+    deep_wrote = lm.complete(prefix + count, max_tokens=64, stop=())
+
+    def reading(c) -> float:
+        return (c.prompt_tokens_evaluated or c.prompt_tokens) / (c.prompt_seconds or c.seconds)
+
+    def writing(c) -> float:
+        return c.completion_tokens / (getattr(c, "generation_seconds", None) or c.seconds)
+
+    return {"prompt": reading(read), "generation": writing(wrote), "depth": depth,
+            "deep_prompt": reading(deep_read), "deep_generation": writing(deep_wrote)}  # fmt: skip
 
 
 def accounted(rows: list[dict], rates: dict[str, float]) -> str:
@@ -93,14 +110,20 @@ def accounted(rows: list[dict], rates: dict[str, float]) -> str:
     parts = {part: sum(r["lm"]["seconds"][part] for r in timed) / n for part in timed[0]["lm"]["seconds"]}
     calls = [c for r in timed for c in r["lm"]["calls"] if not c.get("cached")]
     read, generated = sum(c["read"] or 0 for c in calls) / n, sum(c["generated"] for c in calls) / n
-    predicted = read / rates["prompt"] + generated / rates["generation"]
     wall = sum(r["wall"] for r in timed) / n
     split = ", ".join(f"{part} {seconds:.1f}" for part, seconds in parts.items())
-    return (
-        f"  after the 1st: {wall:.1f} s/q = {split}, retrieval and the rest {wall - sum(parts.values()):.1f}; "
-        f"{read:,.0f} tokens read at {rates['prompt']:.0f}/s and {generated:.0f} generated at "
-        f"{rates['generation']:.1f}/s predict {predicted:.1f} s/q: {wall / predicted:.2f}x the prediction"
-    )
+    said = [f"  after the 1st: {wall:.1f} s/q = {split}, retrieval and the rest {wall - sum(parts.values()):.1f}"]
+    for label, prompt, generation in (
+        ("from scratch", "prompt", "generation"),
+        (f"{rates.get('depth', 0):,} tokens deep", "deep_prompt", "deep_generation"),
+    ):
+        if prompt in rates:
+            predicted = read / rates[prompt] + generated / rates[generation]
+            said.append(
+                f"  llama.cpp {label}: {read:,.0f} tokens read at {rates[prompt]:.0f}/s and {generated:.0f} "
+                f"generated at {rates[generation]:.1f}/s predict {predicted:.1f} s/q: {wall / predicted:.2f}x"
+            )  # fmt: skip
+    return "\n".join(said)
 
 
 def main() -> None:
