@@ -428,6 +428,7 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
     table = mh("score", answers, "--questions", "musique").out
     assert "*" in table and "s/q*: with the call cache's answers timed" in table.replace("\n", " ")
     answers.write_text(json.dumps({**first, "id": questions(home, 6)[5]["id"]}) + "\n")
-    split = mh("score", answers, "--questions", "musique", "--json").json()["nor"]["lm_seconds_per_question"]
+    scored = mh("score", answers, "--questions", "musique", "--json").json()["nor"]
+    split = {part: scored[f"lm_{part}_seconds_per_question"] for part in lm["seconds"]}
     assert split == pytest.approx(lm["seconds"])  # one question: its own split
     assert "The model's seconds a question, by part" in mh("score", answers, "--questions", "musique").out

@@ -343,7 +343,7 @@ def aggregate(
             "failed": failed,
             **({"cached_answers": cached} if cached else {}),
             **{f"{c}_per_question": costs[c] / n for c in COST},
-            **({"lm_seconds_per_question": {part: value / n for part, value in split.items()}} if split else {}),
+            **{f"lm_{part}_seconds_per_question": value / n for part, value in split.items()},
         }
     )
     return summary

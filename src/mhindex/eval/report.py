@@ -584,7 +584,11 @@ def lm_time_table(metrics: dict[str, dict]) -> Any:
 
     from mhindex.methods.base import SECONDS_PARTS
 
-    split = {name: s["lm_seconds_per_question"] for name, s in metrics.items() if s.get("lm_seconds_per_question")}
+    split = {
+        name: {part: s[f"lm_{part}_seconds_per_question"] for part in SECONDS_PARTS}
+        for name, s in metrics.items()
+        if all(f"lm_{part}_seconds_per_question" in s for part in SECONDS_PARTS)
+    }
     if not split:
         return None
     grid = Table("method", *SECONDS_PARTS, "LM s/q", title="The model's seconds a question, by part",
