@@ -106,13 +106,12 @@ def room(home: Path) -> Room:
     from mhindex.files import room as free_room
 
     memory, free_under = free_room()
-    folder = next((p for p in (home, *home.parents) if p.exists()), Path("/"))
     needs: dict[str, tuple[int, int, str] | None] = {}
     for name, backend in BACKENDS.available().items():
         if backend.builds_index and not backend.fuses:
             need = backend().footprint(*MILLION, backend.Settings())
             needs[name] = (need.memory, need.disk, need.basis) if need else None
-    return Room(memory, free_under(folder), needs, (*conversion_footprint(MILLION[1]), CONVERSION_BASIS))
+    return Room(memory, free_under(home), needs, (*conversion_footprint(MILLION[1]), CONVERSION_BASIS))
 
 
 @dataclass

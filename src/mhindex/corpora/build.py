@@ -34,7 +34,7 @@ from mhindex.corpora.parallel import (
     merge_parts,
     paragraph_line,
 )
-from mhindex.corpora.records import Paragraph, Question, RecordGuard, id_key
+from mhindex.corpora.records import COMPRESSED, Paragraph, Question, RecordGuard, id_key
 from mhindex.errors import BadInput, UsageError
 from mhindex.files import atomic_directory, file_digest, refuse_unless_room
 from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir, remember_default
@@ -50,7 +50,7 @@ FORMAT = 2  # bump when the corpus layout changes, so that old builds are rebuil
 # made 4.41 GiB); 1.1x and 4x are kept, upper bounds.
 CORPUS_PER_PLAIN_BYTE = 1.1
 CORPUS_PER_COMPRESSED_BYTE = 4.0
-COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip", ".tgz", ".tbz2")
+COMPRESSED_SUFFIXES = (*COMPRESSED, ".tgz", ".tbz2")  # what the converters read compressed, tars too
 # Peak disk: the unshuffled staging copy and the shuffled corpus side by side.
 DISK_PER_CORPUS_BYTE = 2.0
 # Peak memory: the kept lines' offsets, the duplicate check's digests and the shuffle's order, about 130 bytes a
