@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The papers' whole tables (issue: Self-Ask, Iter-RetGen, ReAct, CoT and Decompose as methods): EfficientRAG's
+# rows (Direct = NoR, CoT, Decompose, Direct-R = OneR at K=10, Iter-RetGen, SelfAsk) and SearChain's rows that
+# apply (Direct, CoT, Self-Ask, ReAct, IRCoT, SearChain), each dataset's questions on the evidence run's corpus
+# (one Wikipedia corpus of the three samples' paragraphs), the same LM and the same reported questions: the
+# evidence run's seed, its TUNE tuning questions and LIMIT reported ones.
+#   scripts/paper_tables.sh [LM] [TUNE] [LIMIT]      e.g. scripts/paper_tables.sh local:qwen2.5-1.5b 10 30
+# Resumable: predictions accumulate in benchmarks/results/<model>-tables/<dataset>/, so an interrupted run (or a
+# later session) goes on where it stopped. What the evidence run (scripts/evidence_table.sh) already answered
+# with the same settings is reused, not asked again: IRCoT's tuning and reported answers (K tuned on the same
+# questions) and SearChain's; EfficientRAG's row is the evidence run's (its trained models are that run's).
+# DATASETS picks the datasets (default 2wikimultihopqa hotpotqa musique); EVAL_ARGS adds options to every eval.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+lm=${1:-local:qwen2.5-1.5b}
+tune=${2:-10}
+limit=${3:-30}
+export MHINDEX_HOME=${MHINDEX_HOME:-$PWD/.mhindex-eval}
+name=${lm#*:}; name=${name##*/}
+datasets=${DATASETS:-2wikimultihopqa hotpotqa musique}
+# Cheapest first, so that an interrupted run has the most rows; ircot and searchain come from the evidence run.
+methods=nor,cot,oner,decompose,iterretgen,selfask,react,ircot,searchain
+for dataset in $datasets; do
+    others=$(for other in musique hotpotqa 2wikimultihopqa; do [ "$other" = "$dataset" ] || echo "--add $other"; done)
+    # shellcheck disable=SC2086  # the --add options are words
+    [ -f "$MHINDEX_HOME/wikipedia-$dataset/manifest.json" ] ||
+        mhindex --quiet build "$dataset" $others --name "wikipedia-$dataset"
+    out=benchmarks/results/$name-tables/$dataset
+    evidence=benchmarks/results/$name-wikipedia/$dataset
+    if [ ! -f "$out/run.json" ] && [ -f "$evidence/run.json" ]; then
+        # The evidence run's answers of the methods this table shares with it, and what made them.
+        mkdir -p "$out"
+        cp "$evidence"/ircot@k=*.jsonl "$evidence/searchain.jsonl" "$out/"
+        python - "$evidence/run.json" "$out/run.json" <<'PY'
+import sys
+import orjson
+run = orjson.loads(open(sys.argv[1], "rb").read())
+run["settings"] = {name: s for name, s in run["settings"].items() if name.startswith(("ircot@", "searchain"))}
+open(sys.argv[2], "wb").write(orjson.dumps(run, option=orjson.OPT_INDENT_2) + b"\n")
+PY
+    fi
+    # Answers read as the evidence run read IRCoT's (the whole line, --no-short-answer); OneR at the K of
+    # EfficientRAG's Direct-R; IRCoT's K tuned on the same questions as the evidence run tuned it.
+    # shellcheck disable=SC2086
+    mhindex eval "wikipedia-$dataset" --method "$methods" --sweep oner.k=10 --sweep ircot.k=2,4,6 \
+        --tune-on "$tune" --limit "$limit" --lm "$lm" --out "$out" --no-short-answer ${EVAL_ARGS:-} \
+        | tee "benchmarks/results/$name-tables-$dataset.table.txt"
+done

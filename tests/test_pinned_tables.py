@@ -1,0 +1,90 @@
+"""One small table per paper, from `eval --table`, pinned to its exact answers and scores (tests/pinned.py):
+IRCoT's and SearChain's on the MuSiQue sample, KD-CoT's on the WebQSP sample (EfficientRAG's, which needs
+trained models, is pinned in test_efficientrag.py). The small packaged model on one thread, the call cache
+off, two questions and short settings: every row is run, and none of its answers can move unnoticed."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import SAMPLES
+from mhindex.cli import main
+from pinned import check_pinned
+
+# One thread, so that the numbers do not follow the machine's cores; no call cache, so that every answer is made.
+PINNED_RUN = ["--limit", "2", "--seed", "7", "--lm-threads", "1", "--no-cache", "--quiet", "--json"]
+
+
+def _eval(home, corpus, table, out, *settings) -> None:
+    assert main(["--home", str(home), "eval", corpus, "--table", table, *PINNED_RUN, "--out", str(out), *settings]) == 0
+
+
+@pytest.fixture(scope="module")
+def musique(tmp_path_factory):
+    home = tmp_path_factory.mktemp("pinned-musique")
+    sample = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+    assert main(["--quiet", "--home", str(home), "build", "musique", "--input", str(sample)]) == 0
+    return home
+
+
+@pytest.mark.slow
+def test_ircot_s_table_is_pinned(musique, tmp_path):
+    short = ["-k", "2", "--max-demos", "1", "--max-steps", "2", "--answer-tokens", "16", "--step-tokens", "40"]
+    _eval(musique, "musique", "IRCoT", tmp_path, *short)
+    check_pinned("ircot", tmp_path)
+
+
+@pytest.mark.slow
+def test_searchain_s_table_is_pinned(musique, tmp_path):
+    short = ["-k", "2", "--max-demos", "1", "--max-steps", "2", "--answer-tokens", "16", "--step-tokens", "40"]
+    rows = ["--rounds", "2", "--chain-tokens", "64", "--max-follow-ups", "1", "--page-paragraphs", "2"]
+    _eval(musique, "musique", "SearChain", tmp_path, *short, *rows)
+    check_pinned("searchain", tmp_path)
+
+
+@pytest.mark.slow
+def test_kdcot_s_table_is_pinned(tmp_path):
+    home = tmp_path / "home"
+    assert main(["--quiet", "--home", str(home), "build", "webqsp"]) == 0
+    _eval(home, "webqsp", "KD-CoT", tmp_path / "table", "--rounds", "2", "--max-steps", "2")
+    check_pinned("kdcot", tmp_path / "table")
+
+
+@pytest.mark.slow
+def test_efficientrag_s_table_is_pinned(tmp_path):
+    """Its row needs trained models: trained here, in one go (a stopped and resumed training is test_efficientrag's),
+    on 8 MuSiQue questions for one epoch (fast, and still a real model), and the table asks two of the others."""
+    home, records = tmp_path / "home", SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
+    lines = records.read_text().splitlines(keepends=True)
+    (tmp_path / "train.jsonl").write_text("".join(lines[:8]))
+    (tmp_path / "asked.jsonl").write_text("".join(lines[8:]))
+    for name in ("train", "asked"):
+        built = ["--quiet", "--home", str(home), "build", "musique", "--input", str(tmp_path / f"{name}.jsonl")]
+        assert main([*built, "--name", name]) == 0
+    train = ["--epochs", "1", "--batch-size", "8", "--lr", "3e-4"]
+    assert main(["--quiet", "--home", str(home), "train", "efficientrag", "--from", "train", *train]) == 0
+    models = home / "models" / "efficientrag" / "train"
+    short = ["-k", "2", "--max-demos", "1", "--answer-tokens", "16", "--max-follow-ups", "1", "--iterations", "2"]
+    with_models = ["--labeler", str(models / "labeler"), "--filter", str(models / "filter")]
+    _eval(home, "asked", "EfficientRAG", tmp_path / "table", *short, *with_models, "--max-sub-questions", "2")
+    check_pinned("efficientrag", tmp_path / "table")
+
+
+def test_a_moved_table_names_the_row_question_and_metric_it_moved():
+    import copy
+    import json
+
+    from pinned import PINNED, moved
+
+    pinned = json.loads((PINNED / "ircot.json").read_text())
+    now = copy.deepcopy(pinned)
+    qid = pinned["questions"][0]
+    now["rows"]["oner"]["answers"][qid] = "Paris"
+    now["rows"]["oner"]["scores"]["f1"] = 0.5
+    del now["rows"]["nor"]
+    assert moved(pinned, pinned) == []
+    assert moved(pinned, now) == [
+        "row nor: gone",
+        f"row oner, question {qid}: answer {pinned['rows']['oner']['answers'][qid]!r} -> 'Paris'",
+        f"row oner: f1 {pinned['rows']['oner']['scores']['f1']} -> 0.5",
+    ]
