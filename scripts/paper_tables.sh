@@ -46,4 +46,10 @@ PY
     mhindex eval "wikipedia-$dataset" --method "$methods" --sweep oner.k=10 --sweep ircot.k=2,4,6 \
         --tune-on "$tune" --limit "$limit" --lm "$lm" --out "$out" --no-short-answer ${EVAL_ARGS:-} \
         | tee "benchmarks/results/$name-tables-$dataset.table.txt"
+    # EfficientRAG's table by itself, its EfficientRAG row the evidence run's answers to the same questions; `score`
+    # pairs them all, since each of these files holds exactly the reported questions.
+    rows=()
+    for row in nor cot decompose oner@k=10 iterretgen selfask; do rows+=("$out/$row.jsonl"); done
+    mhindex score "${rows[@]}" "$evidence/efficientrag.jsonl" --questions "wikipedia-$dataset" \
+        | tee "benchmarks/results/$name-tables-$dataset.efficientrag.txt"
 done

@@ -292,12 +292,14 @@ def test_chat_takes_a_conversation_locally_and_over_http(local, server, tmp_path
     remote.close()
 
 
-def test_stop_when_ends_generation_early_locally_and_over_http(local, server, tmp_path):
+def test_stop_when_ends_generation_early_locally_and_over_http(local, server, tmp_path, monkeypatch):
     from mhindex.methods.prompts import sentence_complete
 
     prompt = "Write two sentences about Paris.\nParis"
     whole = local.complete(prompt, max_tokens=60, stop=["\n"])
-    early = local.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete)
+    with monkeypatch.context() as patched:  # counted from the streamed timings, not by tokenizing the prompt again
+        patched.setattr(local, "count_tokens", lambda text: pytest.fail("the prompt was tokenized again"))
+        early = local.complete(prompt, max_tokens=60, stop=["\n"], stop_when=sentence_complete)
     assert sentence_complete(whole.text), whole.text  # the test needs a line of more than one sentence
     assert whole.text.startswith(early.text) and early.completion_tokens < whole.completion_tokens
     assert (
