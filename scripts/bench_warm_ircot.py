@@ -1,7 +1,10 @@
 """Warm IRCoT questions, side by side in one run: mhindex before and after a change, and other models.
 
     .venv/bin/python scripts/bench_warm_ircot.py [--arms before@local:qwen2.5-0.5b,now@local:qwen2.5-0.5b]
-        [--before 4613227] [--corpus 2wikimultihopqa] [--limit 10] [--home .mhindex-eval]
+        [--before 4613227] [--corpus 2wikimultihopqa] [--limit 10] [--home .mhindex-eval] [--method ircot]
+
+`--method` times another method the same way, with its defaults (SearChain and KD-CoT make many short calls:
+`--method kdcot --corpus webqsp`).
 
 An arm is CODE@LM: `now` is this working tree, `before` the commit --before names (checked out in a
 temporary git worktree, run with its own src/ first on the path). Each arm runs in its own process
@@ -39,9 +42,8 @@ def run_arm(args) -> None:
     from mhindex.home import open_corpus
     from mhindex.lm import ModelOptions
     from mhindex.lm.llamacpp import LlamaCppModel
-    from mhindex.methods import Query
+    from mhindex.methods import Query, method_class
     from mhindex.methods.base import answered
-    from mhindex.methods.ircot import IRCoTSettings
     from mhindex.methods.session import Session
 
     spent = {"prompt_s": 0.0, "lm_s": 0.0, "evaluated": 0}
@@ -57,8 +59,8 @@ def run_arm(args) -> None:
     LlamaCppModel._completion = measured  # type: ignore[method-assign]
     corpus = open_corpus(args.home, args.corpus)
     questions = sample_questions(corpus, args.limit, 13370)
-    with Session(corpus, methods=["ircot"], model=ModelOptions(lm=args.lm, cache=False), home=args.home) as session:
-        method = session.method("ircot", IRCoTSettings())
+    with Session(corpus, methods=[args.method], model=ModelOptions(lm=args.lm, cache=False), home=args.home) as session:
+        method = session.method(args.method, method_class(args.method).Settings())
         session.lm.count_tokens("the tokenizer is loaded")  # before the first clock starts
         print(orjson.dumps({"rates": llama_rates(session.lm)}).decode(), flush=True)
         for record in questions:
@@ -132,6 +134,7 @@ def main() -> None:
     parser.add_argument("--before", default="4613227", help="the commit the `before` arms run")
     parser.add_argument("--corpus", default="2wikimultihopqa")
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--method", default="ircot")
     parser.add_argument("--home", type=Path, default=ROOT / ".mhindex-eval")
     parser.add_argument("--lm", help=argparse.SUPPRESS)
     parser.add_argument("--arm", action="store_true", help=argparse.SUPPRESS)
@@ -152,7 +155,7 @@ def main() -> None:
                 code, lm = arm.split("@", 1)
                 source = worktree / "src" if code == "before" else ROOT / "src"
                 command = [sys.executable, __file__, "--arm", "--lm", lm, "--corpus", args.corpus]
-                command += ["--limit", str(args.limit), "--home", str(args.home)]
+                command += ["--limit", str(args.limit), "--home", str(args.home), "--method", args.method]
                 env = {**os.environ, "PYTHONPATH": str(source)}
                 output = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout
                 lines = [orjson.loads(line) for line in output.splitlines() if line.startswith("{")]
@@ -164,7 +167,7 @@ def main() -> None:
     first = next(iter(runs.values()))
     n = len(first)
     print(
-        f"IRCoT on {n} {args.corpus} questions, call cache off, one process an arm; `before` is {args.before}; "
+        f"{args.method} on {n} {args.corpus} questions, call cache off, one process an arm; `before` is {args.before}; "
         f"load average before: {', '.join(f'{x:.2f}' for x in load)}"
     )
     header = ("arm", "s/q", "s/q after 1st", "LM prompt s/q", "LM other s/q", "evaluated tok/q", "generated tok/q")

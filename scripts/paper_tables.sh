@@ -47,9 +47,10 @@ PY
         --tune-on "$tune" --limit "$limit" --lm "$lm" --out "$out" --no-short-answer ${EVAL_ARGS:-} \
         | tee "benchmarks/results/$name-tables-$dataset.table.txt"
     # EfficientRAG's table by itself, its EfficientRAG row the evidence run's answers to the same questions; `score`
-    # pairs them all, since each of these files holds exactly the reported questions.
+    # pairs them all, since each of these files holds exactly the reported questions. Its Accuracy is the paper's:
+    # the LM judges each answer with the released prompt (here the same LM that answered).
     rows=()
     for row in nor cot decompose oner@k=10 iterretgen selfask; do rows+=("$out/$row.jsonl"); done
-    mhindex score "${rows[@]}" "$evidence/efficientrag.jsonl" --questions "wikipedia-$dataset" \
+    mhindex score "${rows[@]}" "$evidence/efficientrag.jsonl" --questions "wikipedia-$dataset" --judge-lm "$lm" \
         | tee "benchmarks/results/$name-tables-$dataset.efficientrag.txt"
 done
