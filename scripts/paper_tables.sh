@@ -10,6 +10,9 @@
 # with the same settings is reused, not asked again: IRCoT's tuning and reported answers (K tuned on the same
 # questions) and SearChain's; EfficientRAG's row is the evidence run's (its trained models are that run's).
 # DATASETS picks the datasets (default 2wikimultihopqa hotpotqa musique); EVAL_ARGS adds options to every eval.
+# Two datasets side by side on two cores, one thread each (as the session that began the tables ran them):
+#   DATASETS=2wikimultihopqa EVAL_ARGS="--lm-threads 1" scripts/paper_tables.sh &
+#   DATASETS=hotpotqa EVAL_ARGS="--lm-threads 1" scripts/paper_tables.sh &
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
