@@ -1,7 +1,7 @@
 """One small table per paper, from `eval --table`, pinned to its exact answers and scores (tests/pinned.py):
-IRCoT's and SearChain's on the MuSiQue sample, KD-CoT's on the WebQSP sample (EfficientRAG's, which needs
-trained models, is pinned in test_efficientrag.py). The small packaged model on one thread, the call cache
-off, two questions and short settings: every row is run, and none of its answers can move unnoticed."""
+IRCoT's, SearChain's and EfficientRAG's on MuSiQue sample questions, KD-CoT's on WebQSP's. The small packaged
+model on one thread, the call cache off, two questions and short settings: every row is run, none of its
+answers can move unnoticed, and `mhindex report` shows each row's trace as its method draws it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,26 @@ PINNED_RUN = ["--limit", "2", "--seed", "7", "--lm-threads", "1", "--no-cache", 
 
 def _eval(home, corpus, table, out, *settings) -> None:
     assert main(["--home", str(home), "eval", corpus, "--table", table, *PINNED_RUN, "--out", str(out), *settings]) == 0
+
+
+def _traces_are_in_the_report(home, folder) -> None:
+    """`mhindex report` carries every row's trace of every question as its method draws it (the page's script
+    shows them as text: test_report.py's browser test), none of them empty."""
+    import json
+    import re
+
+    from mhindex.eval.run import read_predictions
+    from mhindex.methods import method_class
+
+    assert main(["--home", str(home), "--quiet", "report", str(folder), "-o", str(folder / "report.html")]) == 0
+    page = (folder / "report.html").read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)[1])
+    shown = {(q["id"], row): a["trace"] for q in data["datasets"][0]["questions"] for row, a in q["answers"].items()}
+    for predictions in folder.glob("*.jsonl"):
+        method = method_class(predictions.stem.partition("@")[0])
+        for record in read_predictions(predictions):
+            drawn = shown[record["id"], predictions.stem]
+            assert drawn and drawn == json.loads(json.dumps(method.trace_steps(record))), predictions.stem
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +60,7 @@ def test_searchain_s_table_is_pinned(musique, tmp_path):
     rows = ["--rounds", "2", "--chain-tokens", "64", "--max-follow-ups", "1", "--page-paragraphs", "2"]
     _eval(musique, "musique", "SearChain", tmp_path, *short, *rows)
     check_pinned("searchain", tmp_path)
+    _traces_are_in_the_report(musique, tmp_path)
 
 
 @pytest.mark.slow
@@ -48,6 +69,7 @@ def test_kdcot_s_table_is_pinned(tmp_path):
     assert main(["--quiet", "--home", str(home), "build", "webqsp"]) == 0
     _eval(home, "webqsp", "KD-CoT", tmp_path / "table", "--rounds", "2", "--max-steps", "2")
     check_pinned("kdcot", tmp_path / "table")
+    _traces_are_in_the_report(home, tmp_path / "table")
 
 
 @pytest.mark.slow
@@ -68,6 +90,7 @@ def test_efficientrag_s_table_is_pinned(tmp_path):
     with_models = ["--labeler", str(models / "labeler"), "--filter", str(models / "filter")]
     _eval(home, "asked", "EfficientRAG", tmp_path / "table", *short, *with_models, "--max-sub-questions", "2")
     check_pinned("efficientrag", tmp_path / "table")
+    _traces_are_in_the_report(home, tmp_path / "table")
 
 
 def test_a_moved_table_names_the_row_question_and_metric_it_moved():
