@@ -371,6 +371,41 @@ def test_ctrl_c_during_ask_no_cache_leaves_no_private_state_folder(home):
     assert not list(states.glob(mine))
 
 
+@pytest.mark.slow
+def test_ctrl_c_leaves_none_of_the_states_a_family_left_off_at(home, tmp_path):
+    """With the call cache on, prompt states are kept in the data root's shared folder, and where a family left off
+    when another took the slot (IRCoT's steps, then its reader) is a file of this process's alone: gone after
+    Ctrl-C too, though the command leaves at once (os._exit runs no atexit handler)."""
+    import os
+    import signal
+    import time
+
+    stream = tmp_path / "questions.jsonl"
+    stream.write_text("".join(json.dumps({"question": q["question"]}) + "\n" for q in questions(home, 12)[6:12]))
+    env = {**os.environ, "MHINDEX_HOME": str(home)}
+    states = home / "cache" / "llama-state"
+    with open(stream) as stdin:  # settings of their own, so that no call comes from the call cache
+        asking = subprocess.Popen(
+            [sys.executable, "-m", "mhindex", "ask", "-", "--corpus", "musique", *FAST, "--answer-tokens", "21"],
+            env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+    mine = f".latest.tmp-{asking.pid}-*"
+    deadline = time.time() + 180
+    while time.time() < deadline and not list(states.glob(mine)) and asking.poll() is None:
+        time.sleep(0.1)
+    assert list(states.glob(mine)), "no family was left off at"
+    for _ in range(5):  # Ctrl-C, and again if the first was not taken (the second quits at once)
+        asking.send_signal(signal.SIGINT)
+        try:
+            asking.wait(timeout=20)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    _, err = asking.communicate(timeout=60)
+    assert asking.returncode == 130, err
+    assert not list(states.glob(mine))
+
+
 def test_a_ctrl_c_held_back_comes_once_the_step_that_must_not_be_cut_is_done():
     """As llama.cpp's server starts (lm/llamacpp.py): a KeyboardInterrupt there would free it half-kept, and
     freeing it waits forever on its thread (the Ctrl-C test above once hung so, at the load's last step)."""

@@ -33,7 +33,6 @@ store, without it (`--no-cache`) and from a fresh process.
 
 from __future__ import annotations
 
-import atexit
 import contextvars
 import ctypes
 import hashlib
@@ -96,15 +95,16 @@ class _Shared:
         self.permits = threading.BoundedSemaphore(slots)
         self.holding: str | None = None
         self.tokens: dict[str, list[int]] = {}  # an opening's token ids, tokenized once a process
-        # Where each family left off in this process: its state when another took the slot
-        # (files named for this process, removed when it exits, swept by `mhindex gc` if killed).
+        # Where each family left off in this process: its state when another took the slot (files named for
+        # this process, removed when it exits, after Ctrl-C too; swept by `mhindex gc` if it is killed).
         self.latest: dict[str, Path] = {}
-        atexit.register(self.forget_latest)
 
-    def forget_latest(self) -> None:
-        for path in self.latest.values():
-            path.unlink(missing_ok=True)
-        self.latest.clear()
+    def keep_latest(self, family: str, path: Path) -> None:
+        from mhindex.files import remove_at_exit
+
+        if path not in self.latest.values():  # one file a family: later saves overwrite it
+            remove_at_exit(path)
+        self.latest[family] = path
 
 
 def _shared_server(
@@ -365,7 +365,7 @@ class LlamaCppModel(LanguageModel):
             saved = self._save_slot(f".latest.tmp-{os.getpid()}-{shared.holding}.bin")
             done.save_seconds += time.perf_counter() - began
             if saved:  # else (a full disk) that family starts again from its opening when it comes back
-                shared.latest[shared.holding] = states.folder / saved
+                shared.keep_latest(shared.holding, states.folder / saved)
             else:
                 shared.latest.pop(shared.holding, None)
         shared.holding = None
