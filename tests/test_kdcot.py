@@ -21,6 +21,7 @@ from mhindex.lm.base import Completion, LanguageModel
 from mhindex.methods import MethodContext, Query, make_method
 from mhindex.methods.kdcot import (
     DemoPicker,
+    KDCoT,
     KDCoTSettings,
     action_name,
     finish_answer,
@@ -122,6 +123,25 @@ def test_agreement_needs_no_verifier_and_the_round_limit_forces_a_finish(webqsp)
     answer = kdcot(retriever, lm, rounds=2).answer(Query("q", QUESTION))
     assert [r["verdict"] for r in answer.details["trace"]] == ["agreed", "agreed"]
     assert answer.answer == "Newcastle upon Tyne" and answer.details["rounds"] == 2 and answer.lm_calls == 5
+    # The trace ends with how it ended: here the round limit, the answer read from the last reply.
+    last = KDCoT.trace_steps(answer.record())[-1]
+    assert last["title"] == "Finish" and last["rows"][1] == [
+        "ended",
+        "at the round limit: the answer read from its last reply",
+    ]
+    assert last["rows"][2] == ["answer", "Newcastle upon Tyne"]
+
+
+def test_a_reply_with_no_step_ends_the_answer_and_the_trace_says_so(webqsp):
+    """An LM that never writes a Thought and an Action: one call, an answer read from its text, and the trace
+    says why there were no rounds, instead of showing nothing."""
+    _, retriever = webqsp
+    lm = ScriptedLM(rounds=["I am not sure what you mean by that."], reads=[], verdicts=[])
+    answer = kdcot(retriever, lm, rounds=2).answer(Query("q", QUESTION))
+    assert answer.details["rounds"] == 0 and answer.lm_calls == 1
+    (finish,) = KDCoT.trace_steps(answer.record())
+    assert finish["rows"][0] == ["wrote", "I am not sure what you mean by that."]
+    assert finish["rows"][1][1].startswith("no Thought and Action could be read from the reply")
 
 
 def test_a_step_is_read_leniently():

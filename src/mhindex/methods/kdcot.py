@@ -359,6 +359,10 @@ class KDCoT(Method):
             rows.insert(1, ["action", f"{entry.get('action', '')}[{entry.get('argument', '')}]"])
             ids = [p["id"] for p in entry.get("passages", []) if isinstance(p, dict) and "id" in p]
             steps.append(trace_step(f"Step {entry.get('number', len(steps) + 1)}", rows, ids))
+        finish = record.get("finish")
+        if isinstance(finish, dict):  # a record from before it was kept has its rounds alone
+            rows = [["wrote", text_of(str(finish.get("wrote", "")))], ["ended", str(finish.get("ended", ""))]]
+            steps.append(trace_step("Finish", [*rows, ["answer", str(record.get("answer", ""))]]))
         return steps
 
     def answer(self, query: Query) -> Answer:
@@ -380,7 +384,15 @@ class KDCoT(Method):
             ).text
             turn = parse_turn(output, number)
             if last or turn is None or turn.action == "Finish":
-                final = turn.argument if turn is not None and turn.action == "Finish" else finish_answer(output)
+                finished = turn is not None and turn.action == "Finish"
+                final = turn.argument if turn is not None and finished else finish_answer(output)
+                ended = (
+                    "Finish"
+                    if finished
+                    else "at the round limit: the answer read from its last reply"
+                    if last
+                    else "no Thought and Action could be read from the reply: the answer read from its text"
+                )
                 break
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
             current = self._check(meter, Round(number, turn.thought, turn.action, turn.argument, turn.lm_answer))
@@ -403,7 +415,12 @@ class KDCoT(Method):
             steps.append(step)
         retrieved = list({p["id"]: p for r in rounds for p in r.passages}.values())
         reasoning = "\n".join([*transcript(rounds), f"Thought {len(rounds) + 1} {output.strip()}"])
-        details = {"rounds": len(rounds), "demonstration": demo.question, "trace": [asdict(r) for r in rounds]}
+        details = {
+            "rounds": len(rounds),
+            "demonstration": demo.question,
+            "trace": [asdict(r) for r in rounds],
+            "finish": {"wrote": output.strip(), "ended": ended},  # how it ended, read or not
+        }
         return Answer(
             query.id,
             query.question,
