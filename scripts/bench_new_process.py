@@ -3,13 +3,15 @@ question, beside what llama.cpp's rates predict for exactly the tokens it read a
 load time (issue: a local question at the machine's speed, item 3).
 
     .venv/bin/python scripts/bench_new_process.py [--lm local:qwen2.5-0.5b] [--corpus 2wikimultihopqa] [--limit 5]
-        [--home .mhindex-eval]
+        [--models .mhindex-eval/models]
 
-First one `ask` of a question outside the sample leaves what the quick start leaves (the kept prompt states of
-the demonstrations). Then, each in its own process: the load alone (Python and mhindex imported, the corpus and
-its index opened, the model loaded and its tokenizer answering: what every `ask` pays before its question), with
-llama.cpp's rates measured there (scripts/bench_warm_ircot.py's `llama_rates`); and each question of eval's
-sample (seed 13370) as a user runs it, the call cache off, timed from the command's start to its exit.
+In a fresh data root (the packaged models linked from --models, the corpus built from its bundled sample), one
+`ask` of a question outside the sample leaves what the quick start leaves: the demonstrations' prompt states
+kept, and the call cache. Then, each in its own process: the load alone (Python and mhindex imported, the corpus
+and its index opened, the model loaded and its tokenizer answering: what every `ask` pays before its question),
+with llama.cpp's rates measured there (scripts/bench_warm_ircot.py's `llama_rates`); and each question of eval's
+sample (seed 13370) as a user runs it, timed from the command's start to its exit. None of their calls is in
+the call cache (checked): the kept states are what a new process finds.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,7 +49,7 @@ def load_alone(args) -> None:
 def ask(args, question: str) -> dict:
     """`mhindex ask` in a new process, as a user types it: its record, and the seconds from start to exit."""
     command = [sys.executable, "-m", "mhindex", "--home", str(args.home), "--quiet", "ask", question]
-    command += ["--corpus", args.corpus, "--method", "ircot", "--lm", args.lm, "--no-cache", "--json"]
+    command += ["--corpus", args.corpus, "--method", "ircot", "--lm", args.lm, "--json"]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
     return {**orjson.loads(done.stdout), "wall": time.perf_counter() - started}
@@ -57,11 +60,21 @@ def main() -> None:
     parser.add_argument("--lm", default="local:qwen2.5-0.5b")
     parser.add_argument("--corpus", default="2wikimultihopqa")
     parser.add_argument("--limit", type=int, default=5)
-    parser.add_argument("--home", type=Path, default=ROOT / ".mhindex-eval")
+    parser.add_argument("--models", type=Path, default=ROOT / ".mhindex-eval" / "models")
+    parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--load", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:
         return load_alone(args)
+    with tempfile.TemporaryDirectory(prefix="bench-new-process-") as home:
+        args.home = Path(home)
+        (args.home / "models").symlink_to(args.models.resolve(), target_is_directory=True)
+        built = [sys.executable, "-m", "mhindex", "--home", home, "--quiet", "build", args.corpus]
+        subprocess.run(built, check=True, capture_output=True)
+        measure(args)
+
+
+def measure(args) -> None:
     from mhindex.eval.run import sample_questions
     from mhindex.home import open_corpus
 
@@ -73,7 +86,8 @@ def main() -> None:
     load, rates = measured["load"], measured["rates"]
     print(
         f"`mhindex ask --method ircot` in a new process a question, {args.limit} {args.corpus} questions, {args.lm}, "
-        f"call cache off; load average before: {', '.join(f'{x:.2f}' for x in load_average)}"
+        f"in a fresh data root after one ask, no call from the call cache; load average before: "
+        f"{', '.join(f'{x:.2f}' for x in load_average)}"
     )
     print(
         f"load alone (imports, corpus and index, model): {load:.1f} s; llama.cpp reads {rates['prompt']:.0f} tokens/s "
@@ -85,7 +99,8 @@ def main() -> None:
     ratios = []
     for record in questions[: args.limit]:
         result = ask(args, record["question"])
-        calls = [c for c in result["lm"]["calls"] if not c.get("cached")]
+        calls = result["lm"]["calls"]
+        assert not any(c.get("cached") for c in calls), "a call came from the call cache"
         read, generated = sum(c["read"] or 0 for c in calls), sum(c["generated"] for c in calls)
         # The prompts of IRCoT's steps hold 4,000-7,000 tokens: the rates that deep into the context.
         predicted = read / rates["deep_prompt"] + generated / rates["deep_generation"]
