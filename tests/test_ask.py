@@ -338,12 +338,26 @@ def test_on_a_terminal_the_prompt_being_read_and_the_questions_done_are_shown(ho
     assert '"done"' not in seen  # a terminal gets the bar, not the JSON lines of a pipe
 
 
+def _stopped_with_ctrl_c(asking: subprocess.Popen) -> None:
+    """Ctrl-C, and again if the first was not taken (the second quits at once); the command says it stopped."""
+    import signal
+
+    for _ in range(5):
+        asking.send_signal(signal.SIGINT)
+        try:
+            asking.wait(timeout=20)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    _, err = asking.communicate(timeout=60)
+    assert asking.returncode == 130, err
+
+
 @pytest.mark.slow
 def test_ctrl_c_during_ask_no_cache_leaves_no_private_state_folder(home):
     """`--no-cache` keeps this process's prompt states in a folder of its own; after Ctrl-C the command leaves
     at once (os._exit, no atexit handlers), and the folder went with it only once it was removed there too."""
     import os
-    import signal
     import time
 
     question = questions(home, 4)[3]["question"]
@@ -359,15 +373,7 @@ def test_ctrl_c_during_ask_no_cache_leaves_no_private_state_folder(home):
         time.sleep(0.1)
     assert list(states.glob(mine)), "the private folder was never made"
     time.sleep(1)  # the model is reading its prompt
-    for _ in range(5):  # Ctrl-C, and again if the first was not taken (the second quits at once)
-        asking.send_signal(signal.SIGINT)
-        try:
-            asking.wait(timeout=20)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    _, err = asking.communicate(timeout=60)
-    assert asking.returncode == 130, err
+    _stopped_with_ctrl_c(asking)
     assert not list(states.glob(mine))
 
 
@@ -377,7 +383,6 @@ def test_ctrl_c_leaves_none_of_the_states_a_family_left_off_at(home, tmp_path):
     when another took the slot (IRCoT's steps, then its reader) is a file of this process's alone: gone after
     Ctrl-C too, though the command leaves at once (os._exit runs no atexit handler)."""
     import os
-    import signal
     import time
 
     stream = tmp_path / "questions.jsonl"
@@ -394,15 +399,7 @@ def test_ctrl_c_leaves_none_of_the_states_a_family_left_off_at(home, tmp_path):
     while time.time() < deadline and not list(states.glob(mine)) and asking.poll() is None:
         time.sleep(0.1)
     assert list(states.glob(mine)), "no family was left off at"
-    for _ in range(5):  # Ctrl-C, and again if the first was not taken (the second quits at once)
-        asking.send_signal(signal.SIGINT)
-        try:
-            asking.wait(timeout=20)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    _, err = asking.communicate(timeout=60)
-    assert asking.returncode == 130, err
+    _stopped_with_ctrl_c(asking)
     assert not list(states.glob(mine))
 
 

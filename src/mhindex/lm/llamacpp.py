@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mhindex import ui
+from mhindex.files import remove_at_exit
 from mhindex.lm.base import (
     Completion,
     LanguageModel,
@@ -100,8 +101,6 @@ class _Shared:
         self.latest: dict[str, Path] = {}
 
     def keep_latest(self, family: str, path: Path) -> None:
-        from mhindex.files import remove_at_exit
-
         if path not in self.latest.values():  # one file a family: later saves overwrite it
             remove_at_exit(path)
         self.latest[family] = path

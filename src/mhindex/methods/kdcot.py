@@ -361,7 +361,7 @@ class KDCoT(Method):
             steps.append(trace_step(f"Step {entry.get('number', len(steps) + 1)}", rows, ids))
         finish = record.get("finish")
         if isinstance(finish, dict):  # a record from before it was kept has its rounds alone
-            rows = [["wrote", text_of(str(finish.get("wrote", "")))], ["ended", str(finish.get("ended", ""))]]
+            rows = [["wrote", str(finish.get("wrote", ""))], ["ended", str(finish.get("ended", ""))]]
             steps.append(trace_step("Finish", [*rows, ["answer", str(record.get("answer", ""))]]))
         return steps
 
