@@ -164,6 +164,12 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     code, out = run(trained, *TRAIN, "--json", capsys=capsys)  # nothing new to learn
     assert code == 0 and orjson.loads(out)["steps"] == 0
 
+    # Stopped and resumed, the training ends where one in a go does: the same losses, the same weights.
+    weights = {role: (folder / role / "model.safetensors").read_bytes() for role in ("labeler", "filter")}
+    assert run(trained, *TRAIN, "--restart", capsys=capsys)[0] == 0
+    assert orjson.loads((folder / "labeler" / "training.json").read_bytes())["losses"] == losses
+    assert {role: (folder / role / "model.safetensors").read_bytes() for role in ("labeler", "filter")} == weights
+
 
 @pytest.mark.slow
 def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):

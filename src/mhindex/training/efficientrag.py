@@ -363,13 +363,22 @@ def train(
     (`settings.backend` with no options when not given)."""
     import torch
 
-    from mhindex.backends import BackendSpec, open_retriever
-    from mhindex.encoders import resolve_encoder
-
     if not 0 <= settings.held_out < 1:
         raise UsageError("--held-out must be at least 0 and below 1")
     torch.set_num_threads(settings.threads or os.cpu_count() or 1)
     device = resolve_device(settings.device)
+    # New heads, dropout and loading a model draw from torch's global generator: training seeds it per model and
+    # this leaves the caller's as it was (a notebook's own draws do not move, and do not move the models).
+    with torch.random.fork_rng(devices=[torch.cuda.current_device()] if device.startswith("cuda") else []):
+        return _train(home, corpus, settings, device, backend, restart)
+
+
+def _train(
+    home: Path, corpus: CorpusDir, settings: TrainSettings, device: str, backend: BackendSpec | None, restart: bool
+) -> TrainResult:
+    from mhindex.backends import BackendSpec, open_retriever
+    from mhindex.encoders import resolve_encoder
+
     encoder = resolve_encoder(settings.encoder)
     target = models_root(home) / corpus.name
     work = target.with_name(corpus.name + ".partial")
@@ -488,15 +497,34 @@ def _train_role(
     recorded: dict,
     budget: int | None,
 ) -> dict:
-    import numpy as np
     import torch
-    from transformers import get_linear_schedule_with_warmup
 
     done_dir = work / role
     if (done_dir / "model.safetensors").is_file() and _same(done_dir / "training.json", recorded):
         return {"steps": 0, "resumed_from": 0, "complete": True}
     if not examples:
         raise UsageError(f"no training examples for the {role}: the corpus has too few questions with decompositions")
+    # The new heads' weights and dropout draw from torch's generator (unseeded, the models followed whatever had
+    # run before in the process); a resumed training restores it from the checkpoint.
+    torch.manual_seed(settings.seed + (role == "filter"))
+    return _train_steps(role, examples, work, encoder, device, settings, recorded, budget)
+
+
+def _train_steps(
+    role: str,
+    examples: list[dict],
+    work: Path,
+    encoder: str,
+    device: str,
+    settings: TrainSettings,
+    recorded: dict,
+    budget: int | None,
+) -> dict:
+    import numpy as np
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    done_dir = work / role
     per_epoch = math.ceil(len(examples) / settings.batch_size)
     total = per_epoch * settings.epochs
     model = WordModel.fresh(encoder, role, device)
@@ -510,6 +538,7 @@ def _train_role(
         state = torch.load(checkpoint, map_location=device, weights_only=False)
         if state.get("recorded") == recorded:
             model.network.load_state_dict(state["network"])
+            _restore_generators(state, device)
             optimizer.load_state_dict(state["optimizer"])
             schedule.load_state_dict(state["schedule"])
             step, losses = state["step"], state["losses"]
@@ -570,6 +599,16 @@ def _same(path: Path, recorded: dict) -> bool:
     return {k: v for k, v in found.items() if k != "losses"} == recorded
 
 
+def _restore_generators(state: dict, device: str) -> None:
+    """Dropout goes on from where the checkpoint left it, so that a resumed training ends where one in a go does."""
+    import torch
+
+    if "generator" in state:
+        torch.set_rng_state(state["generator"].cpu())
+    if "cuda_generator" in state and device.startswith("cuda"):
+        torch.cuda.set_rng_state(state["cuda_generator"].cpu())
+
+
 def _save_checkpoint(
     path: Path, model: WordModel, optimizer, schedule, step: int, losses: list[float], recorded: dict
 ) -> None:
@@ -583,7 +622,10 @@ def _save_checkpoint(
         "step": step,
         "losses": losses,
         "recorded": recorded,
+        "generator": torch.get_rng_state(),
     }
+    if str(next(model.network.parameters()).device).startswith("cuda"):
+        state["cuda_generator"] = torch.cuda.get_rng_state()
     torch.save(state, partial)
     os.replace(partial, path)
 
