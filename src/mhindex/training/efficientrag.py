@@ -327,7 +327,7 @@ class TrainSettings:
     held_out: float = option(
         0.1, "Share of the questions kept out of training to score the models on.", min=0.0, max=0.99
     )
-    seed: int = option(13370, "Seed of the batch order.")
+    seed: int = option(13370, "Seed of the new heads, dropout and the batch order.")
     split: str = option("auto", SPLIT_HELP)
     device: str = option("auto", "auto (CUDA when available), cpu or cuda.", choices=("auto", "cpu", "cuda"))
     checkpoint_every: int = option(50, "Optimiser steps between checkpoints.", min=1)
