@@ -497,7 +497,9 @@ def _train_role(
     recorded: dict,
     budget: int | None,
 ) -> dict:
+    import numpy as np
     import torch
+    from transformers import get_linear_schedule_with_warmup
 
     done_dir = work / role
     if (done_dir / "model.safetensors").is_file() and _same(done_dir / "training.json", recorded):
@@ -507,24 +509,6 @@ def _train_role(
     # The new heads' weights and dropout draw from torch's generator (unseeded, the models followed whatever had
     # run before in the process); a resumed training restores it from the checkpoint.
     torch.manual_seed(settings.seed + (role == "filter"))
-    return _train_steps(role, examples, work, encoder, device, settings, recorded, budget)
-
-
-def _train_steps(
-    role: str,
-    examples: list[dict],
-    work: Path,
-    encoder: str,
-    device: str,
-    settings: TrainSettings,
-    recorded: dict,
-    budget: int | None,
-) -> dict:
-    import numpy as np
-    import torch
-    from transformers import get_linear_schedule_with_warmup
-
-    done_dir = work / role
     per_epoch = math.ceil(len(examples) / settings.batch_size)
     total = per_epoch * settings.epochs
     model = WordModel.fresh(encoder, role, device)
