@@ -608,7 +608,7 @@ def _save_checkpoint(
         "recorded": recorded,
         "generator": torch.get_rng_state(),
     }
-    if str(next(model.network.parameters()).device).startswith("cuda"):
+    if model.device.startswith("cuda"):
         state["cuda_generator"] = torch.cuda.get_rng_state()
     torch.save(state, partial)
     os.replace(partial, path)
