@@ -361,11 +361,12 @@ class LlamaCppModel(LanguageModel):
             return done
         if shared.holding is not None:
             began = time.perf_counter()
-            saved = self._save_slot(f".latest.tmp-{os.getpid()}-{shared.holding}.bin")
+            name = f".latest.tmp-{os.getpid()}-{shared.holding}.bin"
+            # Kept (and so removed at exit) before llama.cpp writes it: a Ctrl-C during the save leaves no file.
+            shared.keep_latest(shared.holding, states.folder / name)
+            saved = self._save_slot(name)
             done.save_seconds += time.perf_counter() - began
-            if saved:  # else (a full disk) that family starts again from its opening when it comes back
-                shared.keep_latest(shared.holding, states.folder / saved)
-            else:
+            if not saved:  # (a full disk) that family starts again from its opening when it comes back
                 shared.latest.pop(shared.holding, None)
         shared.holding = None
         latest = shared.latest.get(family)
