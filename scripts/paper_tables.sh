@@ -89,5 +89,9 @@ PY
     rows+=("$reported"/*.jsonl)
     mhindex score "${rows[@]}" "$evidence/efficientrag.jsonl" --questions "wikipedia-$dataset" --judge-lm "$lm" \
         | tee "benchmarks/results/$name-tables-$dataset.efficientrag.txt"
+    # How far that judge agrees with EM, answer by answer (its verdicts now in the call cache).
+    python scripts/judge_agreement.py "${rows[@]}" "$evidence/efficientrag.jsonl" --questions "wikipedia-$dataset" \
+        --judge-lm "$lm" --ids "$tuned_out/metrics.json" \
+        > "benchmarks/results/$name-tables-$dataset.judge-agreement.txt"
     rm -r "$reported"
 done
