@@ -1,11 +1,42 @@
-"""A small HTTP file server on 127.0.0.1 with Range support and scripted faults, for the
-download tests (nothing can be fetched from the real dataset hosts here)."""
+"""Servers on 127.0.0.1 for the tests: a small HTTP file server with Range support and scripted faults, for the
+download tests (nothing can be fetched from the real dataset hosts here), a fault-injecting proxy, and llama.cpp's
+own OpenAI-compatible server (scripts/lm_server.py) over a packaged model."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def llama_server(model: Path, threads: int = 1) -> Iterator[str]:
+    """llama.cpp's server over `model` on a free port, one slot of 4,096 tokens; yields its OpenAI base URL. It
+    stops when its stdin closes, so it cannot outlive the test session."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "scripts" / "lm_server.py"), "--model", str(model), "--port", str(port),
+         "--context", "4096", "--threads", str(threads), "--until-stdin-closes"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
 
 
 class FileServer:

@@ -1,6 +1,6 @@
-"""The papers' baselines (CoT, Self-Ask, Iter-RetGen), each end to end on the MuSiQue sample with the fast
-packaged model (SmolLM2-135M, llama.cpp) and a real Lucene index: what the record says each step did, read
-the way the released code reads it, and the trace `ask` draws."""
+"""The papers' baselines (CoT, Self-Ask, Iter-RetGen, ReAct, Decompose), each end to end on the MuSiQue sample
+with the fast packaged model (SmolLM2-135M, llama.cpp) and a real Lucene index: what the record says each step did,
+read the way the released code reads it, and the trace `ask` draws; then all of them over HTTP on bm25s."""
 
 from __future__ import annotations
 
@@ -146,3 +146,40 @@ def test_decompose_reads_the_sub_questions_as_the_release_writes_them():
     assert listed_sub_questions(synthesis, 6) == []  # the release reads the first {...}: a nested object fails
     assert listed_sub_questions("The answer to the question is:", 6) == []
     assert listed_sub_questions('{"decomposed_questions": "not a list"}', 6) == []
+
+
+# Each baseline's quick settings: the fewest calls that still take every step of its loop.
+QUICK = {
+    "cot": ["--answer-tokens", "48"],
+    "selfask": ["-k", "3", "--max-follow-ups", "2", "--answer-tokens", "48"],
+    "iterretgen": ["--iterations", "2", "-k", "3", "--answer-tokens", "48"],
+    "react": ["--max-steps", "2", "--step-tokens", "48"],
+    "decompose": ["-k", "3", "--answer-tokens", "32"],
+}
+
+
+@pytest.mark.slow
+def test_each_baseline_answers_over_http_on_bm25s_as_in_process(mh, musique, tmp_path):
+    """Every baseline with another backend (bm25s) and a remote LM (llama.cpp's OpenAI-compatible server on
+    127.0.0.1, scripts/lm_server.py) answers as with the same model in process: greedy llama.cpp both ways, so the
+    same steps, searches and answer, and a trace drawn from what came over HTTP."""
+    from mhindex.lm.packaged import packaged_model_path
+    from servers import llama_server
+
+    assert mh("--quiet", "index", "musique", "--backend", "bm25s").code == 0
+    model = packaged_model_path("smollm2-135m", tmp_path / "models")
+
+    def kept(record: dict) -> dict:
+        steps = [(s["text"], s["query"], s["retrieved_ids"]) for s in record["steps"]]
+        return {"answer": record["answer"], "steps": steps, "calls": record["lm_calls"], "method": record["method"]}
+
+    with llama_server(model) as url:
+        for method, quick in QUICK.items():
+            asked = ["ask", QUESTION, "--method", method, "--backend", "bm25s", *quick]
+            local = mh(*asked, "--lm", "local:smollm2-135m", "--lm-threads", "1", "--json")
+            remote = mh(*asked, "--lm", f"openai:smollm2@{url}", "--json")
+            assert local.code == remote.code == 0, (method, remote.err)
+            assert kept(remote.json()) == kept(local.json()), method
+            assert remote.json()["lm_calls"] >= 1 and remote.json()["lm"]["calls_from_cache"] == 0  # all over HTTP
+            shown = mh(*asked, "--lm", f"openai:smollm2@{url}")  # the calls again, from the call cache
+            assert shown.code == 0 and f"{remote.json()['lm_calls']} LM call" in " ".join(shown.out.split())

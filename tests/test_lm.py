@@ -4,7 +4,6 @@ front of it for the error paths (the proxy forwards to the real server otherwise
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -12,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 from mhindex.lm import load_lm
 from mhindex.lm.base import LMError
 from mhindex.lm.cache import CachedModel, CallCache
 from mhindex.lm.llamacpp import LlamaCppModel
 from mhindex.lm.packaged import packaged_model_path
 from mhindex.lm.remote import RemoteModel
-from servers import FaultProxy
+from servers import FaultProxy, llama_server
 
 QUESTION = "Q: What is the capital of France?\nA:"
 
@@ -38,32 +36,8 @@ def local(smollm2_path):
 
 @pytest.fixture(scope="module")
 def server(smollm2_path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(REPO / "scripts" / "lm_server.py"),
-            "--model",
-            str(smollm2_path),
-            "--port",
-            str(port),
-            "--context",
-            "4096",
-            "--threads",
-            "1",
-            "--until-stdin-closes",
-        ],  # fmt: skip
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    address = process.stdout.readline().strip()
-    assert address == f"http://127.0.0.1:{port}"
-    yield address + "/v1"
-    process.stdin.close()
-    process.wait(timeout=30)
+    with llama_server(smollm2_path) as url:
+        yield url
 
 
 def test_local_greedy_completion_with_stop(local):
