@@ -121,7 +121,7 @@ TRAIN = (
     "--from",
     "mini",
     "--epochs",
-    "3",
+    "2",  # 22 Labeler steps: its loss falls by a quarter (1.35 to 0.96 over the first and last four)
     "--batch-size",
     "8",
     "--lr",
