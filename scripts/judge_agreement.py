@@ -46,6 +46,8 @@ def main() -> None:
                 prediction = orjson.loads(line)
                 if (kept is not None and prediction["id"] not in kept) or "error" in prediction:
                     continue
+                if prediction["id"] not in gold:
+                    raise SystemExit(f"{path}: question {prediction['id']!r} is not in {args.questions}'s questions")
                 question, answer = gold[prediction["id"]], prediction.get("answer") or ""
                 em = max(exact_match(answer, a) for a in question["answers"]) == 1
                 yes = verdict(judge, question["question"], answer, question["answers"][0])
@@ -56,6 +58,8 @@ def main() -> None:
     finally:
         judge.close()
     total = sum(counts.values())
+    if not total:
+        raise SystemExit("no answers to judge (none of the files' questions were reported, or all failed)")
     agree = counts["both"] + counts["neither"]
     print(f"{args.questions}: {total} answers; the judge and EM agree on {agree} ({100 * agree / total:.1f}%): "
           + ", ".join(f"{name} {count}" for name, count in counts.items()))  # fmt: skip
