@@ -18,7 +18,8 @@ from pathlib import Path
 import orjson
 
 from mhindex.eval.judge import verdict
-from mhindex.eval.metrics import exact_match
+from mhindex.eval.metrics import best, exact_match
+from mhindex.eval.run import read_questions_file
 from mhindex.home import open_corpus
 from mhindex.lm import load_lm
 
@@ -32,8 +33,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, default=Path(os.environ.get("MHINDEX_HOME", ".mhindex-eval")))
     args = parser.parse_args()
 
-    questions = open_corpus(args.home, args.questions).questions
-    gold = {q["id"]: q for q in map(orjson.loads, questions.read_bytes().splitlines()) if q}
+    gold = {q["id"]: q for q in read_questions_file(open_corpus(args.home, args.questions).questions)}
     kept = set(orjson.loads(args.ids.read_bytes())["question_ids"]) if args.ids else None
     judge = load_lm(args.judge_lm, home=args.home, threads=1, cache=True)
     counts = {"both": 0, "judge only": 0, "EM only": 0, "neither": 0}
@@ -49,7 +49,9 @@ def main() -> None:
                 if prediction["id"] not in gold:
                     raise SystemExit(f"{path}: question {prediction['id']!r} is not in {args.questions}'s questions")
                 question, answer = gold[prediction["id"]], prediction.get("answer") or ""
-                em = max(exact_match(answer, a) for a in question["answers"]) == 1
+                if not question.get("answers"):  # no gold answer: neither EM nor the judge can score it
+                    continue
+                em = best(exact_match, answer, question["answers"]) == 1
                 yes = verdict(judge, question["question"], answer, question["answers"][0])
                 counts["both" if em and yes else "judge only" if yes else "EM only" if em else "neither"] += 1
                 if em != yes:
