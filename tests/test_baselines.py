@@ -8,6 +8,7 @@ import pytest
 
 from mhindex.cli import main
 from mhindex.methods.efficientrag import json_answer
+from mhindex.methods.selfask import final_answer, released_reading
 
 QUESTION = "Who founded the company that made the Van Hook Township?"
 
@@ -46,7 +47,13 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
     for step in steps:  # each follow-up was written by the LM and sent to the retriever as it was written
         assert f"Follow up: {step['query']}" in history and len(step["retrieved_ids"]) == 3
         assert step["text"].rpartition("Intermediate answer: ")[2] + "." in history
-    assert history.endswith(record["answer"]) or details["fallback"]
+    # The final completion is read as the release reads it (its raw text holds the newline that ends it), so the
+    # answer is the LM's own final answer, never the fallback to the last intermediate answer.
+    final = details["completions"][-1]
+    assert "\n" in final.lstrip() and details["fallback"] is None and record["answer"]
+    assert record["answer"] == final_answer("So the final answer is:" + released_reading(final, "\n"))
+    assert history.endswith("So the final answer is:" + final.lstrip().split("\n")[0])
+    assert len(details["completions"]) == 2 + len(steps)
     assert {r["id"] for r in record["retrieved"]} == {i for s in steps for i in s["retrieved_ids"]}
 
     # Completions too short to reach the format's stop strings are invalid, as in the release: no follow-up,

@@ -17,6 +17,7 @@ released DeBERTa models.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -325,11 +326,13 @@ def _trained_ids(folder: Path) -> set[str]:
 
 
 def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The released reader of a model's JSON (utils/model.py): the first `{...}` of the reply."""
+    """The released reader of a model's JSON (utils/model.py `get_type_parser`): the first `{...}` of the reply,
+    stripped, else the whole reply, read by the standard library's `json` as there (orjson refuses what it takes,
+    such as NaN)."""
     found = re.search(r"{.*?}", text, re.S)
     try:
-        value = orjson.loads(found.group(0) if found else text)
-    except orjson.JSONDecodeError:
+        value = json.loads(found.group(0).strip() if found else text)
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

@@ -13,10 +13,13 @@ answer is what follows the last colon, a final period dropped (`extract_answer`)
 
 The release's quirks are kept, since its table was made with them: each completion is stripped before it
 is appended (so "here:Yes." and "ANSWER.Follow up:" run together), and the text cut before "So the final
-answer is:" is never appended. Deviations, each forced or said: calls are greedy (the release samples, so
-its three tries of an invalid completion would give the same one here); and where the final completion
-gives no answer, the last intermediate answer is the answer and the record says so (`"fallback"`), where
-the release answers with nothing.
+answer is:" is never appended. A completion is valid when its raw text holds a stop string, and is cut where
+the first one stands in its stripped text (`call_model`), so the final completion " Ogro\n" is "Ogro"; the
+raw completions are kept in the record (`"completions"`), to be read again. Deviations, each forced or said:
+calls are greedy (the release samples, so its three tries of an invalid completion would give the same one
+here); and where the final completion gives no answer, the last intermediate answer is the answer and the
+record says so (`"fallback"`), where the release answers with nothing (or, for "So the final answer is: "
+with nothing after it, fails the question on an IndexError in `extract_answer`).
 """
 
 from __future__ import annotations
@@ -44,21 +47,37 @@ class SelfAskSettings(BaselineSettings):
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
 
 
-def _stops(text: str, stops: tuple[str, ...]) -> str | None:
-    """A completion as the release's `call_model` keeps it: stripped and cut before the first stop string;
-    None when it reached none (an invalid completion, which the release answers with "")."""
-    text = text.strip()
-    found = [(text.find(stop), stop) for stop in stops if stop in text]
-    if not found:
+def released_reading(raw: str, stops: str | tuple[str, ...]) -> str | None:
+    """A completion as the release's `call_model` keeps it: valid only if its raw text holds a stop string
+    (None otherwise: the release answers such a call with ""), then stripped and cut before the first stop
+    string found in the stripped text (with a tuple of stops, that part is stripped again).
+
+    The completion may have ended early, once a stop string was written after its leading white space
+    (`SelfAsk._complete`); what the release strips off the end of its longer completion lies past that stop,
+    so the end is stripped here only where nothing is cut."""
+    if not (stops in raw if isinstance(stops, str) else any(stop in raw for stop in stops)):
         return None
-    return text[: min(found)[0]].strip()
+    text = raw.lstrip()
+    if isinstance(stops, str):
+        return text.split(stops)[0] if stops in text else text.rstrip()
+    found = [(text.find(stop), order) for order, stop in enumerate(stops) if stop in text]
+    if not found:  # every find gave -1: the release splits at its first stop string, keeping it all
+        return text.strip()
+    return text.split(stops[min(found)[1]])[0].strip()
 
 
 def _after_colon(generated: str) -> str:
-    """The release's `extract_question`/`extract_answer`: what follows the text's last colon, a leading
-    space dropped (and, for an answer, a final period)."""
+    """The release's `extract_question`: what follows the text's last colon where its last line has one (else
+    that last line), a leading space dropped."""
     after = generated.split(":")[-1] if ":" in generated.split("\n")[-1] else generated.split("\n")[-1]
     return after[1:] if after.startswith(" ") else after
+
+
+def final_answer(generated: str) -> str:
+    """The release's `extract_answer` of the whole prompt and final completion: `_after_colon` with a final period
+    dropped ("" where nothing follows the colon, where the release fails: see the module's docstring)."""
+    after = _after_colon(generated)
+    return after[:-1] if after.endswith(".") else after
 
 
 class SelfAsk(Method):
@@ -81,23 +100,28 @@ class SelfAsk(Method):
         self.prompt = released_prompt(f"selfask_{self.prompt_name}")
         self.answer_prompt = released_prompt(f"answer_{self.prompt_name}")
 
-    def _complete(self, meter: Meter, prompt: str, stops: tuple[str, ...], label: str) -> str | None:
-        """Up to `step_tokens`, ended early once a stop string is written (what follows it is cut anyway); a
-        stop string is looked for after the leading white space, which the release strips first."""
-        text = meter.complete(
+    def _complete(self, meter: Meter, prompt: str, stops: str | tuple[str, ...], label: str) -> str:
+        """Up to `step_tokens`, ended early once a stop string is written after the leading white space (what
+        follows it is cut anyway): the raw text, which `released_reading` reads."""
+        found = (stops,) if isinstance(stops, str) else stops
+        return meter.complete(
             prompt,
             self.settings.step_tokens,
             stop=[],
             label=label,
-            stop_when=lambda t: any(s in t.lstrip() for s in stops),
+            stop_when=lambda t: any(s in t.lstrip() for s in found),
         ).text
-        return _stops(text, stops)
 
     def answer(self, query: Query) -> Answer:
         s, clock, meter = self.settings, Clock(), Meter(self.lm)
         base = self.prompt.format(question=query.question)
-        prompt, steps, found = base, list[Step](), dict[str, Hit]()
-        written = self._complete(meter, prompt, (INTERMEDIATE, FINAL), "are follow-up questions needed?") or ""
+        prompt, steps, found, completions = base, list[Step](), dict[str, Hit](), list[str]()
+
+        def complete(stops: str | tuple[str, ...], label: str) -> str:
+            completions.append(self._complete(meter, prompt, stops, label))
+            return released_reading(completions[-1], stops) or ""
+
+        written = complete((INTERMEDIATE, FINAL), "are follow-up questions needed?")
         while FOLLOW_UP in written.split("\n")[-1] and len(steps) < s.max_follow_ups:
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
             prompt += written
@@ -117,10 +141,10 @@ class SelfAsk(Method):
                 )
             )
             found.update({h.id: h for h in hits if h.id not in found})
-            written = self._complete(meter, prompt, (INTERMEDIATE, FINAL), f"follow-up {len(steps) + 1}") or ""
+            written = complete((INTERMEDIATE, FINAL), f"follow-up {len(steps) + 1}")
         prompt += FINAL
-        final = self._complete(meter, prompt, ("\n",), "the final answer")
-        answer = _after_colon(prompt + (final or "")).removesuffix(".")
+        final = complete("\n", "the final answer")
+        answer = final_answer(prompt + final)
         fallback = None
         if not answer.strip():  # the format was not followed to its end: the best answer there is, said
             answer = steps[-1].text.rpartition("Intermediate answer: ")[2] if steps else ""
@@ -130,9 +154,10 @@ class SelfAsk(Method):
         details = {
             "selfask": {
                 "prompt": self.prompt_name,
-                "history": prompt[len(base) :] + (final or ""),
+                "history": prompt[len(base) :] + final,
                 "follow_ups": len(steps),
                 "fallback": fallback,
+                "completions": completions,
             }
         }
         return Answer(
@@ -152,7 +177,7 @@ class SelfAsk(Method):
 
     def _intermediate(self, meter: Meter, question: str, hits: list[Hit]) -> str:
         """The release's `get_answer`: the follow-up answered from its paragraphs by the QA prompt, "unknown"
-        where the reply holds no JSON answer."""
+        where the reply's JSON has no "answer" (whose value is written as Python writes it, as there)."""
         reply, _ = answer_step(
             meter,
             self.answer_prompt,
@@ -162,8 +187,7 @@ class SelfAsk(Method):
             max_words=self.settings.max_paragraph_words,
         )
         parsed = parse_json_object(reply)
-        value = parsed.get("answer") if parsed else None
-        return str(value) if isinstance(value, str | int | float) else "unknown"
+        return str(parsed["answer"]) if parsed is not None and "answer" in parsed else "unknown"
 
     @classmethod
     def trace_steps(cls, record: dict[str, Any]) -> list[TraceStep]:
