@@ -487,30 +487,66 @@ def test_a_larger_limit_grows_the_same_folder(root, capsys):
     assert len(lines) == 3  # the two answers of the first run kept, one more asked
 
 
-def test_a_papers_table_is_one_option_and_list_methods_says_whose_rows_they_are(root, tmp_path, capsys):
-    from mhindex.backends import BackendSpec
-    from mhindex.eval.run import EvalPlan
-    from mhindex.home import open_corpus
-    from mhindex.methods import table_rows
+def test_a_papers_table_runs_its_rows_each_as_the_paper_ran_it_and_says_why_the_others_are_not_run(root, capsys):
+    from mhindex.eval.tables import plan_table
 
-    # Every method that declares a row of EfficientRAG's table, with the paper's settings for it (Direct-R: K=10).
-    methods, sweeps = table_rows("efficientrag")
-    assert methods == ["nor", "oner", "efficientrag", "cot", "selfask", "iterretgen", "decompose"]
-    assert sweeps == ["oner.k=10"]
-    plan = EvalPlan.make(open_corpus(root, "musique"), methods, BackendSpec.parse("lucene"), None, {}, sweeps)
-    assert [v.name for v in plan.runs][:2] == ["nor", "oner@k=10"] and plan.settings["oner@k=10"].k == 10
-    assert table_rows("searchain")[0] == ["nor", "ircot", "searchain", "cot", "selfask", "react"]
+    # EfficientRAG's rows in the paper's order, each the method that runs it as released (Direct-R: direct.py, K=10).
+    planned = plan_table("efficientrag", "hotpotqa")
+    assert [(r.label, r.variant) for r in planned.rows] == [
+        ("Direct", "direct"), ("CoT", "cot"), ("Decompose", "decompose"), ("Direct-R", "direct-r"),
+        ("Iter-RetGen", "iterretgen"), ("SelfAsk", "selfask"), ("EfficientRAG", "efficientrag"),
+    ]  # fmt: skip
+    assert planned.not_run == [] and planned.record()["rows"]["efficientrag"]["paper"]["Recall"] == 81.84
+    # SearChain's: its rows' own shots (Table 8), a setting given per dataset resolved for the corpus's dataset,
+    # every row of its Table 1 that nothing runs said so with its figure, and no IRCoT (not in its Table 1).
+    hotpot, musique = plan_table("SearChain", "hotpotqa"), plan_table("searchain", "musique")
+    assert [r.variant for r in hotpot.rows] == [
+        "direct@prompt=zero-shot", "cot@style=plain,max_demos=4", "direct-r@prompt=zero-shot,k=5",
+        "selfask@demos=press", "react@fallback=cot-sc,max_demos=6", "searchain",
+    ]  # fmt: skip
+    assert "react@fallback=cot-sc,max_demos=4" in [r.variant for r in musique.rows]
+    dsp = next(row for row in hotpot.record()["not_run"] if row["row"] == "DSP")
+    assert dsp == {"row": "DSP", "why": "not a method of mhindex", "paper": {"cover-EM": 51.97}}
+    # KD-CoT's ablations are settings of one method; its Table 2 has no column for MuSiQue, and says so.
+    kdcot = plan_table("KD-CoT", "webqsp")
+    assert [r.variant for r in kdcot.rows] == [
+        "direct-r@prompt=zero-shot,k=4", "kdcot@qa=none", "kdcot", "kdcot@qa=verifier", "kdcot@qa=reader",
+    ]  # fmt: skip
+    assert kdcot.record()["rows"]["kdcot@qa=reader"]["paper"] == {"Hit@1": 59.9, "F1": 47.6}
+    assert plan_table("kd-cot", "musique").record()["note"].endswith("; no column for musique")
 
+    assert main(["--home", str(root), "list", "tables", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    fid = next(row for row in listed if row["row"] == "Our Retrieve-then-read")
+    assert fid["runs"] is None and "FiD" in fid["why_not"] and fid["paper"]["webqsp"] == {"Hit@1": 73.7, "F1": 50.2}
     assert main(["--home", str(root), "list", "methods", "--json"]) == 0
-    listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-    assert listed["oner"]["tables"] == ["IRCoT", "EfficientRAG (k=10)"] and not listed["cot"]["retrieves"]
+    methods = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert methods["direct-r"]["tables"][0] == "EfficientRAG: Direct-R" and not methods["cot"]["retrieves"]
     assert main(["--home", str(root), "eval", "musique", "--table", "ACL"]) == 2
     assert "--table must be one of EfficientRAG, IRCoT, KD-CoT, SearChain, not 'ACL'" in capsys.readouterr().err
 
+
+@pytest.mark.slow
+def test_a_papers_table_prints_the_papers_figures_beside_ours_and_a_method_added_apart(root, tmp_path, capsys):
     small = ["--limit", "1", "--seed", "7", "-k", "2", "--max-demos", "1", "--max-steps", "1", "--answer-tokens", "8"]
-    out = ["--out", str(tmp_path / "ircot-table"), "--quiet", "--json"]
-    assert main(["--home", str(root), "eval", "musique", "--table", "ircot", *small, *out]) == 0
-    assert list(json.loads(capsys.readouterr().out)["methods"]) == ["nor", "oner", "ircot"]
+    out = ["--out", str(tmp_path / "ircot-table"), "--quiet"]
+    assert main(["--home", str(root), "eval", "musique", "--table", "ircot", "--method", "direct", *small, *out]) == 0
+    shown = capsys.readouterr().out
+    report = json.loads((tmp_path / "ircot-table" / "metrics.json").read_text())
+    assert list(report["methods"]) == [
+        "nor@reader=direct", "nor@reader=cot", "oner@reader=direct", "oner@reader=cot", "ircot@reader=direct",
+        "ircot@reader=cot", "direct",
+    ]  # fmt: skip
+    rows = report["table"]["rows"]
+    assert rows["oner@reader=cot"] == {"row": "OneR QA, CoT", "added": False,
+                                       "paper": {"F1 (Flan-T5-XXL)": 17.6, "F1 (GPT3)": 29.4}}  # fmt: skip
+    assert rows["direct"]["added"] and rows["direct"]["paper"] is None
+    for text in ("IRCoT's table", "Paper: F1 (GPT3)", "OneR QA, CoT", "29.4", "added: not in the paper"):
+        assert text in shown, text
+    assert main(["--home", str(root), "eval", "musique", "--table", "ircot", "--method", "direct", *small, *out,
+                 "--format", "md"]) == 0  # fmt: skip
+    markdown = capsys.readouterr().out
+    assert "| OneR (reader=cot) | OneR QA, CoT | 1 |" in markdown and "The paper's figures: Trivedi et al." in markdown
 
 
 def test_out_inside_a_corpus_folder_is_refused_before_any_answer(root, capsys):

@@ -184,7 +184,11 @@ OTHER_MEANINGS = {
     "hybrid": ("backends/elasticsearch.py",),
     "jsonl": ("ui.py",),  # search's output format
     "dpr": ("encoders.py",),
-    "cot": ("methods/settings.py", "methods/reader.py", "methods/ircot.py"),  # IRCoT's reader: --reader cot
+    # IRCoT's reader: --reader direct|cot, and the rows of IRCoT's table that take each reader
+    "cot": ("methods/settings.py", "methods/reader.py", "methods/ircot.py", "methods/nor.py", "methods/oner.py"),
+    "direct": ("methods/settings.py", "methods/reader.py", "methods/ircot.py", "methods/nor.py", "methods/oner.py"),
+    # a paper's table names the datasets of its columns
+    **{dataset: ("papers/",) for dataset in ("hotpotqa", "2wikimultihopqa", "musique", "iirc", "webqsp", "cwq")},
 }
 # A plug-in that builds on another, in its own module: EfficientRAG may answer with IRCoT's reader
 # (`--generator ircot`), the fusion's default parts are Lucene and dense, SearChain's DPR reader is an hf: path,
@@ -201,6 +205,7 @@ BUILDS_ON = {
     ("musique", "methods/efficientrag.py"),
     ("webqsp", "methods/kdcot.py"),
     ("iirc", "methods/ircot.py"),
+    ("hotpotqa", "methods/react.py"),  # SearChain ran ReAct -> CoT-SC with 6 demonstrations on HotpotQA, 4 elsewhere
 }
 
 
@@ -276,15 +281,17 @@ MAY_IMPORT = {
     "lm": set(),
     "backends": {"corpora"},  # the corpus's record format (ids)
     "methods": {"corpora", "backends", "lm"},
-    "eval": {"corpora", "backends", "lm", "methods"},
+    "eval": {"corpora", "backends", "lm", "methods", "papers"},
+    # The papers' tables: data about each paper (its rows and figures), naming no method.
+    "papers": set(),
     "training": {"corpora", "backends", "lm", "methods", "eval"},
     "server": {"corpora", "backends"},
     "render": {"methods"},
     "doctor": {"corpora", "backends", "lm", "methods"},
     # The Python API: what `import mhindex` exports (mhindex/__init__.py names it, lazily), over every layer.
-    "_api": {"corpora", "backends", "lm", "methods", "eval", "render"},
+    "_api": {"corpora", "backends", "lm", "methods", "eval", "render", "papers"},
     # What a plug-in codes against: it names the five kinds' interfaces (lazily), and nothing above them.
-    "plugins": {"corpora", "backends", "lm", "methods", "eval"},
+    "plugins": {"corpora", "backends", "lm", "methods", "eval", "papers"},
 }
 
 

@@ -1,4 +1,5 @@
-"""What a plug-in codes against: the interfaces of the five kinds and the helpers they share, in one module.
+"""What a plug-in codes against: the interfaces of the five kinds and the helpers they share, in one module
+(and a paper's table, `PaperTable`, whose rows methods run).
 
 A method, backend, dataset, LM kind or metric of your own is one module that imports from here (and from
 `mhindex`); its package declares it under the entry-point group of its kind (`GROUPS`), and mhindex finds
@@ -71,6 +72,10 @@ _EXPORTS = {
     "LMError": "mhindex.lm.base",
     # a metric (eval/metrics.py)
     "AnswerMetric": "mhindex.eval.metrics",
+    # a paper's table (papers/__init__.py), whose rows methods claim
+    "PaperTable": "mhindex.papers",
+    "PaperRow": "mhindex.papers",
+    "Measure": "mhindex.papers",
 }
 
 __all__ = [
@@ -117,6 +122,9 @@ __all__ = [
     "Completion",
     "LMError",
     "AnswerMetric",
+    "PaperTable",
+    "PaperRow",
+    "Measure",
 ]
 
 if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getattr__ imports on first use
@@ -134,6 +142,7 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from mhindex.errors import BadInput, MhindexError, UsageError
     from mhindex.eval.metrics import AnswerMetric
     from mhindex.home import CorpusDir
+    from mhindex.papers import Measure, PaperRow, PaperTable
     from mhindex.lm.base import Completion, LanguageModel, LMError, LMProvider, LoadRequest
     from mhindex.methods.base import (
         Answer,

@@ -4,7 +4,8 @@ Each kind is one `Registry`: a name maps to "module:attribute", imported only wh
 used, so `mhindex --help` and a Lucene search never load torch or the JVM for an engine they do not
 touch. Built-ins are one line each in their package's `__init__`; other packages add theirs the way
 pytest and Sphinx take plug-ins, through Python entry points (`[project.entry-points."mhindex.methods"]`
-and likewise `mhindex.backends`, `mhindex.datasets`, `mhindex.lms`, `mhindex.metrics`), with no edit
+and likewise `mhindex.backends`, `mhindex.datasets`, `mhindex.lms`, `mhindex.metrics`, and a paper's table in
+`mhindex.tables`), with no edit
 to mhindex. A broken plug-in (it does not import, lacks a member, or takes a built-in's name) is one
 warning line naming its package and what is wrong; the built-ins keep working.
 """
@@ -28,6 +29,7 @@ GROUPS = {
     "dataset": "mhindex.datasets",
     "lm": "mhindex.lms",
     "metric": "mhindex.metrics",
+    "table": "mhindex.tables",
 }
 
 

@@ -76,6 +76,23 @@ def methods_table(rows: Sequence[dict]):
     return table
 
 
+def paper_tables_table(rows: Sequence[dict]):
+    """`mhindex list tables`: each paper's table row by row, what runs each row (or why nothing does), and the
+    paper's figures on each dataset."""
+    from rich.table import Table
+
+    table = Table("table", "row", "runs it (eval --table)", "the paper's figures")
+    for row in rows:
+        runs = row["runs"] + (" (added by mhindex)" if row["added"] else "") if row["runs"] else f"- {row['why_not']}"
+        figures = "; ".join(
+            f"{dataset} " + ", ".join(f"{m} {v}" for m, v in values.items() if v is not None)
+            for dataset, values in row["paper"].items()
+            if any(v is not None for v in values.values())
+        )
+        table.add_row(row["table"], row["row"], runs, figures or "-")
+    return table
+
+
 def corpus_info(summary: dict) -> str:
     manifest = summary["manifest"]
     lines = [f"[bold]{summary['name']}[/bold] ({manifest['dataset']}) at {summary['path']}, {summary['size']}"]

@@ -118,13 +118,14 @@ def evaluate(
     """Run `methods` (default: NoR, OneR and IRCoT) on a seeded sample of the corpus's questions and score them,
     as `mhindex eval` does (same folder, same resuming, same table); `table`: every row of a paper's table
     ("EfficientRAG", "SearChain", "IRCoT", "KD-CoT"), each with its paper's settings, before any `methods`;
-    `settings`: the methods' settings as keywords."""
+    `settings`: the methods' settings as keywords. A table's rows are the paper's as the methods claim them
+    (`Method.tables`); `methods` beside a table are rows mhindex adds, shown apart."""
     from mhindex.backends import BackendSpec
     from mhindex.eval.run import EvalPlan
     from mhindex.eval.run import evaluate as run_evaluation
     from mhindex.eval.settings import EvalSettings
+    from mhindex.eval.tables import plan_table
     from mhindex.home import open_corpus
-    from mhindex.methods import table_rows
     from mhindex.options import settings_from
 
     given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), tune_on=tune_on, tune_metric=tune_metric,
@@ -132,20 +133,18 @@ def evaluate(
     settings_from(EvalSettings, given, "eval")  # the bounds and choices `mhindex eval` checks, with its messages
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
-    names, sweeps = list(methods or ()), list(sweep)
-    if table is not None:
-        rows, row_sweeps = table_rows(table)
-        names, sweeps = rows + [m for m in names if m not in rows], row_sweeps + sweeps
-    elif methods is None:
-        names = list(DEFAULT_EVAL_METHODS)
+    names = list(methods or ()) if methods is not None or table is not None else list(DEFAULT_EVAL_METHODS)
     root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
+    opened = open_corpus(root, corpus if isinstance(corpus, str) else corpus.name)
+    planned = plan_table(table, opened.manifest().get("dataset")) if table is not None else None
     plan = EvalPlan.make(
-        open_corpus(root, corpus if isinstance(corpus, str) else corpus.name),
+        opened,
         names,
         BackendSpec.parse(backend, backend_options),
         _model_options(lm, lm_threads, lm_context, cache, lm_timeout),
         settings,
-        sweeps,
+        list(sweep),
+        [(row.method, row.overrides) for row in planned.rows] if planned else (),
         limit=limit,
         seed=seed,
         split=split,
@@ -155,6 +154,7 @@ def evaluate(
         workers=workers,
         budget=budget,
         judge=judge_lm,
+        table=planned.record() if planned else None,
     )
     result = run_evaluation(plan, home=root)
     return read_evaluation(result.folder, home=root)  # as any later reader sees it (JSON's lists, not tuples)

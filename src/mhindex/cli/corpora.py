@@ -72,24 +72,27 @@ def download(
 class Listing(StrEnum):
     corpora = "corpora"
     methods = "methods"
+    tables = "tables"
 
 
 @command(name="list")
 def list_(
-    what: Annotated[Listing, arg("corpora, or methods (with their papers and the tables they are rows of).")] = (
+    what: Annotated[Listing, arg("corpora, methods (their papers and rows) or tables (the papers' rows).")] = (
         Listing.corpora
     ),
     *,
     root: Path,
     output: Output,
 ) -> None:
-    """List the corpora built under the data root (counts, indexes, sizes), or the methods installed."""
+    """List the corpora built under the data root (counts, indexes, sizes), the methods installed, or the papers'
+    tables that `eval --table` runs, row by row with the paper's figures."""
+    from mhindex.eval.tables import table_listing
     from mhindex.home import say_what_needs_care
+    from mhindex.methods import method_rows
 
-    if what is Listing.methods:
-        from mhindex.methods import method_rows
-
-        return output.show(method_rows(), render.methods_table(method_rows()))
+    if what is not Listing.corpora:
+        rows = method_rows() if what is Listing.methods else table_listing()
+        return output.show(rows, (render.methods_table if what is Listing.methods else render.paper_tables_table)(rows))
     rows = [c.summary() for c in built_corpora(root)]
     say_what_needs_care(root, resumable_work(root))
     output.show(rows, render.corpora_table(rows, root) if rows else f"no corpora in {root}; try: mhindex build musique")

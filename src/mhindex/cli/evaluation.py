@@ -29,7 +29,8 @@ from mhindex.cli.app import (
 )
 from mhindex.eval.report import TableFormat
 from mhindex.eval.settings import EvalSettings
-from mhindex.methods import DEFAULT_EVAL_METHODS, METHODS, paper_tables
+from mhindex.eval.tables import table_names
+from mhindex.methods import DEFAULT_EVAL_METHODS, METHODS
 from mhindex.options import flag_of, with_options
 
 FormatOption = Annotated[TableFormat, opt("The table as text (on a terminal), md (Markdown) or latex.", "--format")]
@@ -39,10 +40,8 @@ METHODS_HELP = (
     f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: {','.join(DEFAULT_EVAL_METHODS)}, "
     "unless --table]."
 )
-TABLE_HELP = (
-    f"Every row of a paper's table, each with the paper's settings: {', '.join(paper_tables())} (`mhindex list "
-    "methods` shows whose rows); --method adds others."
-)
+TABLE_HELP = (f"A paper's table row for row, each as the paper ran it, its figures beside ours: {', '.join(table_names())} "
+              "(`mhindex list tables`: its rows); --method adds rows of mhindex's own, shown apart.")  # fmt: skip
 RUNS_HELP = (
     "Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest evaluation of --corpus]."
 )
@@ -82,8 +81,8 @@ def eval_(
     """Run methods on a reproducible sample of a corpus's questions and print the paper-style table.
 
     Predictions are appended to <out>/<method>.jsonl as each question finishes, so an interrupted run
-    resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png.
-    """
+    resumes where it stopped; metrics go to <out>/metrics.json and a recall/F1 chart to <out>/chart.png;
+    `mhindex rerun <out>` makes the evaluation again from that record and says which answers moved."""
     from mhindex._api.evaluation import evaluate
     from mhindex.eval.report import evaluation_view
 

@@ -25,6 +25,7 @@ from mhindex.eval.report import (
     budget_curve,
     dataset_name,
     method_name,
+    paper_notes,
     read_metrics,
     run_title,
     table_cells,
@@ -328,7 +329,7 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
     """What the template renders for one dataset: the tables, the charts and the question list."""
     tables: list[dict] = []
     for run in view.runs:
-        header, rows = table_cells(run.report["methods"])
+        header, rows = table_cells(run.report["methods"], run.report.get("table"))
         report = run.report
         tables.append(
             {
@@ -336,6 +337,7 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "folder": str(run.folder),
                 "header": header,
                 "rows": [[method_name(row[0]), *row[1:]] for row in rows],
+                "paper": paper_notes(run.report.get("table")),
                 "paired": _paired_rows(run, gold),
                 "configuration": _configuration(report),
                 "tuned": {method: tuned_summary(t) for method, t in (report.get("tuned") or {}).items()},

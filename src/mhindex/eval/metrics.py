@@ -219,6 +219,11 @@ PAPER_METRICS = (
         "EM (EfficientRAG)",
         "EfficientRAG's exact_match: the normalised prediction inside the normalised answer",
     ),
+    (
+        "cover_em_generated_unnamed",
+        "Cover-EM (all LM text, answer not in question)",
+        "the same over the questions whose own text does not hold a gold answer (copying such a question covers it)",
+    ),
     ("accuracy_llm", "Acc. (LLM judge)", "EfficientRAG's Accuracy: the judge LM says the prediction is correct"),
 )
 #: paper metrics that every row has, so shown only where a method in the table declares them
@@ -261,6 +266,8 @@ def score_one(prediction: dict, question: dict, budget: int | None = None, verdi
         )
     if isinstance(prediction.get("generated"), str):
         paper["cover_em_generated"] = best(cover_substring, prediction["generated"], answers)
+        if not best(cover_substring, question.get("question") or "", answers):  # copying the question covers none
+            paper["cover_em_generated_unnamed"] = paper["cover_em_generated"]
     if verdict is not None:
         paper["accuracy_llm"] = float(verdict)
     return {
@@ -315,9 +322,8 @@ def aggregate(
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
     summary = {m.key: sum(r[m.key] for r in rows) / n for m in answer_metrics()}
-    for key in [k for k, *_ in KDCOT_METRICS] + [
-        "cover_em_generated"
-    ]:  # over the questions it applies to, when there are any
+    generated = ["cover_em_generated", "cover_em_generated_unnamed"]
+    for key in [k for k, *_ in KDCOT_METRICS] + generated:  # over the questions it applies to, when there are any
         scored = [r[key] for r in rows if key in r]
         if scored:
             summary[key] = sum(scored) / len(scored)

@@ -57,9 +57,10 @@ def run_title(dataset: str, questions: int, lm: str, backend: str) -> str:
     return f"{dataset_name(dataset)}: {questions} questions, {model_shown}, {backend_shown}"
 
 
-def table_cells(metrics: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
+def table_cells(metrics: dict[str, dict], paper: dict | None = None) -> tuple[list[str], list[list[str]]]:
     """The table's header and rows as text (a row starts with the method's own name), intervals included:
-    what the Markdown, LaTeX and HTML tables are made of."""
+    what the Markdown, LaTeX, HTML and terminal tables are made of. With a paper's table (metrics.json's
+    `table`): each row's label in the paper and the paper's figures beside ours, its rows not run after ours."""
     budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
     shown = [c for c in columns() if _shown(c[1], metrics)]
     header = ["Method", "n", *(f"Recall (≤{budget})" if label == "Recall" else label for label, *_ in shown)]
@@ -71,17 +72,52 @@ def table_cells(metrics: dict[str, dict]) -> tuple[list[str], list[list[str]]]:
         ]
         for name, summary in metrics.items()
     ]
-    return header, rows
+    if not paper:
+        return header, rows
+    measures = paper_measures(paper)
+    rows_of = paper.get("rows") or {}
+
+    def figures(found: dict | None) -> list[str]:
+        return [_figure((found or {}).get(m)) for m in measures]
+
+    ours = []
+    for row in rows:
+        found = rows_of.get(row[0]) or {"row": row[0], "added": True}
+        label = str(found.get("row")) + (" (added: not in the paper)" if found.get("added") else "")
+        ours.append([row[0], label, *row[1:], *figures(found.get("paper"))])
+    missing = [["", nr["row"], "not run", *("" for _ in shown), *figures(nr.get("paper"))]
+               for nr in paper.get("not_run") or []]  # fmt: skip
+    return [header[0], "Paper's row", *header[1:], *(f"Paper: {m}" for m in measures)], ours + missing
 
 
-def table_text(metrics: dict[str, dict], title: str, form: str) -> str:
+def _figure(value: object) -> str:
+    return "-" if value is None else f"{float(value):.1f}"  # type: ignore[arg-type]
+
+
+def paper_measures(paper: dict) -> list[str]:
+    """The paper's columns that hold a figure for this dataset in any row (none where its figures were lost)."""
+    figures = [row.get("paper") or {} for row in [*(paper.get("rows") or {}).values(), *(paper.get("not_run") or [])]]
+    return [m["label"] for m in paper.get("measures") or [] if any(f.get(m["label"]) is not None for f in figures)]
+
+
+def paper_notes(paper: dict | None) -> list[str]:
+    """What a paper's table says under ours: where its figures come from, what to know, and why each row not
+    run was not, one line each."""
+    if not paper:
+        return []
+    lines = [f"The paper's figures: {paper.get('source', '')}" + (f"; {paper['note']}" if paper.get("note") else "")]
+    lines += [f"not run: {nr['row']}: {nr['why']}" for nr in paper.get("not_run") or []]
+    return lines
+
+
+def table_text(metrics: dict[str, dict], title: str, form: str, paper: dict | None = None) -> str:
     """The table as Markdown or LaTeX (booktabs), intervals included, for a paper or a README."""
-    header, rows = table_cells(metrics)
+    header, rows = table_cells(metrics, paper)
     rows = [[method_name(row[0]), *row[1:]] for row in rows]
     if form == "md":
         lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
-        lines += ["", f"{CAPTION}{cached_note(metrics)}."]
+        lines += ["", f"{CAPTION}{cached_note(metrics)}.", *(f"\n{note}" for note in paper_notes(paper))]
         return "\n".join(lines) + "\n"
 
     def tex(text: str) -> str:
@@ -103,6 +139,7 @@ def table_text(metrics: dict[str, dict], title: str, form: str) -> str:
         + tex(title)
         + r". $\pm$: half-width of the 95\% interval over the sampled questions"
         + tex(cached_note(metrics))
+        + "".join(". " + tex(note) for note in paper_notes(paper))
         + ".}",
         r"\end{table}",
     ]
@@ -163,26 +200,17 @@ def _declared_metrics(name: str) -> tuple[str, ...]:
         return ()
 
 
-def table(metrics: dict[str, dict], title: str):
+def table(metrics: dict[str, dict], title: str, paper: dict | None = None):
     from rich.table import Table
 
-    budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
-    grid = Table(
-        title=title,
-        title_justify="left",
-        caption=CAPTION + cached_note(metrics),
-        caption_justify="left",
-    )
-    grid.add_column("Method")
-    grid.add_column("n", justify="right")
-    shown = [c for c in columns() if _shown(c[1], metrics)]
-    for label, *_ in shown:
-        grid.add_column(f"Recall (≤{budget})" if label == "Recall" else label, justify="right")
-    for name, summary in metrics.items():
-        failed = f" ({summary['failed']} failed)" if summary["failed"] else ""
-        grid.add_row(
-            name, f"{summary['questions']}{failed}", *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in shown)
-        )
+    header, rows = table_cells(metrics, paper)
+    caption = "\n".join([CAPTION + cached_note(metrics), *paper_notes(paper)])
+    grid = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    labels = 2 if paper else 1  # the method, and the paper's row
+    for number, column in enumerate(header):
+        grid.add_column(column, justify="left" if number < labels else "right")
+    for row in rows:
+        grid.add_row(*row)
     return grid
 
 
@@ -548,13 +576,15 @@ class TableFormat(StrEnum):
     latex = "latex"
 
 
-def metrics_view(summary: dict, title: str, form: str, terminal: bool, chart: Path | None = None) -> str | list:
+def metrics_view(
+    summary: dict, title: str, form: str, terminal: bool, chart: Path | None = None, paper: dict | None = None
+) -> str | list:
     """A table of methods' metrics: Markdown or LaTeX text as it is, else rich renderables (with bars on a
-    terminal, and where the chart was written)."""
+    terminal, and where the chart was written); with a paper's table, its figures beside ours."""
     if form in ("md", "latex"):
-        return table_text(summary, title, form)
+        return table_text(summary, title, form, paper)
     return [
-        table(summary, title),
+        table(summary, title, paper),
         *([f"[dim]chart: {chart}[/dim]"] if chart is not None else []),
         *([terminal_bars(summary)] if terminal else []),
     ]
@@ -603,7 +633,9 @@ def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form:
     """What `mhindex eval` prints: the table, then (as text) its paired differences, what tuning chose,
     and where the files are."""
     title = f"{corpus}: {report['questions']} {report['split'].replace('all', '')} questions, {report['lm']}, {backend}"
-    shown = metrics_view(report["methods"], " ".join(title.split()), form, terminal)
+    if report.get("table"):
+        title = f"{report['table'].get('name')}'s table: {title}"
+    shown = metrics_view(report["methods"], " ".join(title.split()), form, terminal, paper=report.get("table"))
     if isinstance(shown, str):
         return shown
     timed = lm_time_table(report["methods"])

@@ -99,6 +99,7 @@ def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
         budget=int(metrics.get("budget", 15)),
         judge=run.get("judge"),
         question_ids=list(metrics.get("question_ids") or []),
+        table=metrics.get("table") if isinstance(metrics.get("table"), dict) else None,
     )
 
 

@@ -379,6 +379,8 @@ class EvalPlan:
     judge: str | None = None
     #: exactly these questions (a rerun of a recorded evaluation), instead of a seeded sample
     question_ids: list[str] | None = None
+    #: the paper's table the variants are rows of (`eval --table`), as metrics.json records it (`TablePlan.record`)
+    table: dict[str, Any] | None = None
 
     @classmethod
     def make(
@@ -389,28 +391,43 @@ class EvalPlan:
         model: ModelOptions | None = None,
         method_options: dict[str, Any] | None = None,
         sweeps: Sequence[str] = (),
+        rows: Sequence[tuple[str, dict[str, Any]]] = (),
         **sample: Any,
     ) -> EvalPlan:
         """The plan, or a one-line UsageError for what cannot be run (no method, an unknown setting, a
-        tuning with nothing to choose); `sample`: limit, seed, split, tune_limit, tune_metric, out,
-        workers, budget, judge."""
+        tuning with nothing to choose); `rows`: a paper's table's, each a method with its settings, before
+        `methods`; `sample`: limit, seed, split, tune_limit, tune_metric, out, workers, budget, judge, table."""
         from mhindex.lm import ModelOptions, resolve_spec
         from mhindex.methods import settings_for
 
-        names = list(dict.fromkeys(methods))
+        names = list(dict.fromkeys([*(method for method, _ in rows), *methods]))
         if not names:
             raise UsageError("no method to evaluate; give --method, e.g. nor,oner,ircot")
         if sample.get("tune_metric", "recall") not in TUNE_METRICS:
             raise UsageError(f"--tune-metric must be one of {', '.join(TUNE_METRICS)}, not {sample['tune_metric']!r}")
         base = settings_for(names, method_options or {})
-        runs = variants(names, parse_sweeps(list(sweeps), names))
-        grid = [v for v in runs if sum(w.method == v.method for w in runs) > 1]
+        row_methods = {method for method, _ in rows}
+        runs = variants([m for m in dict.fromkeys(methods) if m not in row_methods], parse_sweeps(list(sweeps), names),
+                        rows)  # fmt: skip
+        grid = [v for v in runs if sum(w.tuned_as == v.tuned_as for w in runs) > 1]
         if sample.get("tune_limit") is not None and not grid:
             raise UsageError("--tune-on picks the best of a --sweep: give one of two or more values, e.g. k=2,4,6,8")
         settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
         model = model or ModelOptions()
         model = dataclasses.replace(model, lm=resolve_spec(model.lm))
+        if sample.get("table"):
+            sample["table"] = _table_of_runs(sample["table"], runs)
         return cls(corpus, names, backend, model, settings, runs, grid, **sample)
+
+
+def _table_of_runs(table: dict[str, Any], runs: Sequence[Variant]) -> dict[str, Any]:
+    """A table's record with each variant run under its row (a swept row's variants too: `ircot@reader=cot,k=2`
+    under `ircot@reader=cot`'s), and a method given beside the table as a row mhindex added."""
+    from mhindex.methods import method_title
+
+    rows = table.get("rows") or {}
+    added = {"added": True, "paper": None}
+    return {**table, "rows": {v.name: rows.get(v.tuned_as) or {"row": method_title(v.tuned_as), **added} for v in runs}}
 
 
 def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
@@ -476,6 +493,7 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
         "seed": plan.seed,
         "split": split,
         "budget": plan.budget,
+        **({"table": plan.table} if plan.table else {}),
         **({"tuned": tuned} if tuned else {}),
         # Every variant on the tuning sample: the sweep's recall-budget curve, as only the chosen ones go on.
         **({"tuning_methods": scores} if tuned else {}),

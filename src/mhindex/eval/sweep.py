@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,13 @@ class Variant:
     name: str  # "oner@k=5", or the method's own name when it is not swept
     method: str
     overrides: dict[str, Any]
+    #: what a tuning chooses among: the variants a sweep made of one method, or of one row of a paper's table
+    #: (`ircot@reader=cot`, whose sweep makes `ircot@reader=cot,k=2`...); the method's name when not given
+    group: str = ""
+
+    @property
+    def tuned_as(self) -> str:
+        return self.group or self.method
 
 
 def _value(method: str, field: str, text: str) -> Any:
@@ -67,19 +75,30 @@ def parse_sweeps(sweeps: list[str], methods: list[str]) -> dict[str, dict[str, l
     return grid
 
 
-def variants(methods: list[str], grid: dict[str, dict[str, list[Any]]]) -> list[Variant]:
-    """Every method, once per combination of its swept values, in the order given."""
-    found = []
-    for method in methods:
-        fields = grid.get(method, {})
+def variant_name(method: str, overrides: dict[str, Any]) -> str:
+    """`oner@k=5`; the method's own name without overrides."""
+    if not overrides:
+        return method
+    return method + VARIANT + ",".join(f"{k}={v}" for k, v in overrides.items())
+
+
+def variants(
+    methods: list[str], grid: dict[str, dict[str, list[Any]]], rows: Sequence[tuple[str, dict[str, Any]]] = ()
+) -> list[Variant]:
+    """Every row (a method with its settings: a paper's table's), then every method, once per combination of its
+    swept values, in the order given; a row's settings stay under its sweep's."""
+    found: dict[str, Variant] = {}
+    for method, fixed in [*rows, *((method, {}) for method in methods)]:
+        base = variant_name(method, fixed)
+        fields = {field: values for field, values in grid.get(method, {}).items() if field not in fixed}
         if not fields:
-            found.append(Variant(method, method, {}))
+            found.setdefault(base, Variant(base, method, dict(fixed), base))
             continue
         for values in itertools.product(*fields.values()):
-            overrides = dict(zip(fields, values, strict=True))
-            label = ",".join(f"{k}={v}" for k, v in overrides.items())
-            found.append(Variant(f"{method}{VARIANT}{label}", method, overrides))
-    return found
+            overrides = {**fixed, **dict(zip(fields, values, strict=True))}
+            found.setdefault(variant_name(method, overrides), Variant(variant_name(method, overrides), method,
+                                                                      overrides, base))  # fmt: skip
+    return list(found.values())
 
 
 def base_method(name: str) -> str:
@@ -117,8 +136,8 @@ def choose_settings(
     """Each method's best variant on the tuning questions by `metric` (ties: the first in grid order),
     recorded with what it was chosen on."""
     chosen: dict[str, dict] = {}
-    for method in dict.fromkeys(v.method for v in runs):
-        mine = [v for v in runs if v.method == method]
+    for method in dict.fromkeys(v.tuned_as for v in runs):
+        mine = [v for v in runs if v.tuned_as == method]
         values = {v.name: scores[v.name].get(metric) for v in mine}
         best = max(mine, key=functools.partial(_score, values))  # max() keeps the first of equals
         chosen[method] = {

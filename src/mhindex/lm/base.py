@@ -166,10 +166,12 @@ class LanguageModel(ABC):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
         """`keep`: how many leading characters of the prompt every question of the run shares (the
         demonstrations). A local model keeps their evaluation on disk for the next process and
-        restores it between prompt families (lm/state.py); other models ignore it."""
+        restores it between prompt families (lm/state.py); other models ignore it. `seed`: a sampled
+        call's (temperature > 0) random seed, so that its sample is the same on a rerun."""
 
     def chat(
         self,
@@ -180,10 +182,11 @@ class LanguageModel(ABC):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
         """A conversation through the model's chat template; the answer is the next assistant turn.
         Models without a template complete a plain transcript of the turns."""
-        return self.complete(transcript(messages), max_tokens, stop, temperature, logprobs, stop_when)
+        return self.complete(transcript(messages), max_tokens, stop, temperature, logprobs, stop_when, seed=seed)
 
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...

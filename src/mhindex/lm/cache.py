@@ -134,6 +134,7 @@ class CachedModel(LanguageModel):
         logprobs: bool,
         stop_when: StopWhen | None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
         """A generation that ended on its own is stored under the call's key, and also serves a call
         that would have stopped early (it goes on past the stopping point, which such callers
@@ -147,10 +148,11 @@ class CachedModel(LanguageModel):
             logprobs: bool,
             stop_when: StopWhen | None,
         ) -> Completion:
+            sampled = {"seed": seed} if seed is not None else {}  # an LM of a plug-in may take no seed
             if kind == "chat":
-                return self.inner.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
+                return self.inner.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep, **sampled)
             assert isinstance(prompt, str)
-            return self.inner.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
+            return self.inner.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when, keep, **sampled)
 
         if temperature > 0:
             return call(prompt, max_tokens, stop, temperature, logprobs, stop_when)
@@ -184,8 +186,9 @@ class CachedModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
-        return self._call("complete", prompt, max_tokens, stop, temperature, logprobs, stop_when, keep)
+        return self._call("complete", prompt, max_tokens, stop, temperature, logprobs, stop_when, keep, seed)
 
     def chat(
         self,
@@ -196,8 +199,9 @@ class CachedModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
-        return self._call("chat", messages, max_tokens, stop, temperature, logprobs, stop_when, keep)
+        return self._call("chat", messages, max_tokens, stop, temperature, logprobs, stop_when, keep, seed)
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

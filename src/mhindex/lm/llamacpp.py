@@ -497,13 +497,15 @@ class LlamaCppModel(LanguageModel):
         response.raise_for_status()
         return str(response.json()["prompt"])
 
-    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool) -> dict[str, Any]:
+    def _body(
+        self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool, seed: int | None = None
+    ) -> dict[str, Any]:
         body = {
             "max_tokens": max_tokens,
             "stop": list(stop),
             "temperature": temperature,
             "cache_prompt": self.reuse_prefix,
-            "seed": 0,
+            "seed": 0 if seed is None else seed,
         }
         if logprobs:
             body |= {"logprobs": True, "n_probs": 1}  # the chosen token's log-probability; n_probs for /completion
@@ -518,8 +520,9 @@ class LlamaCppModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
-        body = {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs)}
+        body = {"prompt": prompt, **self._body(max_tokens, stop, temperature, logprobs, seed)}
         return self._completion("complete", body, stop, stop_when, keep)
 
     def chat(
@@ -531,10 +534,11 @@ class LlamaCppModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
         """Through the chat template in the GGUF file; the conversation's earlier turns are a
         prefix of the next call's, so llama.cpp's prompt cache evaluates only the new turns."""
-        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs)}
+        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs, seed)}
         return self._completion("chat", body, stop, stop_when, keep)
 
     def count_tokens(self, text: str) -> int:

@@ -233,8 +233,12 @@ class RemoteModel(LanguageModel):
             prompt_tokens_reused=timings.get("cache_n") if isinstance(timings.get("cache_n"), int) else None,
         )
 
-    def _body(self, max_tokens: int, stop: Sequence[str], temperature: float) -> dict[str, Any]:
+    def _body(
+        self, max_tokens: int, stop: Sequence[str], temperature: float, seed: int | None = None
+    ) -> dict[str, Any]:
         body = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature}
+        if seed is not None:
+            body["seed"] = seed  # OpenAI's, vLLM's and llama.cpp's servers take it
         if stop:
             body["stop"] = list(stop)[:4]  # OpenAI's limit; the rest are cut here
         return body
@@ -248,10 +252,13 @@ class RemoteModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
         if self.chat_only:
-            return self.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when)
-        body = {"prompt": prompt, **self._body(max_tokens, stop, temperature)} | ({"logprobs": 1} if logprobs else {})
+            return self.chat(prompt, max_tokens, stop, temperature, logprobs, stop_when, seed=seed)
+        body = {"prompt": prompt, **self._body(max_tokens, stop, temperature, seed)} | (
+            {"logprobs": 1} if logprobs else {}
+        )
         return self._completion("/completions", body, stop, stop_when)
 
     def chat(
@@ -263,8 +270,9 @@ class RemoteModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
-        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature)} | (
+        body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, seed)} | (
             {"logprobs": True} if logprobs else {}
         )
         return self._completion("/chat/completions", body, stop, stop_when)

@@ -6,6 +6,7 @@ Nothing is fetched at run time: the hub is switched offline before transformers 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Sequence
@@ -80,6 +81,7 @@ class TransformersModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
         """Through the tokenizer's chat template; a model without one (Flan-T5) reads the turns as
         "User:"/"Assistant:" lines, the way its instruction data looks."""
@@ -89,7 +91,7 @@ class TransformersModel(LanguageModel):
             )
         else:
             prompt = transcript(messages)
-        return self.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when)
+        return self.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when, seed=seed)
 
     def complete(
         self,
@@ -100,6 +102,7 @@ class TransformersModel(LanguageModel):
         logprobs: bool = False,
         stop_when: StopWhen | None = None,
         keep: int = 0,
+        seed: int | None = None,
     ) -> Completion:
         started = time.perf_counter()
         inputs = self._tokenizer(prompt, return_tensors="pt", return_token_type_ids=False)
@@ -113,7 +116,11 @@ class TransformersModel(LanguageModel):
             generate |= {"output_scores": True, "return_dict_in_generate": True}
         if stop_when is not None:
             generate["stopping_criteria"] = self._stopping(stop_when, 0 if self.seq2seq else prompt_tokens)
-        with self._torch.inference_mode():
+        # A seeded sample draws from a generator of its own: the caller's (torch's global one) is left as it was.
+        forked = self._torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext()
+        with forked, self._torch.inference_mode():
+            if seed is not None:
+                self._torch.manual_seed(seed)
             output: Any = self._model.generate(**inputs, **generate)
             sequences = output.sequences if logprobs else output
             scores = (

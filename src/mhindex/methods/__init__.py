@@ -8,6 +8,7 @@ CLI, `eval`, `report` and `run.json` read all they need from the class: nothing 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,7 @@ __all__ = [
     "make_method",
     "method_class",
     "method_rows",
-    "paper_tables",
-    "table_rows",
+    "declared_rows",
     "method_title",
     "resumable_work",
     "trace_of",
@@ -57,6 +57,8 @@ METHODS: Registry[type[Method]] = Registry(
         "iterretgen": "mhindex.methods.iterretgen:IterRetGen",
         "react": "mhindex.methods.react:ReAct",
         "decompose": "mhindex.methods.decompose:Decompose",
+        "direct": "mhindex.methods.direct:Direct",
+        "direct-r": "mhindex.methods.direct:DirectRetrieval",
         "retrieve": "mhindex.methods.retrieve:Retrieve",
     },
     _check,
@@ -81,27 +83,17 @@ def method_title(name: str) -> str:
     return f"{shown} ({setting})" if setting else shown
 
 
-def _table_key(table: str) -> str:
-    return "".join(ch for ch in table.lower() if ch.isalnum())
-
-
-def paper_tables() -> list[str]:
-    """The papers' tables the methods are rows of, as the papers are written ("EfficientRAG", "IRCoT")."""
-    return sorted({table for cls in METHODS.available().values() for table in cls.tables}, key=str.lower)
-
-
-def table_rows(table: str) -> tuple[list[str], list[str]]:
-    """A paper's table (`eval --table`, matched however it is cased or hyphenated): its methods, in the
-    registry's order, and the `--sweep`s that give a row its paper's settings (`oner.k=10`)."""
-    methods, sweeps = [], []
-    for name, cls in METHODS.available().items():
-        for title, settings in cls.tables.items():
-            if _table_key(title) == _table_key(table):
-                methods.append(name)
-                sweeps += [f"{name}.{field}={value}" for field, value in settings.items()]
-    if not methods:
-        raise UsageError(f"--table must be one of {', '.join(paper_tables())}, not {table!r}")
-    return methods, sweeps
+def declared_rows(cls: type[Method]) -> dict[str, dict[str, Any]]:
+    """The rows of the papers' tables a method runs, as it declares them (`Method.tables`): {table: {row label:
+    its settings}}. The older form, one row's settings ({} or {"k": 10}), is one row named as the method is
+    titled."""
+    rows = {}
+    for table, given in cls.tables.items():
+        if given and all(isinstance(settings, Mapping) for settings in given.values()):
+            rows[table] = {label: dict(settings) for label, settings in given.items()}
+        else:
+            rows[table] = {cls.title: dict(given)}
+    return rows
 
 
 def method_rows() -> list[dict[str, Any]]:
@@ -112,7 +104,11 @@ def method_rows() -> list[dict[str, Any]]:
             "title": cls.title,
             "paper": cls.paper,
             "retrieves": cls.needs_retriever,
-            "tables": [title + "".join(f" ({k}={v})" for k, v in row.items()) for title, row in cls.tables.items()],
+            "tables": [
+                f"{table}: {label}" + "".join(f" ({k}={v})" for k, v in settings.items())
+                for table, rows in declared_rows(cls).items()
+                for label, settings in rows.items()
+            ],
         }
         for name, cls in METHODS.available().items()
     ]

@@ -161,6 +161,28 @@ class Meter:
             ),
         )
 
+    def sample(
+        self,
+        prompt: str,
+        max_tokens: int,
+        stop: Sequence[str],
+        temperature: float,
+        seed: int,
+        label: str = "sampling",
+        stop_when: StopWhen | None = None,
+    ) -> Completion:
+        """One sampled completion (self-consistency's), seeded so that a rerun draws the same sample."""
+        self._announce(label)
+        try:
+            made = self.lm.complete(
+                prompt, max_tokens=max_tokens, stop=stop, temperature=temperature, stop_when=stop_when, seed=seed
+            )
+        except TypeError as error:
+            if "seed" not in str(error):
+                raise
+            raise UsageError(f"the model {self.lm.name} cannot sample with a seed: its complete() takes none") from None
+        return self._count(label, made)
+
     def chat(
         self,
         messages: Messages,
@@ -330,8 +352,10 @@ class Method(ABC):
     paper: ClassVar[str] = ""
     #: metrics.py keys its paper reports beyond EM/F1/recall, shown as columns where the method is in a table
     paper_metrics: ClassVar[tuple[str, ...]] = ()
-    #: the papers' tables it is a row of (as the paper is written: "EfficientRAG"), with that row's settings
-    #: (EfficientRAG's Direct-R is OneR with K=10): `eval --table EfficientRAG` runs every row
+    #: the rows of the papers' tables it runs (mhindex/papers/): {table: {the row as the paper labels it: the
+    #: row's settings}}, e.g. {"KD-CoT": {"KD-CoT w/o Verifier": {"qa": "reader"}}}; `eval --table KD-CoT` runs
+    #: every row some method claims. A setting may differ by dataset ({"hotpotqa": 6, "*": 4}); a label the
+    #: paper's table lacks is a row mhindex adds, shown apart.
     tables: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     #: what it needs installed beyond mhindex's own dependencies, checked by `mhindex doctor`
     requirements: ClassVar[tuple[Requirement, ...]] = ()

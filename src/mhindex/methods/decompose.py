@@ -8,8 +8,9 @@ One chat turn (after the system message "You are a helpful assistant.") asks for
 line, go into the released QA prompt of the corpus's dataset (`DIRECT_RETRIEVE_ANSWER_PROMPT_*` of `direct.py`,
 as `process_sample` does); the answer is the reply's JSON "answer".
 
-Deviations, each forced or said: the decomposition prompt is mhindex's own (prompts/decompose/SOURCE.md: the
-release imports it from a module it does not ship); calls are greedy (the release samples, so its three tries
+The decomposition prompt is the paper's (its Appendix B, "Question Decomposition Prompt", the same for every
+dataset; prompts/efficientrag/SOURCE.md), since the release imports its `QUERY_DECOMPOSE_PROMPT` from a module
+it does not ship. Deviations, each forced or said: calls are greedy (the release samples, so its three tries
 of an invalid reply would give the same one here); where the decomposition holds no JSON list the release
 fails the question, while here the question itself is searched and the record says so (`"fallback"`); and at
 most `--max-sub-questions` are searched (a small model can list the same question forever).
@@ -18,7 +19,6 @@ most `--max-sub-questions` are searched (a small model can list the same questio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from mhindex.backends.base import Hit, Retriever
@@ -48,7 +48,7 @@ class Decompose(Method):
     name = "decompose"
     title = "Decompose"
     paper = "Question decomposition then retrieval, as EfficientRAG's baseline (Zhuang et al., EMNLP 2024)"
-    tables = {"EfficientRAG": {}}
+    tables = {"EfficientRAG": {"Decompose": {}}}
     paper_metrics = ("efficientrag_em",)
     Settings = DecomposeSettings
 
@@ -60,8 +60,7 @@ class Decompose(Method):
         super().__init__(retriever, lm, settings, context)
         self.prompt_name = settings.prompts_for(context.dataset)
         self.answer_prompt = released_prompt(f"answer_{self.prompt_name}")
-        query_txt = resources.files("mhindex").joinpath("prompts", "decompose", "query.txt")
-        self.decompose_prompt = query_txt.read_text("utf-8").strip()
+        self.decompose_prompt = released_prompt("decompose")
 
     def sub_questions(self, meter: Meter, question: str) -> tuple[list[str], str | None, str]:
         """The LM's sub-questions (the question itself where its reply lists none), why it fell back, the reply."""

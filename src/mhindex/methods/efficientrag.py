@@ -131,7 +131,7 @@ class EfficientRAG(Method):
     name = "efficientrag"
     title = "EfficientRAG"
     paper = "EfficientRAG (Zhuang et al., EMNLP 2024; microsoft/EfficientRAG)"
-    tables = {"EfficientRAG": {}}
+    tables = {"EfficientRAG": {"EfficientRAG": {}}}
     paper_metrics = ("efficientrag_em",)
     requirements = (
         package("EfficientRAG training", "transformers", "transformers", "pip install 'mhindex[efficientrag]'"),

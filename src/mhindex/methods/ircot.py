@@ -108,7 +108,7 @@ class IRCoT(Method):
     title = "IRCoT"
     paper = "Interleaving Retrieval with Chain-of-Thought (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
     uses_titles = "its reader reads each paragraph under its title, and IIRC's pages are found by title search"
-    tables = {"IRCoT": {}, "SearChain": {}}
+    tables = {"IRCoT": {"IRCoT QA, Direct": {"reader": "direct"}, "IRCoT QA, CoT": {"reader": "cot"}}}
     Settings = IRCoTSettings
 
     settings: IRCoTSettings

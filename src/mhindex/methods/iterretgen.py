@@ -36,7 +36,7 @@ class IterRetGen(Method):
     name = "iterretgen"
     title = "Iter-RetGen"
     paper = "Iter-RetGen (Shao et al., Findings of EMNLP 2023), as EfficientRAG's baseline (microsoft/EfficientRAG)"
-    tables = {"EfficientRAG": {}}
+    tables = {"EfficientRAG": {"Iter-RetGen": {}}}
     paper_metrics = ("efficientrag_em",)
     Settings = IterRetGenSettings
 

@@ -31,6 +31,13 @@ Deviations, each forced by what runs here and said where it happens:
   prompt (KD-CoT fine-tunes LLaMA for it), or `--verifier-lm SPEC`;
 - when reader and LM agree after SQuAD normalisation, the verifier is not asked: any reply maps
   to that same answer.
+
+`--qa` runs the paper's Table 2 ablations, each as the released `pipeline/GPT_justify.py` (@cbec794) makes
+it: `reader` ("KD-CoT w/o Verifier") keeps the reader's answer every round (`add_fid_answer`); `verifier`
+("w/o Retrieve-then-read") retrieves nothing and asks the verifier of the LM's answer alone, "For the question
+Q, is the answer A correct? Response: ", a reply "No, the answer should be X" giving X (`get_match_input`,
+`process_match_results`); `none` ("LLM QA-CoT selected", the vanilla CoT with the selected demonstration)
+has no QA system: the LM writes its whole chain in one completion.
 """
 
 from __future__ import annotations
@@ -68,6 +75,10 @@ DEMO_SETS = prompt_sets("kdcot", suffix=".json")  # the released demonstrations,
 # The released verifier prompt (pipeline/GPT_justify.py of AdelWang/KD-CoT).
 VERIFY_PROMPT = "Which is the correct answer for the question {question}\n{choice_1} or {choice_2}\nAssistant:"
 NEITHER = "Neither, the correct answer should be"
+# The released prompt of the verifier without retrieve-then-read (pipeline/GPT_justify.py, `match_prompt`).
+MATCH_PROMPT = "For the question {question}, is the answer {choice} correct? Response: "
+NOT_SO = "No, the answer should be"
+QA_SYSTEMS = ("verified", "reader", "verifier", "none")
 READ_INSTRUCTION = {
     "Question": "Answer the question with a short phrase, using the passages.",
     "Multi_Answer_Question": "Answer the question with every answer the passages give, separated by commas.",
@@ -103,6 +114,12 @@ class KDCoTSettings:
     )
     verifier_lm: str | None = option(
         None, "KD-CoT's verifier: an LM spec (as --lm) \\[default: the LM, zero-shot with the released prompt]."
+    )
+    qa: str = option(
+        "verified",
+        "The QA system that checks each sub-answer: verified (retrieve, read, verify: KD-CoT), reader (the reader's "
+        "answer always), verifier (the verifier alone, no retrieval) or none (the LM's own chain).",
+        choices=QA_SYSTEMS,
     )
     step_tokens: int = option(96, "Most tokens for one Thought/Action/Answer round.", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)
@@ -270,6 +287,15 @@ def parse_turn(output: str, number: int) -> Turn | None:
     return turn
 
 
+def matched_answer(reply: str, lm_answer: str) -> str:
+    """The released `process_match_results.get_answer`: the verifier's reply on the LM's answer alone."""
+    if "No" in reply:
+        if reply in NOT_SO + " ":
+            return lm_answer
+        return reply.replace(NOT_SO, "").strip()
+    return lm_answer
+
+
 def verified_answer(reply: str, lm_answer: str, reader_answer: str) -> str:
     """The released `process_justify_results.get_answer`, reply to answer."""
     if "Neither" in reply:
@@ -304,7 +330,14 @@ class KDCoT(Method):
     name = "kdcot"
     title = "KD-CoT"
     paper = "Knowledge-Driven CoT (Wang et al., 2023; AdelWang/KD-CoT)"
-    tables = {"KD-CoT": {}}
+    tables = {
+        "KD-CoT": {
+            "LLM QA-CoT selected": {"qa": "none"},
+            "KD-CoT": {},
+            "KD-CoT w/o Retrieve-then-read": {"qa": "verifier"},
+            "KD-CoT w/o Verifier": {"qa": "reader"},
+        }
+    }
     Settings = KDCoTSettings
 
     settings: KDCoTSettings
@@ -372,10 +405,11 @@ class KDCoT(Method):
         steps: list[Step] = []
         while True:
             number = len(rounds) + 1
-            last = number > self.settings.rounds
+            alone = self.settings.qa == "none"  # no QA system: the LM's chain in one completion
+            last = alone or number > self.settings.rounds
             # A round ends where the next begins; the last one runs on to its Finish.
             stops = ["\nQuestion "] if last else [f"\nThought {number + 1}", "\nQuestion "]
-            tokens = self.settings.step_tokens * (2 if last else 1)
+            tokens = self.settings.step_tokens * ((self.settings.rounds + 1) if alone else (2 if last else 1))
             output = meter.complete(
                 self.prompt(demo, query.question, rounds),
                 tokens,
@@ -389,6 +423,8 @@ class KDCoT(Method):
                 ended = (
                     "Finish"
                     if finished
+                    else "no QA system: the answer read from the LM's chain"
+                    if alone
                     else "at the round limit: the answer read from its last reply"
                     if last
                     else "no Thought and Action could be read from the reply: the answer read from its text"
@@ -438,6 +474,12 @@ class KDCoT(Method):
 
     def _check(self, meter: Meter, current: Round) -> Round:
         """Retrieve, read, verify: the answer that goes into the next round."""
+        if self.settings.qa == "verifier":
+            prompt = MATCH_PROMPT.format(question=current.argument, choice=current.lm_answer)
+            current.verifier_reply = _ask(meter, self.verifier_lm, prompt, 32, "verifying the answer")
+            current.answer = matched_answer(current.verifier_reply, current.lm_answer)
+            current.verdict = "kept" if current.answer == current.lm_answer else "replaced"
+            return current
         hits = self.retriever.search(current.argument, self.settings.k)
         current.passages = [{"id": h.id, "title": h.title} for h in hits]
         if hits:
@@ -446,6 +488,8 @@ class KDCoT(Method):
             current.reader_answer = _ask(meter, self.reader_lm, prompt, 48, "reading the passages")
         if not current.reader_answer:
             current.verdict, current.answer = "unchecked", current.lm_answer
+        elif self.settings.qa == "reader":
+            current.verdict, current.answer = "the reader's", current.reader_answer
         elif not current.lm_answer or normalize_answer(current.lm_answer) == normalize_answer(current.reader_answer):
             current.verdict, current.answer = ("agreed" if current.lm_answer else "completed"), current.reader_answer
         else:

@@ -13,7 +13,7 @@ class NoRetrieval(Method):
     name = "nor"
     title = "NoR"
     paper = "IRCoT's no-retrieval baseline (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
-    tables = {"IRCoT": {}, "EfficientRAG": {}, "SearChain": {}}
+    tables = {"IRCoT": {"ZeroR QA, Direct": {"reader": "direct"}, "ZeroR QA, CoT": {"reader": "cot"}}}
     needs_retriever = False
 
     def __init__(

@@ -24,7 +24,7 @@ class OneRetrieval(Method):
     name = "oner"
     title = "OneR"
     paper = "IRCoT's one-retrieval baseline (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
-    tables = {"IRCoT": {}, "EfficientRAG": {"k": 10}}
+    tables = {"IRCoT": {"OneR QA, Direct": {"reader": "direct"}, "OneR QA, CoT": {"reader": "cot"}}}
     Settings = OneRSettings
 
     settings: OneRSettings

@@ -17,6 +17,13 @@ After 7 steps without Finish the release finishes with nothing; so does this, an
 paragraphs of the pages opened are what it retrieved. Deviations: a corpus is searched, not Wikipedia (its
 redirects and disambiguation pages have no counterpart); an empty action, which the release cannot take
 (it fails), is an invalid action here.
+
+`--fallback cot-sc` is the paper's ReAct -> CoT-SC (its Section 3.3, which SearChain's Table 1 runs): where
+ReAct gives no answer within its steps, CoT-SC answers: `--sc-samples` chains of thought (the paper's 21)
+sampled at `--sc-temperature` (0.7) from ReAct's released CoT prompt (`cotqa_simple6`), each seeded from
+`--sc-seed` so a rerun draws the same, and their majority answer (methods/cot.py, `self_consistent`). The
+release has no code for it. `--max-demos` keeps the first trajectories (and CoT demonstrations) of the six:
+SearChain's Table 8 gives 6 on HotpotQA and 4 on MuSiQue and 2WikiMQA.
 """
 
 from __future__ import annotations
@@ -29,7 +36,10 @@ from typing import Any
 from mhindex.backends.base import Hit, Retriever, search_titles, title_key
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
+from mhindex.methods.cot import self_consistent
 from mhindex.options import option
+
+FALLBACKS = ("none", "cot-sc")
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,15 @@ class ReActSettings:
     step_tokens: int = option(100, "Most tokens for one Thought and Action (the release's max_tokens).", min=1)
     page_paragraphs: int = option(10, "Paragraphs of a page that Search opens (its best first), for Lookup.", min=1)
     similar: int = option(5, "Titles listed when Search finds no page of that title (the release's 5).", min=1)
+    max_demos: int | None = option(None, "The first this many of the six released trajectories \\[default: all].",
+                                   min=1, max=6)  # fmt: skip
+    fallback: str = option(
+        "none", "cot-sc: where ReAct gives no answer, CoT-SC answers (the paper's ReAct -> CoT-SC).", choices=FALLBACKS
+    )
+    sc_samples: int = option(21, "CoT-SC: chains of thought sampled (the paper's 21).", min=1)
+    sc_temperature: float = option(0.7, "CoT-SC: their sampling temperature (the paper's 0.7).", min=0.0)
+    sc_tokens: int = option(256, "CoT-SC: most tokens for one chain.", min=1)
+    sc_seed: int = option(0, "CoT-SC: the first chain's seed (the next chains take the next seeds).")
 
     def recorded(self, dataset: str | None) -> dict[str, Any]:
         return asdict(self)
@@ -69,7 +88,8 @@ class ReAct(Method):
     title = "ReAct"
     paper = "ReAct (Yao et al., ICLR 2023; ysymyth/ReAct), its HotpotQA agent over the corpus"
     uses_titles = "Search[entity] opens the page whose title is the entity, Lookup reads within it"
-    tables = {"SearChain": {}, "KD-CoT": {}}
+    # SearChain's Table 8: six demonstrations on HotpotQA, four on the other datasets.
+    tables = {"SearChain": {"React→CoT-SC": {"fallback": "cot-sc", "max_demos": {"hotpotqa": 6, "*": 4}}}}
     Settings = ReActSettings
 
     settings: ReActSettings
@@ -79,9 +99,9 @@ class ReAct(Method):
     ) -> None:
         super().__init__(retriever, lm, settings, context)
         folder = resources.files("mhindex").joinpath("prompts", "react")
-        self.prompt = folder.joinpath("instruction.txt").read_text("utf-8") + folder.joinpath(
-            "webthink_simple6.txt"
-        ).read_text("utf-8")
+        head, *trajectories = folder.joinpath("webthink_simple6.txt").read_text("utf-8").split("Question:")
+        kept = head + "".join("Question:" + t for t in trajectories[: settings.max_demos])
+        self.prompt = folder.joinpath("instruction.txt").read_text("utf-8") + kept
 
     def answer(self, query: Query) -> Answer:
         clock, meter, env = Clock(), Meter(self.lm), _Env()
@@ -121,10 +141,17 @@ class ReAct(Method):
             if env.answer is not None:
                 break
         finished = env.answer is not None
+        details: dict[str, Any] = {"finished": finished, "bad_calls": bad_calls, "trajectory": trajectory}
+        answer = env.answer or ""
+        if not finished and self.settings.fallback == "cot-sc":
+            s = self.settings
+            answer, chains = self_consistent(meter, query.question, s.max_demos, s.sc_tokens, s.sc_samples,
+                                             s.sc_temperature, s.sc_seed)  # fmt: skip
+            details["cot_sc"] = {"answer": answer, "chains": chains}
         return Answer(
             query.id,
             query.question,
-            env.answer or "",
+            answer,
             [{"id": h.id, "title": h.title} for h in read.values()],
             steps,
             meter.calls,
@@ -133,7 +160,7 @@ class ReAct(Method):
             clock(),
             prompt[len(self.prompt) :],
             self.name,
-            details={"react": {"finished": finished, "bad_calls": bad_calls, "trajectory": trajectory}},
+            details={"react": details},
         )
 
     def _call(self, meter: Meter, prompt: str, stop: list[str], label: str) -> str:
@@ -189,5 +216,12 @@ class ReAct(Method):
                 rows.append(["opened", " · ".join(dict.fromkeys(titles.get(i, i) for i in ids))])
             steps.append(trace_step(f"step {number}", rows, ids))
         if not details.get("finished"):
-            steps.append(trace_step("Not finished", [["", f"no Finish[] in {len(steps)} steps: no answer"]]))
+            fallback = details.get("cot_sc")
+            said = "CoT-SC answers" if isinstance(fallback, dict) else "no answer"
+            steps.append(trace_step("Not finished", [["", f"no Finish[] in {len(steps)} steps: {said}"]]))
+            if isinstance(fallback, dict):
+                chains = [c for c in fallback.get("chains", []) if isinstance(c, dict)]
+                rows = [[f"seed {c.get('seed')}", str(c.get("answer") or "(no answer)")] for c in chains]
+                steps.append(trace_step(f"CoT-SC: {len(chains)} chains, the majority answers", [
+                    *rows, ["answer", str(fallback.get("answer") or "(none)")]]))  # fmt: skip
         return steps

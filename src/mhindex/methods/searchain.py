@@ -341,7 +341,7 @@ class SearChain(Method):
     name = "searchain"
     title = "SearChain"
     paper = "Search-in-the-Chain (Xu et al., WWW 2024; xsc1234/Search-in-the-Chain)"
-    tables = {"SearChain": {}}
+    tables = {"SearChain": {"SearChain": {}}}
     paper_metrics = ("cover_em_generated",)
     Settings = SearChainSettings
 

@@ -1,5 +1,7 @@
 """Self-Ask with retrieval (Press et al., Findings of EMNLP 2023; ofirpress/self-ask), as EfficientRAG's
-table runs it (microsoft/EfficientRAG @6b2489f, `src/baseline/retrieve/selfask.py`).
+table runs it (microsoft/EfficientRAG @6b2489f, `src/baseline/retrieve/selfask.py`), and as SearChain's runs it,
+four-shot (its Table 8) with Press et al.'s own demonstrations (`--demos press`, prompts/selfask/SOURCE.md),
+its follow-ups answered the same way (neither SearChain's paper nor its release says how; mhindex's choice).
 
 The LM continues the released prompt of the corpus's dataset (Press et al.'s format with the dataset's own
 demonstrations) as a completion, after "Are follow up questions needed here:". Each completion is read as
@@ -25,6 +27,7 @@ with nothing after it, fails the question on an IndexError in `extract_answer`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from mhindex.backends.base import Hit, Retriever
@@ -33,6 +36,7 @@ from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Qu
 from mhindex.methods.efficientrag import BaselineSettings, answer_step, parse_json_object, released_prompt
 from mhindex.options import option
 
+DEMOS = ("dataset", "press")
 INTERMEDIATE = "\nIntermediate answer:"
 FOLLOW_UP = "Follow up:"
 FINAL = "So the final answer is:"
@@ -40,6 +44,11 @@ FINAL = "So the final answer is:"
 
 @dataclass(frozen=True)
 class SelfAskSettings(BaselineSettings):
+    demos: str = option(
+        "dataset",
+        "dataset: EfficientRAG's released demonstrations of the dataset; press: Press et al.'s four (SearChain's row).",
+        choices=DEMOS,
+    )
     k: int = option(10, "Paragraphs retrieved for each follow-up question (the release's topk).", flag="-k", min=1)
     max_follow_ups: int = option(5, "At most this many follow-up questions (the release's max_iter).", min=0)
     step_tokens: int = option(100, "Most tokens a completion writes (the release's max_tokens).", min=1)
@@ -86,7 +95,7 @@ class SelfAsk(Method):
     paper = (
         "Self-Ask (Press et al., Findings of EMNLP 2023), as EfficientRAG's baseline runs it (microsoft/EfficientRAG)"
     )
-    tables = {"EfficientRAG": {}, "SearChain": {}}
+    tables = {"EfficientRAG": {"SelfAsk": {}}, "SearChain": {"Self-Ask": {"demos": "press"}}}
     paper_metrics = ("efficientrag_em",)
     Settings = SelfAskSettings
 
@@ -97,7 +106,11 @@ class SelfAsk(Method):
     ) -> None:
         super().__init__(retriever, lm, settings, context)
         self.prompt_name = settings.prompts_for(context.dataset)
-        self.prompt = released_prompt(f"selfask_{self.prompt_name}")
+        if settings.demos == "press":
+            press = resources.files("mhindex").joinpath("prompts", "selfask", "press.txt")
+            self.prompt = press.read_text("utf-8").strip()
+        else:
+            self.prompt = released_prompt(f"selfask_{self.prompt_name}")
         self.answer_prompt = released_prompt(f"answer_{self.prompt_name}")
 
     def _complete(self, meter: Meter, prompt: str, stops: str | tuple[str, ...], label: str) -> str:
@@ -153,7 +166,7 @@ class SelfAsk(Method):
             )
         details = {
             "selfask": {
-                "prompt": self.prompt_name,
+                "prompt": "press" if s.demos == "press" else self.prompt_name,
                 "history": prompt[len(base) :] + final,
                 "follow_ups": len(steps),
                 "fallback": fallback,
