@@ -142,7 +142,6 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from mhindex.errors import BadInput, MhindexError, UsageError
     from mhindex.eval.metrics import AnswerMetric
     from mhindex.home import CorpusDir
-    from mhindex.papers import Measure, PaperRow, PaperTable
     from mhindex.lm.base import Completion, LanguageModel, LMError, LMProvider, LoadRequest
     from mhindex.methods.base import (
         Answer,
@@ -159,6 +158,7 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from mhindex.methods.reader import Reader
     from mhindex.methods.settings import ReaderSettings, demo_set
     from mhindex.options import option
+    from mhindex.papers import Measure, PaperRow, PaperTable
     from mhindex.registry import GROUPS
     from mhindex.requirements import Requirement, package
     from mhindex.text import normalize_answer

@@ -40,7 +40,7 @@ METHODS_HELP = (
     f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: {','.join(DEFAULT_EVAL_METHODS)}, "
     "unless --table]."
 )
-TABLE_HELP = (f"A paper's table row for row, each as the paper ran it, its figures beside ours: {', '.join(table_names())} "
+TABLE_HELP = (f"A paper's table row for row, as the paper ran each, its figures by ours: {', '.join(table_names())} "
               "(`mhindex list tables`: its rows); --method adds rows of mhindex's own, shown apart.")  # fmt: skip
 RUNS_HELP = (
     "Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest evaluation of --corpus]."
