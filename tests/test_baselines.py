@@ -56,6 +56,9 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
     assert len(details["completions"]) == 2 + len(steps)
     assert {r["id"] for r in record["retrieved"]} == {i for s in steps for i in s["retrieved_ids"]}
 
+    # SearChain's row: Press et al.'s own four demonstrations.
+    press = mh("ask", QUESTION, "--method", "selfask", "--demos", "press", *fast).json()
+    assert press["selfask"]["prompt"] == "press" and press["selfask"]["fallback"] is None and press["answer"]
     # Completions too short to reach the format's stop strings are invalid, as in the release: no follow-up,
     # no final answer, and the trace says so instead of looping or failing.
     broken = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast).json()
@@ -63,6 +66,55 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
     assert broken["selfask"]["fallback"] == "the final completion gave no answer: there is none"
     shown = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast[:-1]).out
     assert "note: the final completion gave no answer" in " ".join(shown.split())
+
+
+@pytest.mark.slow
+def test_direct_and_direct_r_answer_in_one_call_as_the_rows_of_each_paper(mh, musique):
+    from mhindex.methods.direct import zero_shot_answer
+
+    # EfficientRAG's Direct: its released few-shot prompt of the dataset, the JSON reply's answer.
+    record = mh("ask", QUESTION, "--method", "direct", "--answer-tokens", "48", "--json").json()
+    details = record["direct"]
+    assert record["lm_calls"] == 1 and record["retrieved"] == [] and record["steps"] == []
+    assert details["prompt"] == "json" and details["prompt_from"] == "musique"
+    assert record["answer"] == json_answer(details["reply"])[0] and details["json"] == (
+        json_answer(details["reply"])[1] is not None and "answer" in json_answer(details["reply"])[1]
+    )
+    # SearChain's Direct Prompting: zero-shot, the reply's first line.
+    zero = mh("ask", QUESTION, "--method", "direct", "--prompt", "zero-shot", "--answer-tokens", "24", "--json").json()
+    assert zero["answer"] == zero_shot_answer(zero["direct"]["reply"]) and "json" not in zero["direct"]
+    # EfficientRAG's Direct-R (its released direct.py): the question as it is, top K, the dataset's QA prompt.
+    retrieved = mh("ask", QUESTION, "--method", "direct-r", "-k", "3", "--answer-tokens", "48", "--json").json()
+    (step,) = retrieved["steps"]
+    assert step["query"] == QUESTION and len(step["retrieved_ids"]) == 3 and retrieved["direct"]["read"] == 3
+    assert [r["id"] for r in retrieved["retrieved"]] == step["retrieved_ids"] and retrieved["lm_calls"] == 1
+    shown = " ".join(mh("ask", QUESTION, "--method", "direct-r", "-k", "3", "--answer-tokens", "48").out.split())
+    assert "Answer (musique's released prompt)" in shown and "read 3 paragraphs" in shown
+
+
+@pytest.mark.slow
+def test_cot_in_reacts_format_and_react_falling_back_to_self_consistent_cot(mh, musique):
+    from mhindex.methods.cot import plain_answer
+
+    record = mh("ask", QUESTION, "--method", "cot", "--style", "plain", "--max-demos", "2", "--answer-tokens", "64",
+                "--json").json()  # fmt: skip
+    cot = record["cot"]
+    assert cot["style"] == "plain" and cot["demos"] == 2 and record["answer"] == plain_answer(cot["reply"])
+    # ReAct never finishes in one step of three tokens: CoT-SC answers, each chain sampled with its own seed.
+    sc = ["--method", "react", "--max-steps", "1", "--step-tokens", "3", "--fallback", "cot-sc", "--sc-samples", "3",
+          "--sc-tokens", "48", "--max-demos", "2", "--json"]  # fmt: skip
+    first = mh("ask", QUESTION, *sc).json()
+    fallback = first["react"]["cot_sc"]
+    assert not first["react"]["finished"] and [c["seed"] for c in fallback["chains"]] == [0, 1, 2]
+    assert all(c["answer"] == plain_answer(c["chain"]) for c in fallback["chains"])
+    votes = [c["answer"] for c in fallback["chains"] if c["answer"]]
+    assert first["answer"] == fallback["answer"] and (not votes or first["answer"] in votes)
+    assert first["lm_calls"] == first["react"]["bad_calls"] + 1 + 3
+    # Seeded: the same chains again (a sampled call is never answered from the call cache); other seeds, others.
+    again = mh("ask", QUESTION, *sc).json()
+    assert [c["chain"] for c in again["react"]["cot_sc"]["chains"]] == [c["chain"] for c in fallback["chains"]]
+    other = mh("ask", QUESTION, *sc, "--sc-seed", "100").json()
+    assert [c["chain"] for c in other["react"]["cot_sc"]["chains"]] != [c["chain"] for c in fallback["chains"]]
 
 
 @pytest.mark.slow
@@ -147,7 +199,9 @@ def test_decompose_reads_the_sub_questions_as_the_release_writes_them():
     from mhindex.methods.decompose import listed_sub_questions
 
     listed = '```json\n{"decomposed_questions": ["Who made X?", "Where is Y?", "Who made X?"]}\n```'
-    assert listed_sub_questions(listed, 6) == ["Who made X?", "Where is Y?"]
+    # Each searched as written, a repeated one again (the release searches the list as is; its paragraphs are the
+    # same, and kept once).
+    assert listed_sub_questions(listed, 6) == ["Who made X?", "Where is Y?", "Who made X?"]
     assert listed_sub_questions(listed, 1) == ["Who made X?"]
     synthesis = '{"question": "q", "decomposed_questions": {"1": {"sub_question": "A?"}, "2": {"sub_question": "B?"}}}'
     assert listed_sub_questions(synthesis, 6) == []  # the release reads the first {...}: a nested object fails

@@ -23,10 +23,12 @@ from mhindex.methods.kdcot import (
     DemoPicker,
     KDCoT,
     KDCoTSettings,
+    Turn,
     action_name,
     finish_answer,
-    parse_turn,
+    matched_answer,
     read_demos,
+    read_round,
     verified_answer,
 )
 
@@ -78,7 +80,9 @@ def test_the_verifier_replaces_the_lm_answer_and_the_next_round_sees_it(webqsp):
     _, retriever = webqsp
     lm = ScriptedLM(
         rounds=[
-            "I need to find where Mary Bell lived.\nAction 1 Question[Where did Mary Bell live?]\nAnswer 1 London.",
+            # Each round as the LM writes it, up to the next round's Thought (the release reads that marker).
+            "I need to find where Mary Bell lived.\nAction 1 Question[Where did Mary Bell live?]\nAnswer 1 London.\n"
+            "Thought 2",
             "Mary Bell lived in Newcastle upon Tyne.\nAction 2 Finish[Newcastle upon Tyne]",
         ],
         reads=["Newcastle upon Tyne"],
@@ -110,11 +114,13 @@ def test_the_verifier_replaces_the_lm_answer_and_the_next_round_sees_it(webqsp):
 
 def test_agreement_needs_no_verifier_and_the_round_limit_forces_a_finish(webqsp):
     _, retriever = webqsp
-    ask = "I need to know more.\nAction {n} Question[Where did Mary Bell live?]\nAnswer {n} Newcastle upon Tyne"
+    ask = (
+        "I need to know more.\nAction {n} Question[Where did Mary Bell live?]\nAnswer {n} Newcastle upon Tyne\nThought"
+    )
     lm = ScriptedLM(
         rounds=[
-            ask.format(n=1),
-            ask.format(n=2),
+            ask.format(n=1) + " 2",
+            ask.format(n=2) + " 3",
             "Done.\nAction 3 Multi_Answr_Question[x]\nAnswer 3 y\nThought 4 so\nAction 4 Finish[Newcastle upon Tyne.]",
         ],
         reads=["newcastle upon tyne", "Newcastle upon Tyne"],
@@ -144,26 +150,28 @@ def test_a_reply_with_no_step_ends_the_answer_and_the_trace_says_so(webqsp):
     assert finish["rows"][1][1].startswith("no Thought and Action could be read from the reply")
 
 
-def test_a_step_is_read_leniently():
+def test_a_round_is_read_as_the_released_code_reads_it():
+    """GPT_inference_steps.py's reading, quirks kept (tests/test_readings.py holds it to the release on real
+    outputs): names matched by edit distance, a sub-question cut at its "?", a "]." left after a Finish."""
     assert (
         action_name("Multi_Answr_Question") == "Multi_Answer_Question"
         and action_name("Finsh") == "Finish"
         and action_name("Questio") == "Question"
     )
-    turn = parse_turn(
+    turn = read_round(
         "Thinking.\nAction 2\nMulti_Answer_Qestion[Who are the children of X? and more]\nAnswer 2 A\nB.\nThought 3 z", 2
     )
+    assert isinstance(turn, Turn)
     assert (turn.thought, turn.action, turn.argument, turn.lm_answer) == (
         "Thinking.",
         "Multi_Answer_Question",
         "Who are the children of X",
         "A,B",
     )
-    assert parse_turn("no action at all", 1) is None
-    assert (
-        finish_answer("Thought 2 so\nAction 2 Finish[Paris].") == "Paris"
-        and finish_answer("just words") == "just words"
-    )
+    # No next round's Thought: the question ends, its answer what follows the last Finish[ (else the text).
+    assert read_round("no action at all", 1) == "no action at all"
+    assert read_round("so\nAction 1 Finish[Paris]\nAnswer 1 Paris\nThought 2 done", 1) == "Paris"
+    assert finish_answer("Thought 2 so\nAction 2 Finish[Paris].") == "Paris]"  # the release drops "." then no "]"
 
 
 def test_the_verifier_reply_maps_to_an_answer_as_the_released_code_does():
@@ -257,3 +265,37 @@ def test_kdcot_end_to_end_with_the_packaged_model(mh):
             "unchecked",
         )
         assert round_["answer"] in (round_["lm_answer"], round_["reader_answer"]) or round_["verifier_reply"]
+
+
+def test_the_papers_ablations_run_as_the_released_justify_code_makes_them(webqsp):
+    """Table 2's rows without the verifier (`add_fid_answer`: the reader's answer, always), without
+    retrieve-then-read (`get_match_input`: the verifier of the LM's answer alone, "No, the answer should be X"),
+    and the vanilla CoT with no QA system (the LM's chain as it wrote it, in one completion)."""
+    _, retriever = webqsp
+    asked = "I need the place.\nAction 1 Question[Where did Mary Bell live?]\nAnswer 1 London.\nThought 2"
+    done = "So it is.\nAction 2 Finish[Newcastle upon Tyne]"
+    lm = ScriptedLM(rounds=[asked, done], reads=["Newcastle upon Tyne"], verdicts=[])
+    reader = kdcot(retriever, lm, qa="reader").answer(Query("q", QUESTION))
+    [round_] = reader.details["trace"]
+    assert (round_["verdict"], round_["answer"]) == ("the reader's", "Newcastle upon Tyne")
+    assert [k for k, _ in lm.prompts] == ["round", "read", "round"]  # no verifier
+
+    class Matching(ScriptedLM):
+        def complete(self, prompt, **kwargs) -> Completion:
+            if prompt.startswith("For the question "):
+                self.prompts.append(("match", prompt))
+                return Completion("No, the answer should be Newcastle upon Tyne", 10, 5, 0.0)
+            return super().complete(prompt, **kwargs)
+
+    lm = Matching(rounds=[asked, done], reads=[], verdicts=[])
+    matched = kdcot(retriever, lm, qa="verifier").answer(Query("q", QUESTION))
+    [round_] = matched.details["trace"]
+    assert round_["passages"] == [] and (round_["verdict"], round_["answer"]) == ("replaced", "Newcastle upon Tyne")
+    assert lm.prompts[1] == ("match", "For the question Where did Mary Bell live, is the answer London correct? "
+                                      "Response: ")  # fmt: skip
+    assert matched_answer("Yes", "London") == "London" and matched_answer("No", "London") == "London"
+
+    lm = ScriptedLM(rounds=[asked + " so\nAction 2 Finish[Durham]"], reads=[], verdicts=[])
+    alone = kdcot(retriever, lm, qa="none").answer(Query("q", QUESTION))
+    assert alone.answer == "Durham" and alone.lm_calls == 1 and alone.details["trace"] == []
+    assert alone.details["finish"]["ended"] == "no QA system: the answer read from the LM's chain"

@@ -57,7 +57,8 @@ def test_ircot_s_table_is_pinned(musique, tmp_path):
 @pytest.mark.slow
 def test_searchain_s_table_is_pinned(musique, tmp_path):
     short = ["-k", "2", "--max-demos", "1", "--max-steps", "2", "--answer-tokens", "16", "--step-tokens", "40"]
-    rows = ["--rounds", "2", "--chain-tokens", "64", "--max-follow-ups", "1", "--page-paragraphs", "2"]
+    rows = ["--rounds", "2", "--chain-tokens", "64", "--max-follow-ups", "1", "--page-paragraphs", "2", "--sc-samples",
+            "2", "--sc-tokens", "32"]  # fmt: skip
     _eval(musique, "musique", "SearChain", tmp_path, *short, *rows)
     check_pinned("searchain", tmp_path)
     _traces_are_in_the_report(musique, tmp_path)
@@ -67,7 +68,7 @@ def test_searchain_s_table_is_pinned(musique, tmp_path):
 def test_kdcot_s_table_is_pinned(tmp_path):
     home = tmp_path / "home"
     assert main(["--quiet", "--home", str(home), "build", "webqsp"]) == 0
-    _eval(home, "webqsp", "KD-CoT", tmp_path / "table", "--rounds", "2", "--max-steps", "2")
+    _eval(home, "webqsp", "KD-CoT", tmp_path / "table", "--rounds", "2")
     check_pinned("kdcot", tmp_path / "table")
     _traces_are_in_the_report(home, tmp_path / "table")
 
@@ -109,12 +110,13 @@ def test_a_moved_table_names_the_row_question_and_metric_it_moved():
     pinned = json.loads((PINNED / "ircot.json").read_text())
     now = copy.deepcopy(pinned)
     qid = pinned["questions"][0]
-    now["rows"]["oner"]["answers"][qid] = "Paris"
-    now["rows"]["oner"]["scores"]["f1"] = 0.5
-    del now["rows"]["nor"]
+    now["rows"]["oner@reader=direct"]["answers"][qid] = "Paris"
+    now["rows"]["oner@reader=direct"]["scores"]["f1"] = 0.5
+    del now["rows"]["nor@reader=direct"]
     assert moved(pinned, pinned) == []
+    was = pinned["rows"]["oner@reader=direct"]
     assert moved(pinned, now) == [
-        "row nor: gone",
-        f"row oner, question {qid}: answer {pinned['rows']['oner']['answers'][qid]!r} -> 'Paris'",
-        f"row oner: f1 {pinned['rows']['oner']['scores']['f1']} -> 0.5",
+        "row nor@reader=direct: gone",
+        f"row oner@reader=direct, question {qid}: answer {was['answers'][qid]!r} -> 'Paris'",
+        f"row oner@reader=direct: f1 {was['scores']['f1']} -> 0.5",
     ]

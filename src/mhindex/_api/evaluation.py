@@ -101,6 +101,7 @@ def evaluate(
     sweep: Sequence[str] = (),
     tune_on: int | None = None,
     tune_metric: str = "recall",
+    questions_of: Path | str | None = None,
     out: Path | str | None = None,
     budget: int = 15,
     judge_lm: str | None = None,
@@ -121,6 +122,7 @@ def evaluate(
     `settings`: the methods' settings as keywords. A table's rows are the paper's as the methods claim them
     (`Method.tables`); `methods` beside a table are rows mhindex adds, shown apart."""
     from mhindex.backends import BackendSpec
+    from mhindex.eval.rerun import reported_questions
     from mhindex.eval.run import EvalPlan
     from mhindex.eval.run import evaluate as run_evaluation
     from mhindex.eval.settings import EvalSettings
@@ -129,7 +131,7 @@ def evaluate(
     from mhindex.options import settings_from
 
     given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), tune_on=tune_on, tune_metric=tune_metric,
-                 out=out, budget=budget, judge_lm=judge_lm)  # fmt: skip
+                 questions_of=questions_of, out=out, budget=budget, judge_lm=judge_lm)  # fmt: skip
     settings_from(EvalSettings, given, "eval")  # the bounds and choices `mhindex eval` checks, with its messages
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
@@ -155,6 +157,7 @@ def evaluate(
         budget=budget,
         judge=judge_lm,
         table=planned.record() if planned else None,
+        question_ids=reported_questions(Path(questions_of).expanduser()) if questions_of is not None else None,
     )
     result = run_evaluation(plan, home=root)
     return read_evaluation(result.folder, home=root)  # as any later reader sees it (JSON's lists, not tuples)

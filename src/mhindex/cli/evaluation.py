@@ -42,6 +42,7 @@ METHODS_HELP = (
 )
 TABLE_HELP = (f"A paper's table row for row, as the paper ran each, its figures by ours: {', '.join(table_names())} "
               "(`mhindex list tables`: its rows); --method adds rows of mhindex's own, shown apart.")  # fmt: skip
+SCORE_TABLE_HELP = "The files are rows of this paper's table (each named as its row's run: direct-r.jsonl)."
 RUNS_HELP = (
     "Evaluation folders (`mhindex eval` outputs): any datasets, methods \\[default: the latest evaluation of --corpus]."
 )
@@ -108,18 +109,19 @@ def score(
     chart: Annotated[Optional[Path], opt("Also write a recall/F1 bar chart here (PNG).")] = None,
     judge_lm: JudgeOption = None,
     table_format: FormatOption = TableFormat.text,
+    table: Annotated[Optional[str], opt(SCORE_TABLE_HELP)] = None,
     *,
     root: Path,
     output: Output,
 ) -> None:
     """Score prediction files side by side against a question file: one a row, with their paired differences.
-    With --json: one file's metrics by its name; several as metrics.json has them ({"methods", "paired"})."""
+    With --json: one file's metrics by its name; several (or --table) as metrics.json has them."""
     from mhindex.eval.report import scored_view
     from mhindex.eval.run import score_files
     from mhindex.lm import ModelOptions
 
     with ui.graceful_interrupts(kept="the judge's calls so far are cached"):
-        scored = score_files(predictions, questions, budget, root, judge_lm, ModelOptions())
+        scored = score_files(predictions, questions, budget, root, judge_lm, ModelOptions(), table)
     _show(output, *scored_view(scored, predictions, table_format, output.terminal, chart))
 
 

@@ -596,7 +596,7 @@ def scored_view(scored: Scored, files: Sequence[Path], form: str, terminal: bool
     title = f"{', '.join(p.name for p in files)}, scored on {scored.questions_file}"
     if chart is not None:
         bar_chart({scored.questions_file.parent.name: scored.methods}, chart, title)
-    view = metrics_view(scored.methods, title, form, terminal, chart)
+    view = metrics_view(scored.methods, title, form, terminal, chart, scored.paper)
     if not isinstance(view, str):
         timed = lm_time_table(scored.methods)
         view = [
@@ -604,7 +604,8 @@ def scored_view(scored: Scored, files: Sequence[Path], form: str, terminal: bool
             *([timed] if timed is not None else []),
             *([paired_table(scored.paired)] if scored.paired else []),
         ]
-    return ({"methods": scored.methods, "paired": scored.paired} if len(files) > 1 else scored.methods), view
+    data = {"methods": scored.methods, "paired": scored.paired, **({"table": scored.paper} if scored.paper else {})}
+    return (data if len(files) > 1 or scored.paper else scored.methods), view
 
 
 def lm_time_table(metrics: dict[str, dict]) -> Any:

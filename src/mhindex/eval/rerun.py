@@ -55,6 +55,15 @@ def _read(path: Path) -> dict[str, Any]:
     return found
 
 
+def reported_questions(folder: Path) -> list[str]:
+    """The ids of the questions an evaluation reported (its folder or metrics.json), in order: `--questions-of`."""
+    metrics = _read(folder if folder.is_file() else folder / "metrics.json")
+    ids = metrics.get("question_ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise UsageError(f"{folder}: its metrics.json lists no question_ids to ask again")
+    return ids
+
+
 def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
     """The evaluation `folder` records, to be made again into `out`; one line for what cannot be the same."""
     from mhindex.backends import BackendSpec

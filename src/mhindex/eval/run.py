@@ -448,6 +448,9 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
         if missing:
             raise UsageError(f"corpus '{corpus.name}' has no question {missing[0]} (and {len(missing) - 1} more)")
         questions = [recorded[i] for i in plan.question_ids]
+        if tuned_on := [q["id"] for q in tuning if q["id"] in set(plan.question_ids)]:
+            raise UsageError(f"{len(tuned_on)} of the questions asked are among the --tune-on ones (first: "
+                             f"{tuned_on[0]}): tune on others (another --seed)")  # fmt: skip
     if not questions:
         raise UsageError(
             f"corpus '{corpus.name}' has no questions with answers or relevance judgements to evaluate"
@@ -607,15 +610,24 @@ class Scored:
     methods: dict[str, dict]
     paired: list[dict]
     questions_file: Path
+    #: the paper's table the files are rows of (`score --table`), as metrics.json records one
+    paper: dict | None = None
 
 
 def score_files(
-    predictions: Sequence[Path], questions: str, budget: int, home: Path, judge: str | None = None, model: Any = None
+    predictions: Sequence[Path],
+    questions: str,
+    budget: int,
+    home: Path,
+    judge: str | None = None,
+    model: Any = None,
+    table: str | None = None,
 ) -> Scored:
     """`mhindex score`: prediction files (`ask --json` records, TREC runs, `search -` results) scored side by side
     against a questions file (or a corpus name, meaning its questions.jsonl), on every question any of them
     answers: a file that lacks one scores it 0, as `eval` scores a failed answer. Each is named by the method its
-    records name (the file's name where that says more, as eval's `oner@k=5.jsonl`)."""
+    records name (the file's name where that says more, as eval's `oner@k=5.jsonl`). `table`: the files are rows of
+    that paper's table, each named as the row's run (`direct-r.jsonl`), and the paper's figures stand beside them."""
     from mhindex.eval.judge import judge_predictions
     from mhindex.home import open_corpus
     from mhindex.methods.session import load_judge
@@ -651,7 +663,22 @@ def score_files(
         if judge_lm is not None:
             judge_lm.close()
     methods = {name: aggregate(records, asked, budget, verdicts.get(name)) for name, records in read.items()}
-    return Scored(methods, paired_differences(read, asked, budget) if len(read) > 1 else [], questions_file)
+    paired = paired_differences(read, asked, budget) if len(read) > 1 else []
+    return Scored(methods, paired, questions_file, _table_of_files(table, list(read), asked) if table else None)
+
+
+def _table_of_files(table: str, names: list[str], questions: Mapping[str, dict]) -> dict[str, Any]:
+    """A paper's table for `score`: the files named as its rows' runs are those rows, the others rows added; a
+    row whose file is not among them is not run, and says so."""
+    from mhindex.eval.tables import plan_table
+
+    datasets = {q.get("dataset") for q in questions.values()}
+    planned = plan_table(table, datasets.pop() if len(datasets) == 1 else None)
+    record = planned.record()
+    absent = [{"row": r.label, "why": f"no {r.variant}.jsonl among the files scored", "paper": record["rows"][r.variant]
+               ["paper"]} for r in planned.rows if r.variant not in names]  # fmt: skip
+    return {**record, "rows": {n: v for n, v in record["rows"].items() if n in names}, "not_run": absent +
+            record["not_run"]}  # fmt: skip
 
 
 def _shown_name(path: Path, records: list[dict], taken: Mapping[str, Any]) -> str:

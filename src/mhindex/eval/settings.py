@@ -32,6 +32,12 @@ class EvalSettings:
         "recall", "What --tune-on maximises: recall, f1 or em (a retrieval evaluation: ndcg_10, map, mrr).",
         choices=TUNE_METRICS,
     )  # fmt: skip
+    questions_of: Path | None = option(
+        None,
+        "Ask exactly the questions an earlier evaluation reported (its folder or metrics.json), whatever --limit, "
+        "--seed and --tune-on would draw: a new row on the same questions as a table made before.",
+        metavar="EVAL_DIR",
+    )
     out: Path | None = option(
         None, "Output folder \\[default: <home>/NAME/eval/<lm>-<backend>-s<seed>; a larger --limit grows it]."
     )

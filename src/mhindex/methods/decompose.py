@@ -140,8 +140,9 @@ class Decompose(Method):
 
 def listed_sub_questions(reply: str, limit: int) -> list[str]:
     """The sub-questions of a decomposition reply, read as the release reads it (`utils/model.py`: the first
-    `{...}`, so a nested object is no list), the first `limit` distinct ones; none where there is no list."""
+    `{...}`, so a nested object is no list), each searched as written, a repeated one again (its paragraphs are
+    the same, kept once); the first `limit`, and none where there is no list (blank or non-text items, which the
+    release's retriever cannot take, left out)."""
     parsed = parse_json_object(reply)
     listed = parsed.get("decomposed_questions") if parsed else None
-    found = [q.strip() for q in listed if isinstance(q, str) and q.strip()] if isinstance(listed, list) else []
-    return list(dict.fromkeys(found))[:limit]
+    return [q for q in listed if isinstance(q, str) and q.strip()][:limit] if isinstance(listed, list) else []

@@ -338,11 +338,12 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
 
 
 def json_answer(reply: str) -> tuple[str, dict[str, Any] | None]:
-    """The answer of a JSON reply, as the release reads it (`ask_model`'s json parser): the first `{...}`'s
-    "answer"; where there is none, the reply's first line that is not a code fence, unquoted. And the JSON."""
+    """The answer of a JSON reply, as the release reads it (`ask_model`'s json parser and its check): the first
+    `{...}`'s "answer", whatever its value, as Python writes it; where there is none (the release fails the
+    question), the reply's first line that is not a code fence, unquoted. And the JSON."""
     parsed = parse_json_object(reply)
-    if parsed is not None and isinstance(parsed.get("answer"), str | int | float):
-        return str(parsed["answer"]).strip(), parsed
+    if parsed is not None and "answer" in parsed:
+        return str(parsed["answer"]), parsed
     first = next((line for line in reply.splitlines() if line.strip() and not line.strip().startswith("```")), "")
     return first.strip().strip('"').strip(), parsed
 

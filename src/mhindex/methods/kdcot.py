@@ -14,10 +14,12 @@ the one of a collection whose question is most like the asked one. Each `Questio
 The verified answer replaces the LM's in the next round's prompt. `Finish[...]` is never
 verified. After `--rounds` rounds (3, as in the released code) the LM must finish.
 
-How the released code's loop is followed (`pipeline/GPT_inference_steps.py`): each step's output
-is cut after its first Thought/Action/Answer; action names are matched to the three by edit
-distance; a sub-question is cut at its first `?`, `!` or line break; an unusable step ends the
-question with whatever the output says after `Finish[`.
+How the released code's loop is followed (`pipeline/GPT_inference_steps.py` @cbec794): a round generates until
+it has written the next round's "Thought n+1", which is kept, since the release reads it; each round's output
+is then read as `process_webqsp_response` reads it (`read_round`, held to the release on real outputs by
+tests/test_readings.py), quirks kept: action names matched to the three by edit distance, a sub-question cut at
+its first `?`, `!` or line break, and a round whose parts its patterns do not find ending the question with
+what the output says after its last `Finish[` (`get_answer`).
 
 Deviations, each forced by what runs here and said where it happens:
 - the instruction is mhindex's own wording of the paper's format (the authors' repository has
@@ -43,6 +45,7 @@ has no QA system: the LM writes its whole chain in one completion.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -224,8 +227,9 @@ class DemoPicker:
 
 
 def action_name(text: str) -> str:
-    """The action nearest to what was written, by edit distance (the released code's rule)."""
-    return min(ACTIONS, key=lambda action: _edit_distance(action, text.strip()))
+    """The action nearest to what was written, by edit distance, the first of equals (the released
+    `action_normalization`)."""
+    return min(ACTIONS, key=lambda action: _edit_distance(action, text))
 
 
 def _edit_distance(a: str, b: str) -> int:
@@ -240,20 +244,21 @@ def _edit_distance(a: str, b: str) -> int:
 
 
 def finish_answer(text: str) -> str:
-    """What follows the last `Finish[`, up to its `]` or the line's end, a final full stop dropped
-    (the released `get_answer`, which drops only a last `]`); the whole text without a Finish."""
-    answer = text.split("Finish[")[-1]
-    if "Finish[" in text:
-        answer = answer.split("]")[0].split("\n")[0]
-    answer = answer.strip()
-    return answer[:-1].strip() if answer.endswith(".") else answer
+    """The released `get_answer`: what follows the last `Finish[`, stripped, a last `]` and then a last `.`
+    dropped (the whole text where there is no Finish)."""
+    answer = text.split("Finish[")[-1].strip()
+    answer = answer[:-1] if answer.endswith("]") else answer
+    return answer[:-1] if answer.endswith(".") else answer
 
 
 def sub_question(text: str) -> str:
-    """The released `question_normalization`: cut at the first line break, tab, ? or !."""
+    """The released `question_normalization`: cut at the first line break, tab, ? or !, and before a "Thought n"
+    left in it; "" where nothing is left (the release's "unk", which ends the question)."""
     for stop in ("\n", "\t", "?", "!"):
         text = text.split(stop)[0]
-    return text.strip()
+    if marker := re.search(r"Thought( |\n)*[0-9]", text):
+        text = re.search(r".*Thought( |\n)*[0-9]", text).group().replace(marker.group(), "")  # type: ignore[union-attr]
+    return text
 
 
 @dataclass
@@ -264,27 +269,50 @@ class Turn:
     lm_answer: str = ""
 
 
-def parse_turn(output: str, number: int) -> Turn | None:
-    """`Thought` text, `Action n Name[argument]` and `Answer n ...` of one round; None when the
-    output has no usable action."""
-    text = output.replace(f"Action {number}\n", f"Action {number} ")
-    split = re.search(rf"(?:Action|Event)\s*{number}", text)
-    if not split:
-        return None
-    thought = text[: split.start()].strip()
-    rest = text[split.end() :]
-    found = re.match(r"\s*([A-Za-z_ ]+?)\s*\[(.*?)(?:\]|\n|$)", rest, re.S)
-    if not found:
-        return None
-    turn = Turn(thought, action_name(found.group(1)), found.group(2).strip())
-    if turn.action != "Finish":
-        turn.argument = sub_question(turn.argument)
-        if not turn.argument:
-            return None
-        answer = re.search(rf"Answer\s*{number}\s*(.*?)(?:\n\s*(?:Thought|Action|Answer)\b|$)", rest, re.S)
-        lm_answer = answer.group(1).strip().replace("\n", ",") if answer else ""
-        turn.lm_answer = lm_answer[:-1].strip() if lm_answer.endswith(".") else lm_answer
-    return turn
+def read_round(output: str, number: int) -> Turn | str:
+    """Round `number`'s output as the released `process_webqsp_response` reads it (GPT_inference_steps.py): its
+    Thought, Action and the LM's own Answer; or, where the round ends the question, the final answer (a string):
+    no "Thought n+1" after it, an action that does not split in two, a Finish, an empty sub-question, or a part
+    its patterns do not find. `output` is what the LM wrote after "Thought n", up to "Thought n+1" where it
+    wrote that."""
+    if f"Thought {number + 1}" not in output:
+        return finish_answer(output)
+    try:
+        thought = re.search(rf"(.|\n)*?(Action|Event) {number}", output).group()  # type: ignore[union-attr]
+        thought = re.sub(rf"(Action|Event) {number}", "", thought).strip()
+        output = output.replace(f"Action {number}\n", f"Action {number}")
+        action = _action(output, number)
+        if len(action) < 3:  # the name on a line of its own: read again from "Action n" on
+            start = output.find(f"Action {number}")
+            output = f"Action {number} " + output[start:].replace(f"Action {number}", "").strip()
+            action = _action(output, number)
+        parts = action.split("[") if "[" in action else action.split(" ")
+        if len(parts) != 2:
+            return finish_answer(output)
+        name, argument = action_name(parts[0]), parts[1]
+        if name != "Finish" and not (argument := sub_question(argument)):
+            return finish_answer(output)
+        said = re.search(rf"Answer {number}(.|\n)*?(Thought|Action|Answer)", output).group()  # type: ignore[union-attr]
+        said = said.replace(f"Answer {number}", "").replace("Thought", "").strip()
+        said = said[:-6] if said[-6:] == "Action" else said
+        said = said[:-6] if said[-6:] == "Answer" else said
+        said = said.replace("\n", ",")
+        said = said[:-1] if said[-1] == "." else said
+        if len(said) > 300:  # the release's shortening raises (its pattern is invalid): the question ends
+            raise ValueError(said)
+    except (AttributeError, IndexError, ValueError):
+        return finish_answer(output)
+    return argument if name == "Finish" else Turn(thought, name, argument, said)
+
+
+def _until(marker: str) -> Callable[[str], bool]:
+    """A round's generation ends once it has written the next round's marker."""
+    return lambda text: marker in text
+
+
+def _action(output: str, number: int) -> str:
+    found = re.search(rf"(Action|Event) {number}\n*.*?(]|\n)", output).group()  # type: ignore[union-attr]
+    return re.sub(rf"(Action|Event) {number}", "", found).replace("]", "").strip()
 
 
 def matched_answer(reply: str, lm_answer: str) -> str:
@@ -324,6 +352,7 @@ class Round:
     verdict: str = ""
     answer: str = ""
     passages: list[dict[str, Any]] = field(default_factory=list)
+    written: str = ""  # the LM's output for the round, as it wrote it (read again by tests/test_readings.py)
 
 
 class KDCoT(Method):
@@ -407,31 +436,34 @@ class KDCoT(Method):
             number = len(rounds) + 1
             alone = self.settings.qa == "none"  # no QA system: the LM's chain in one completion
             last = alone or number > self.settings.rounds
-            # A round ends where the next begins; the last one runs on to its Finish.
-            stops = ["\nQuestion "] if last else [f"\nThought {number + 1}", "\nQuestion "]
+            # A round ends where the next one begins ("Thought n+1", kept: the release reads it); the last runs on.
+            marker = f"Thought {number + 1}"
             tokens = self.settings.step_tokens * ((self.settings.rounds + 1) if alone else (2 if last else 1))
             output = meter.complete(
                 self.prompt(demo, query.question, rounds),
                 tokens,
-                stop=stops,
+                stop=["\nQuestion "],
                 label=f"round {number}: thought and action",
+                stop_when=None if last else _until(marker),
             ).text
-            turn = parse_turn(output, number)
-            if last or turn is None or turn.action == "Finish":
-                finished = turn is not None and turn.action == "Finish"
-                final = turn.argument if turn is not None and finished else finish_answer(output)
+            read = output.replace("\t", "\n")  # as the release reads its outputs back (`process_text`)
+            turn = finish_answer(read) if last else read_round(read, number)
+            if isinstance(turn, str):
+                final = turn
                 ended = (
-                    "Finish"
-                    if finished
-                    else "no QA system: the answer read from the LM's chain"
+                    "no QA system: the answer read from the LM's chain"
                     if alone
                     else "at the round limit: the answer read from its last reply"
                     if last
-                    else "no Thought and Action could be read from the reply: the answer read from its text"
+                    else "Finish"
+                    if "Finish[" in output
+                    else "no Thought and Action could be read from the reply (as the release reads it): the answer "
+                    "read from its text"
                 )
                 break
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
-            current = self._check(meter, Round(number, turn.thought, turn.action, turn.argument, turn.lm_answer))
+            current = self._check(meter, Round(number, turn.thought, turn.action, turn.argument, turn.lm_answer,
+                                               written=output))  # fmt: skip
             rounds.append(current)
             text = (
                 f"{current.action}[{current.argument}] -> LM: {current.lm_answer or '-'}; reader: "

@@ -62,6 +62,13 @@ class ReActSettings:
         return asdict(self)
 
 
+def parse_action(action: str) -> tuple[str, str]:
+    """`WikiEnv.step`'s reading of an action: search, lookup, finish or think, and what its brackets hold (the
+    action stripped, starting "kind[" and ending "]"); ("", "") for an invalid one."""
+    found = re.fullmatch(r"(search|lookup|finish|think)\[(.*)\]", action.strip(), re.S)
+    return (found.group(1), found.group(2)) if found else ("", "")
+
+
 def page_observation(page: str) -> str:
     """`WikiEnv.get_page_obs`: the page's first five sentences."""
     return " ".join(_sentences(page)[:5])
@@ -123,9 +130,8 @@ class ReAct(Method):
             observation, hits = self._act(env, action[:1].lower() + action[1:])
             observation = observation.replace("\\n", "")
             read.update({h.id: h for h in hits if h.id not in read})
-            trajectory.append(
-                {"thought": thought, "action": action, "observation": observation, "bad_call": not separator}
-            )
+            trajectory.append({"thought": thought, "action": action, "observation": observation,
+                               "bad_call": not separator, "written": written})  # fmt: skip
             prompt += f"Thought {i}: {thought}\nAction {i}: {action}\nObservation {i}: {observation}\n"
             steps.append(
                 Step(
@@ -168,9 +174,8 @@ class ReAct(Method):
 
     def _act(self, env: _Env, action: str) -> tuple[str, list[Hit]]:
         """`WikiEnv.step` on the corpus: the observation, and the paragraphs a Search opened."""
+        kind, value = parse_action(action)
         action = action.strip()
-        argument = re.fullmatch(r"(search|lookup|finish|think)\[(.*)\]", action, re.S)
-        kind, value = (argument.group(1), argument.group(2)) if argument else ("", "")
         if kind == "search":
             return self._search(env, value)
         if kind == "lookup":

@@ -3,6 +3,9 @@
 1. The LM plans the whole reasoning chain at once, a Chain-of-Query: `[Query n]` / `[Answer n]`
    pairs, `[Unsolved Query]` where it does not know, and a `[Final Content]` whose claims cite
    their query as `[n]`.
+   The chain is read as the released server reads it (`Chain.parse`), its quirks kept: a query left
+   unanswered is checked as one answered with nothing, and an `[Unsolved Query]` under its `[Query n]`
+   (the release's prompt teaches it so) is a node of its own.
 2. Retrieval walks the chain's nodes in order (the released `Server/server.py`). Each query not
    seen before gets the top-1 document, and a reader answers it from that document with a
    confidence:
@@ -144,8 +147,17 @@ _TAG = re.compile(
 class ChainNode:
     number: int
     query: str
-    lm_answer: str | None = None
+    lm_answer: str | None = None  # the answer line's text after its tag, as the trace shows it
     unsolved: bool = False
+    answer_line: str | None = None  # the whole line, which the server matches the reader's answer in
+
+
+def _after_tag(line: str | None) -> str | None:
+    """An answer line's text after its tag ("[Answer 1]: X" -> "X")."""
+    if line is None:
+        return None
+    match = _TAG.match(line)
+    return match["text"].strip() if match else line.strip()
 
 
 @dataclass
@@ -156,28 +168,20 @@ class Chain:
 
     @classmethod
     def parse(cls, text: str) -> Chain:
-        """Tags are read line by line and leniently (small models vary spacing and numbering); a
-        query with neither an answer nor an `[Unsolved Query]` counts as unsolved."""
-        nodes: list[ChainNode] = []
-        for line in text.splitlines():
-            match = _TAG.match(line)
-            if not match:
+        """The chain as the released server reads it (`Server/server.py`, its `__main__` loop; tests/readings holds
+        the two readings to each other): each line holding "Query" and "]:" is a node, unsolved where what comes
+        before its first "]" says "Unsolved"; its query is what follows that "]" up to the next one, the ":"
+        dropped; the LM's answer to it is the next line holding "Answer" (matched whole, as the server matches
+        it), none where no line after it does."""
+        lines, nodes = text.split("\n"), list[ChainNode]()
+        for number, line in enumerate(lines):
+            if "Query" not in line or "]:" not in line:
                 continue
-            tag, body = match["tag"].lower(), match["text"].strip()
-            open_node = nodes[-1] if nodes and nodes[-1].lm_answer is None and not nodes[-1].unsolved else None
-            if tag == "query" and body:
-                nodes.append(ChainNode(len(nodes) + 1, body))
-            elif tag == "answer" and open_node is not None:
-                open_node.lm_answer = body
-            elif tag == "unsolved query":
-                if open_node is not None:
-                    open_node.unsolved, open_node.query = True, body or open_node.query
-                elif body:
-                    nodes.append(ChainNode(len(nodes) + 1, body, unsolved=True))
-        for node in nodes:
-            node.unsolved = node.unsolved or not node.lm_answer
-        final_text = _final_content(text)
-        return cls(text.strip(), nodes, final_text)
+            kind, item = line.split("]")[:2]
+            item = item[1:] if ":" in item else item
+            said = next((later for later in lines[number + 1 :] if "Answer" in later), None)
+            nodes.append(ChainNode(len(nodes) + 1, item.strip(), _after_tag(said), "Unsolved" in kind, said))
+        return cls(text.strip(), nodes, _final_content(text))
 
     def answer(self) -> str:
         """What the final content concludes (its citation marks dropped); without one, the last
@@ -575,7 +579,7 @@ class SearChain(Method):
         if not check.reader_answer:
             return "passed"  # the released match_or_not: an empty answer is contained in any
         confident = check.confidence is not None and check.confidence > self.threshold
-        if confident and not contains(node.lm_answer or "", check.reader_answer):
+        if confident and not contains(node.answer_line or "", check.reader_answer):
             return "corrected"
         return "verified" if confident else "passed"
 

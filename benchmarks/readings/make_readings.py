@@ -1,0 +1,427 @@
+"""How each paper's released code reads real LM outputs, written as test tables (tests/readings/*.json) that
+tests/test_readings.py holds mhindex's own readings to, case by case.
+
+The outputs are what mhindex's models wrote in stored runs (benchmarks/results, and the paper tables' runs),
+awkward ones included; the readings are what the released functions, loaded from the releases as released
+(releases.py: a git mirror's tree at its commit, nothing of mhindex imported), return for them. Run it outside
+mhindex's environment, with the releases' own few dependencies:
+
+    python3 -m venv /tmp/releases && /tmp/releases/bin/pip install tenacity tqdm rich python-dateutil rapidfuzz \\
+        requests jsonlines
+    /tmp/releases/bin/python benchmarks/readings/make_readings.py --mirrors /work/.mirror
+
+(`--mirrors`: a folder of git mirrors named owner+name/repo, as the `fetch` tool leaves them; a plain clone's
+.git folder serves too.) Each table names the release, commit, file and function it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from releases import Release, load, materialize, stand_in
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "benchmarks" / "results"
+OUT = REPO / "tests" / "readings"
+PER_SOURCE = 40  # cases a table takes from one run folder, at most (seeded choice, so a rerun is the same)
+
+
+def records(pattern: str) -> Iterator[dict[str, Any]]:
+    """The records of every prediction file matching `pattern` under benchmarks/results, in a stable order."""
+    for path in sorted(RESULTS.glob(pattern)):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                record["_file"] = str(path.relative_to(REPO))
+                yield record
+
+
+def sampled(cases: list[dict[str, Any]], limit: int = PER_SOURCE) -> list[dict[str, Any]]:
+    """Distinct outputs, at most `limit`, seeded; every case the release reads differently from the plain text
+    (an invalid reply, a fallback) is kept first, since those are the awkward ones."""
+    unique = list({json.dumps(c["output"], sort_keys=True): c for c in cases}.values())
+    random.Random(0).shuffle(unique)
+    return unique[:limit]
+
+
+def write(name: str, release: dict[str, str], cases: list[dict[str, Any]], about: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    table = {"about": about, "release": release, "cases": cases}
+    (OUT / f"{name}.json").write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{name}: {len(cases)} cases", file=sys.stderr)
+
+
+# -- EfficientRAG (microsoft/EfficientRAG): its baselines' JSON replies and Self-Ask's completions -------------
+
+
+def efficientrag(mirror: Path) -> None:
+    release = materialize(mirror, "microsoft/EfficientRAG")
+    stand_in("language_models", "retrievers", "conf")
+    model = load(release, "src", "utils.model")
+    model.time.sleep = lambda seconds: None  # ask_model waits 1-3 s before each call, to spare an API
+    parse = model.get_type_parser("json")
+    _json_replies(release, parse)
+    _selfask(release, model)
+
+
+def _json_read(parse: Callable[[str], Any], reply: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """`ask_model`'s reading of a JSON reply and its `check_if_valid` (a dict with these keys): None where the
+    release fails the call (parse error or invalid), else the parsed object."""
+    try:
+        parsed = parse(reply)
+    except Exception as error:  # noqa: BLE001 - whatever the release's parser raises, ask_model retries then gives None
+        return {"valid": False, "why": f"{type(error).__name__}"}
+    if not (isinstance(parsed, dict) and all(key in parsed for key in keys)):
+        return {"valid": False, "why": "check_if_valid"}
+    return {"valid": True, "value": parsed}
+
+
+def _json_replies(release: Release, parse: Callable[[str], Any]) -> None:
+    """Each baseline's replies: (method, where the reply is kept in the record, the keys its check asks for)."""
+    sources = [
+        ("cot", "qwen2.5-1.5b-tables/*/cot.jsonl", lambda r: r["cot"]["reply"], ("answer",)),
+        ("iterretgen", "qwen2.5-1.5b-tables/*/iterretgen.jsonl", lambda r: r["reasoning"], ("answer", "thought")),
+        ("decompose", "qwen2.5-1.5b-tables/*/decompose.jsonl", lambda r: r["decompose"]["reply"],
+         ("decomposed_questions",)),
+        ("decompose-answer", "qwen2.5-1.5b-tables/*/decompose.jsonl", lambda r: r["reasoning"], ("answer",)),
+        ("efficientrag", "qwen2.5-1.5b-wikipedia/*/efficientrag.jsonl", lambda r: r["reasoning"], ("answer",)),
+        ("direct", "qwen2.5-1.5b-paper-tables/*/*/direct.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
+        ("direct-r", "qwen2.5-1.5b-paper-tables/*/*/direct-r.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
+    ]  # fmt: skip
+    cases = []
+    for method, pattern, reply_of, keys in sources:
+        found = [{"method": method, "keys": list(keys), "output": reply_of(r), "from": r["_file"]}
+                 for r in records(pattern)]  # fmt: skip
+        for case in sampled(found):
+            case["release"] = _json_read(parse, case["output"], keys)
+            cases.append(case)
+    cite = release.cite("src/utils/model.py", "get_type_parser('json') and ask_model's check_if_valid")
+    write("efficientrag_json", cite, cases, "EfficientRAG's baselines read a JSON reply: the first {...}, json.loads")
+
+
+def _selfask(release: Release, model: Any) -> None:
+    stand_in("tqdm.rich")
+    selfask = load(release, "src/baseline/retrieve", "selfask")
+
+    class Replay:
+        """The LM, as `call_model` calls it: its completion is the recorded one."""
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def complete(self, prompt: str) -> str:
+            return self.text
+
+    asker = object.__new__(selfask.SelfAsk)
+    cases = []
+    for record in records("qwen2.5-1.5b-paper-tables/*/*/selfask*.jsonl"):
+        completions = record["selfask"].get("completions") or []
+        for number, raw in enumerate(completions):
+            final = number == len(completions) - 1
+            stop: Any = "\n" if final else [asker_intermediate(), "So the final answer is:"]
+            cases.append({"output": raw, "stop": stop, "from": record["_file"]})
+    cases = sampled(cases, 3 * PER_SOURCE)
+    for case in cases:
+        asker.model = Replay(case["output"])
+        read = asker.call_model("PROMPT", case["stop"])
+        case["release"] = {"call_model": read}
+        if case["stop"] == "\n":
+            case["release"]["extract_answer"] = selfask.extract_answer("Q\nSo the final answer is:" + read)
+        elif read and "Follow up:" in selfask.get_last_line(read):
+            case["release"]["extract_question"] = selfask.extract_question(read)
+    cite = release.cite("src/baseline/retrieve/selfask.py", "SelfAsk.call_model, extract_answer, extract_question")
+    write("selfask", cite, cases, "Self-Ask's completions read as the release reads them (model.complete replayed)")
+
+
+def asker_intermediate() -> str:
+    return "\nIntermediate answer:"  # SelfAsk.__init__'s self.intermediate
+
+
+# -- IRCoT (StonyBrookNLP/ircot): the reader's generation to the answer written ----------------------------------
+
+
+def ircot(mirror: Path) -> None:
+    release = materialize(mirror, "StonyBrookNLP/ircot")
+    # its generators (OpenAI, a server), spaCy, and the dataset readers (which open a cache in ~/.cache on import)
+    stand_in("commaqa.models.gpt3generator", "commaqa.models.llm_client_generator", "spacy",
+             "commaqa.inference.dataset_readers")  # fmt: skip
+    qa = load(release, ".", "commaqa.execution.llm_qa_model")
+    inference = load(release, ".", "commaqa.inference.ircot")
+
+    class Generator:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def generate_text_sequence(self, prompt: str) -> list[tuple[str, float]]:
+            return [(self.text, 0.0)]
+
+    class Data:
+        def __init__(self, answer: str) -> None:
+            self.answers = [answer]
+
+        def get_last_answer(self) -> str:
+            return self.answers[-1]
+
+        def add_answer(self, step: Any) -> None:
+            self.answers.append(step.answer)
+
+    class State:
+        def __init__(self, answer: str) -> None:
+            self.data, self.next, self.last_output = Data(answer), None, None
+
+        def copy(self) -> State:
+            return self
+
+    # base_configs/ircot_qa_codex_*.jsonnet: the CoT reader's "extract_answer" step (the Direct reader has none).
+    extractor = inference.AnswerExtractor(".* answer is:? (.*)\\.?", match_all_on_failure=True,
+                                          query_source="last_answer", remove_last_fullstop=True)  # fmt: skip
+    cases = []
+    for pattern, kind in [("qwen2.5-1.5b-reader/*/ircot@reader=cot.jsonl", "cot"),
+                          ("qwen2.5-1.5b-reader/*/ircot@reader=direct.jsonl", "direct"),
+                          ("qwen2.5-1.5b-tables/*/oner@k=10.jsonl", "direct"),
+                          ("qwen2.5-1.5b-tables/*/nor.jsonl", "direct"),
+                          ("qwen2.5-1.5b-tables/*/ircot@k=*.jsonl", "direct")]:  # fmt: skip
+        found = [{"reader": kind, "output": r["reader"]["output"], "from": r["_file"]} for r in records(pattern)]
+        cases += sampled(found)
+    for case in cases:
+        model = object.__new__(qa.LLMQAModel)
+        model.prompt, model.generator, model.regex_extract, model.add_context, model.num_calls = (
+            "", Generator(case["output"]), None, True, 0)  # fmt: skip
+        answer, _ = model.ask_question("Q", [])
+        stored = json.dumps(answer)  # LLMQAParticipantModel.update_state: QuestionAnsweringStep(answer=json.dumps(.))
+        if case["reader"] == "cot":
+            state = extractor.query(State(stored))
+            stored = state.data.get_last_answer() if state != [] else stored
+        final: Any = stored
+        try:  # model_search.py, how the final answer is written (lines 205-210)
+            loaded = json.loads(final)
+            if isinstance(loaded, list | str):
+                final = loaded
+        except ValueError:
+            pass
+        case["release"] = final
+    cite = release.cite(
+        "commaqa/execution/llm_qa_model.py, commaqa/inference/ircot.py",
+        "LLMQAModel.ask_question, AnswerExtractor.query (ircot_qa_codex_*.jsonnet), model_search's final answer",
+    )
+    write("ircot_reader", cite, cases, "IRCoT's reader: its one-line generation to the answer the release writes")
+
+
+# -- SearChain (xsc1234/Search-in-the-Chain): its server's reading of a chain, and its cover-EM --------------------
+
+
+def searchain(mirror: Path) -> None:
+    import ast
+
+    release = materialize(mirror, "xsc1234/Search-in-the-Chain")
+    stand_in("retrieval", "torch", "sentence_transformers", "requests")
+    sys.modules["sentence_transformers"].CrossEncoder = lambda *a, **k: types_simple(model=types_simple(eval=lambda: 0))
+    source = (release.root / "Server" / "server.py").read_text(encoding="utf-8")
+    server = load(release, "Server", "server")
+    # The loop of the server's __main__ that reads a chain's lines into its queries (no function of its own):
+    # run as released, its retrieval and reader answered by stand-ins that never make it feed anything back.
+    loop = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.For) and ast.unparse(n.target) == "idx")
+    body = "def read_chain(query_list, have_seen_or_not, requests, reader_model, match_or_not):\n"
+    body += "    message, query_seen_list, dic_question_answer_to_reference = '', [], []\n"
+    body += "    ques_idx = sum_cite = good_cite = 0\n    continue_label = False\n"
+    body += "\n".join("    " + line for line in ast.unparse(loop).splitlines())
+    namespace: dict[str, Any] = {}
+    exec(compile(body, str(release.root / "Server" / "server.py"), "exec"), namespace)
+
+    def queries(chain: str) -> list[list[str]]:
+        seen: list[list[str]] = []
+
+        def have_seen_or_not(item: str, seen_list: list[str], kind: str) -> bool:
+            seen.append([kind, item])
+            return False
+
+        search = types_simple(get=lambda url: types_simple(json=lambda: {"topk": [{"text": "PASSAGE"}]}))
+        reader = types_simple(get_answer=lambda **kwargs: ("READER", 0.0))  # below the 1.5 threshold: no feedback
+        namespace["read_chain"](chain.split("\n"), have_seen_or_not, search, reader, server.match_or_not)
+        return seen
+
+    cases = []
+    for record in records("qwen2.5-1.5b-*/*/searchain.jsonl"):
+        for round_ in record.get("tree") or []:
+            cases.append({"kind": "chain", "output": round_["chain"], "from": record["_file"]})
+    chains = sampled(cases)
+    for case in chains:
+        case["release"] = queries(case["output"])
+    scored = []
+    for record in records("qwen2.5-1.5b-*/*/searchain.jsonl"):
+        for field in ("answer", "generated"):
+            scored.append({"kind": field, "output": record[field], "question_id": record["id"],
+                           "from": record["_file"]})  # fmt: skip
+    scored = sampled(scored, 2 * PER_SOURCE)
+    golds = _golds()
+    for case in scored:
+        gold = golds.get(case["question_id"]) or []
+        case["golds"] = gold
+        case["release"] = [bool(server.match_or_not(prediction=case["output"], ground_truth=g)) for g in gold]
+    cite = release.cite("Server/server.py", "the __main__ loop that reads a chain's queries; match_or_not")
+    write("searchain", cite, chains + scored, "SearChain's server reads a chain's lines; its client scores all text")
+
+
+def types_simple(**attributes: Any) -> Any:
+    import types
+
+    return types.SimpleNamespace(**attributes)
+
+
+def _golds() -> dict[str, list[str]]:
+    """Each sample question's gold answers, from the bundled samples as built (the evidence corpus's questions)."""
+    found: dict[str, list[str]] = {}
+    home = REPO / ".mhindex-eval"
+    for questions in sorted(home.glob("wikipedia-*/questions.jsonl")):
+        for line in questions.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            found[record["id"]] = record.get("answers") or []
+    return found
+
+
+# -- ReAct (ysymyth/ReAct): WikiEnv's reading of an action --------------------------------------------------------
+
+
+def react(mirror: Path) -> None:
+    release = materialize(mirror, "ysymyth/ReAct")
+    stand_in("gym", "bs4", "requests")
+    wikienv = load(release, ".", "wikienv")
+    cases = []
+    for record in records("qwen2.5-1.5b-*/*/react*.jsonl"):
+        for step in record["react"]["trajectory"]:
+            cases.append({"output": step["action"], "written": step.get("written"), "from": record["_file"]})
+    cases = sampled(cases, 3 * PER_SOURCE)
+    for case in cases:
+        action = case["output"]
+        if not action:  # hotpotqa.ipynb's webthink lower-cases action[0]: an empty action is an IndexError there
+            case["release"] = {"fails": "IndexError"}
+            continue
+        env = object.__new__(wikienv.WikiEnv)
+        env.answer, env.obs, env.steps, env.lookup_keyword, env.lookup_list, env.lookup_cnt = None, "", 0, None, [], 0
+        env.page, env.search_time, env.num_searches, env.question, env.fever_id = None, 0, 0, None, None
+        env.search_step = lambda entity, env=env: setattr(env, "obs", f"SEARCHED {entity}")
+        env.construct_lookup_list = lambda keyword: [f"LOOKED UP {keyword}"]
+        env.step(action[0].lower() + action[1:])
+        case["release"] = {"observation": env.obs, "answer": env.answer}
+    cite = release.cite("wikienv.py, hotpotqa.ipynb", "WikiEnv.step (after webthink's action[0].lower())")
+    write("react", cite, cases, "ReAct's actions as the released environment reads them")
+
+
+# -- KD-CoT (AdelWang/KD-CoT): a round's output, and the verifier's reply ------------------------------------------
+
+
+def kdcot(mirror: Path) -> None:
+    release = materialize(mirror, "AdelWang/KD-CoT")
+    stand_in("prompts")  # the prompts module: its texts are not what is read here
+    steps = load(release, "pipeline", "GPT_inference_steps")
+    justify = load(release, "pipeline", "GPT_justify")
+    cases = []
+    for record in records("qwen2.5-0.5b-readings/kdcot-*/kdcot*.jsonl"):
+        limit = 3  # KDCoTSettings.rounds, the release's max_iteration
+        for round_ in record.get("trace") or []:
+            if round_.get("written", "").strip():  # an empty output comes back from the release's CSV as "nan"
+                cases.append({"output": round_["written"], "round": round_["number"], "last": False,
+                              "from": record["_file"]})  # fmt: skip
+        number = len(record.get("trace") or []) + 1
+        wrote = (record.get("finish") or {}).get("wrote", "")
+        if wrote.strip() and "no QA system" not in record["finish"].get("ended", ""):
+            cases.append({"output": wrote, "round": number, "last": number > limit, "from": record["_file"]})
+    cases = sampled(cases, 3 * PER_SOURCE)
+    for case in cases:
+        case["release"] = _kdcot_round(steps, case["output"], case["round"])
+    cite = release.cite("pipeline/GPT_inference_steps.py", "GPT_Infenrence.process_webqsp_response")
+    write("kdcot_rounds", cite, cases, "KD-CoT's rounds read as the release reads GPT's outputs (its CSV files)")
+    replies = []
+    for record in records("qwen2.5-0.5b-readings/kdcot-*/kdcot*.jsonl"):
+        for round_ in record.get("trace") or []:
+            if round_.get("verifier_reply") is not None:
+                kind = "match" if not round_.get("passages") else "justify"
+                replies.append({"kind": kind, "output": round_["verifier_reply"], "lm_answer": round_["lm_answer"],
+                                "reader_answer": round_["reader_answer"], "question": round_["argument"],
+                                "from": record["_file"]})  # fmt: skip
+    replies = sampled(replies, 3 * PER_SOURCE)
+    for case in replies:
+        case["release"] = _kdcot_verdict(justify, case)
+    cite = release.cite("pipeline/GPT_justify.py", "process_justify_results, process_match_results")
+    write("kdcot_verifier", cite, replies, "KD-CoT's verifier replies mapped to an answer as the release maps them")
+
+
+def _kdcot_round(steps: Any, output: str, number: int) -> dict[str, Any]:
+    """`process_webqsp_response` at iteration number - 1, on one question whose GPT output is `output`."""
+    import os
+    import tempfile
+
+    import pandas as pd
+
+    folder = tempfile.mkdtemp(prefix="kdcot-")
+    reader = object.__new__(steps.GPT_Infenrence)
+    reader.temp_dir_path, reader.iteration, reader.max_iteration = folder, number - 1, 3
+    reader.webqsp_temp_file = os.path.join(folder, "webqsp_temp.json")
+    question = {"question": "q", "answers": ["x"], "PredictedAnswer": -1, "IntermediateThought": [],
+                "IntermediateAction": [], "IntermediateGPTAnswer": []}  # fmt: skip
+    Path(reader.webqsp_temp_file).write_text(json.dumps([question]))
+    os.makedirs(os.path.join(folder, "webqsp_outputs0"))
+    frame = pd.DataFrame({"origin_question": ["PROMPT\nQuestion q\nThought 1"], "origin_answer": [output]})
+    frame.to_csv(os.path.join(folder, "webqsp_outputs0", f"webqsp_output{number - 1}_1.csv"), encoding="gb18030",
+                 index=False)  # fmt: skip
+    reader.process_webqsp_response(version_num=0)
+    read = json.loads(Path(reader.webqsp_temp_file).read_text())[0]
+    if read["PredictedAnswer"] != -1:
+        return {"final": read["PredictedAnswer"]}
+    if not read["IntermediateAction"]:  # its `return answer` on an empty Finish: nothing written back
+        return {"final": None}
+    return {"action": read["IntermediateAction"][-1], "answer": read["IntermediateGPTAnswer"][-1],
+            "thought": read["IntermediateThought"][-1]}  # fmt: skip
+
+
+def _kdcot_verdict(justify: Any, case: dict[str, Any]) -> str:
+    """The answer `process_justify_results` (or `process_match_results`) writes for one question's reply."""
+    import os
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="kdcot-verify-")
+    temp, results = os.path.join(folder, "temp.json"), os.path.join(folder, "results.json")
+    data = {"id": "q", "PredictedAnswer": -1, "IntermediateAction": [["Question", case["question"]]],
+            "IntermediateGPTAnswer": [case["lm_answer"]], "IntermediateFiDAnswer": [case["reader_answer"]],
+            "IntermediateAnswer": []}  # fmt: skip
+    Path(temp).write_text(json.dumps([data]))
+    if case["kind"] == "match":
+        prompt = justify.match_prompt.replace("{question}", case["question"]).replace("{choice}", case["lm_answer"])
+        Path(results).write_text(json.dumps([{"input": prompt, "output": case["output"]}]))
+        justify.process_match_results(temp, results)
+    else:
+        prompt = (justify.original_prompt.replace("{question}", case["question"])
+                  .replace("{choice_1}", case["lm_answer"]).replace("{choice_2}", case["reader_answer"]))  # fmt: skip
+        Path(results).write_text(json.dumps([{"input": prompt, "output": case["output"]}]))
+        justify.process_justify_results(temp, results)
+    return str(json.loads(Path(temp).read_text())[0]["IntermediateAnswer"][-1])
+
+
+READERS = {
+    "efficientrag": ("microsoft+EfficientRAG", efficientrag),
+    "ircot": ("StonyBrookNLP+ircot", ircot),
+    "searchain": ("xsc1234+Search-in-the-Chain", searchain),
+    "react": ("ysymyth+ReAct", react),
+    "kdcot": ("AdelWang+KD-CoT", kdcot),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mirrors", type=Path, required=True, help="a folder of git mirrors, owner+name/repo")
+    parser.add_argument("--only", nargs="*", choices=list(READERS), help="these releases alone")
+    args = parser.parse_args()
+    for name in args.only or READERS:
+        folder, make = READERS[name]
+        make(args.mirrors / folder / "repo")
+
+
+if __name__ == "__main__":
+    main()

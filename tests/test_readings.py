@@ -1,0 +1,145 @@
+"""mhindex reads each model output as the papers' released code reads it: real outputs from stored runs (awkward
+ones included), each with the reading the released function gave it, run on that output outside mhindex
+(benchmarks/readings/make_readings.py, which names the release, commit, file and function in each table). A
+reading that differs from the release's on any case fails here, naming the case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mhindex.eval.metrics import cover_substring
+from mhindex.methods.decompose import listed_sub_questions
+from mhindex.methods.efficientrag import json_answer, parse_json_object
+from mhindex.methods.kdcot import finish_answer, matched_answer, read_round, verified_answer
+from mhindex.methods.prompts import extract_answer
+from mhindex.methods.react import parse_action
+from mhindex.methods.searchain import Chain
+from mhindex.methods.selfask import _after_colon, final_answer, released_reading
+
+READINGS = Path(__file__).parent / "readings"
+
+
+def table(name: str) -> list[dict[str, Any]]:
+    read = json.loads((READINGS / f"{name}.json").read_text(encoding="utf-8"))
+    release = read["release"]
+    assert release["repo"] and len(release["commit"]) == 40 and release["file"] and release["function"]
+    assert read["cases"], f"{name}: no cases"
+    return read["cases"]
+
+
+def disagreements(cases: list[dict[str, Any]], ours: Any) -> list[str]:
+    """The cases where mhindex's reading (`ours(case)`) is not the release's (`case["release"]`, or what `ours`
+    compares it to), one line each."""
+    found = []
+    for case in cases:
+        mine, theirs = ours(case)
+        if mine != theirs:
+            found.append(f"{case['output']!r} ({case.get('from')}): ours {mine!r}, the release's {theirs!r}")
+    return found
+
+
+def test_efficientrag_s_baselines_read_a_json_reply_as_the_release_does():
+    """utils/model.py's parser and each baseline's check: an answer where the release reads one (whatever its
+    type, as Python writes it), a reply the release fails marked so (`json: false`) rather than read."""
+
+    def ours(case):
+        parsed, keys = parse_json_object(case["output"]), case["keys"]
+        valid = isinstance(parsed, dict) and all(key in parsed for key in keys)
+        mine: dict[str, Any] = {"valid": valid}
+        theirs: dict[str, Any] = {"valid": case["release"]["valid"]}
+        if valid and case["release"]["valid"]:
+            value = case["release"]["value"]
+            if "answer" in keys:
+                mine["answer"], theirs["answer"] = json_answer(case["output"])[0], str(value["answer"])
+            if keys == ["decomposed_questions"]:
+                mine["searched"] = listed_sub_questions(case["output"], 1000)
+                theirs["searched"] = value["decomposed_questions"]
+        return mine, theirs
+
+    cases = table("efficientrag_json")
+    assert {c["method"] for c in cases} >= {"cot", "iterretgen", "decompose", "decompose-answer", "efficientrag"}
+    assert any(not c["release"]["valid"] for c in cases)  # the awkward replies are there
+    assert disagreements(cases, ours) == []
+
+
+def test_selfask_reads_each_completion_as_the_releases_call_model_does():
+    def ours(case):
+        stop = case["stop"] if isinstance(case["stop"], str) else tuple(case["stop"])
+        read = released_reading(case["output"], stop) or ""
+        mine = {"call_model": read}
+        if "extract_answer" in case["release"]:
+            mine["extract_answer"] = final_answer("Q\nSo the final answer is:" + read)
+        if "extract_question" in case["release"]:
+            mine["extract_question"] = _after_colon(read)
+        return mine, case["release"]
+
+    cases = table("selfask")
+    assert any(c["stop"] == "\n" for c in cases) and any("extract_question" in c["release"] for c in cases)
+    assert disagreements(cases, ours) == []
+
+
+def test_ircot_s_reader_answers_as_the_release_writes_its_answer():
+    """With --no-short-answer (the papers' tables' runs): commaqa's LLMQAModel, AnswerExtractor (CoT reader) and
+    the final answer model_search.py writes."""
+    cases = table("ircot_reader")
+    assert {c["reader"] for c in cases} == {"direct", "cot"}
+    assert disagreements(cases, lambda case: (extract_answer(case["output"]), case["release"])) == []
+
+
+def test_searchain_reads_a_chain_as_the_released_server_does_and_scores_as_its_client():
+    def ours(case):
+        if case["kind"] != "chain":
+            return [cover_substring(case["output"], gold) > 0 for gold in case["golds"]], case["release"]
+        nodes = [["Unsolved" if node.unsolved else "Query", node.query] for node in Chain.parse(case["output"]).nodes]
+        theirs = [["Unsolved" if "Unsolved" in kind else "Query", query.strip()] for kind, query in case["release"]]
+        # The server stops at the first node it feeds back, an unsolved one here (its stand-in reader never is
+        # confident): the nodes after it are not read that round.
+        return nodes[: len(theirs)] if theirs and theirs[-1][0] == "Unsolved" else nodes, theirs
+
+    cases = table("searchain")
+    assert {c["kind"] for c in cases} == {"chain", "answer", "generated"}
+    assert disagreements(cases, ours) == []
+
+
+def test_react_reads_each_action_as_the_released_environment_does():
+    def ours(case):
+        kind, argument = parse_action(case["output"][:1].lower() + case["output"][1:])
+        release = case["release"]
+        if "fails" in release:  # an empty action: the release's webthink fails on it, mhindex's calls it invalid
+            return kind, ""
+        observation = release["observation"]
+        theirs = (
+            ("search", observation.removeprefix("SEARCHED ")) if observation.startswith("SEARCHED ") else
+            ("lookup", observation.partition("LOOKED UP ")[2]) if "LOOKED UP " in observation else
+            ("finish", release["answer"]) if release["answer"] is not None else
+            ("think", argument) if observation == "Nice thought." else ("", "")
+        )  # fmt: skip
+        return (kind, argument), theirs
+
+    cases = table("react")
+    assert {parse_action(c["output"][:1].lower() + c["output"][1:])[0] for c in cases} >= {"search", "finish", ""}
+    assert disagreements(cases, ours) == []
+
+
+@pytest.mark.parametrize("name", ["kdcot_rounds", "kdcot_verifier"])
+def test_kdcot_reads_its_rounds_and_its_verifier_as_the_release_does(name):
+    def rounds(case):
+        read = case["output"].replace("\t", "\n")
+        turn = finish_answer(read) if case["last"] else read_round(read, case["round"])
+        mine = {"final": turn} if isinstance(turn, str) else {
+            "action": [turn.action, turn.argument], "answer": turn.lm_answer, "thought": turn.thought}  # fmt: skip
+        if case["release"] == {"final": None}:  # an empty Finish: the release returns before writing anything back
+            return mine, {"final": ""}
+        return mine, case["release"]
+
+    def verifier(case):
+        if case["kind"] == "match":
+            return matched_answer(case["output"], case["lm_answer"]), case["release"]
+        return verified_answer(case["output"], case["lm_answer"], case["reader_answer"]), case["release"]
+
+    cases = table(name)
+    assert disagreements(cases, rounds if name == "kdcot_rounds" else verifier) == []
