@@ -6,9 +6,11 @@
 # Resumable: predictions accumulate in benchmarks/results/<model>-paper-tables/<table>/<dataset>/, so an
 # interrupted run (or a later session) goes on where it stopped. Rows whose method and settings did not change
 # are not asked again: EfficientRAG's CoT and Iter-RetGen come from the first tables' run, its EfficientRAG row
-# and SearChain's SearChain row from the evidence run (their trained models and settings are those runs').
+# from the evidence run (its trained models are that run's). SearChain's own row is asked again: its chains are
+# now read as the release's server reads them (methods/searchain.py, `Chain.parse`).
 # DATASETS picks the datasets, TABLES the tables (efficientrag searchain); EVAL_ARGS adds options to every eval
-# (e.g. "--lm-threads 1" for two runs side by side); SC_SAMPLES the chains React->CoT-SC samples (the paper's 21).
+# (e.g. "--lm-threads 1" for two runs side by side); SC_SAMPLES the chains React->CoT-SC samples (the paper's 21;
+# the committed run took 5, for time: benchmarks/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -57,7 +59,7 @@ for dataset in ${DATASETS:-hotpotqa 2wikimultihopqa musique}; do
     fi
     if [[ " ${TABLES:-efficientrag searchain} " == *" searchain "* ]]; then
         folder=$out/searchain/$dataset
-        reuse "$evidence/$dataset" "$folder" searchain
+        mkdir -p "$folder"
         # shellcheck disable=SC2086
         mhindex eval "wikipedia-$dataset" --table SearChain "${asked[@]}" --sc-samples "${SC_SAMPLES:-21}" \
             --out "$folder" ${EVAL_ARGS:-} | tee "$out/searchain-$dataset.txt"

@@ -154,3 +154,20 @@ def test_an_lm_and_a_retriever_of_ones_own_plug_into_asking_and_many_questions_k
         with mhindex.Asker("oner", musique, lm=model, retriever=broken, k=2) as asker:
             failed = asker.ask("Who founded it?")
         assert not failed.ok and failed.error == "RuntimeError: the index went away" and failed.answer == ""
+
+
+@pytest.mark.slow
+def test_evaluate_runs_a_papers_table_with_its_figures_and_again_on_the_same_questions(musique, tmp_path):
+    small = dict(limit=1, seed=7, k=2, max_demos=1, max_steps=1, answer_tokens=8)
+    evaluation = mhindex.evaluate(musique, table="IRCoT", out=tmp_path / "table", **small)
+    rows = {row["method"]: row for row in evaluation.table(as_frame=False)}
+    assert list(rows)[:2] == ["nor@reader=direct", "nor@reader=cot"] and len(rows) == 6
+    assert (
+        rows["oner@reader=cot"]["paper_row"] == "OneR QA, CoT" and rows["oner@reader=cot"]["paper: F1 (GPT3)"] == 29.4
+    )
+    # A new row on exactly the questions that table reported, whatever another seed would draw.
+    again = mhindex.evaluate(musique, ["nor"], questions_of=tmp_path / "table", seed=99, out=tmp_path / "again",
+                             answer_tokens=8)  # fmt: skip
+    assert again.report["question_ids"] == evaluation.report["question_ids"]
+    with pytest.raises(mhindex.UsageError, match="is missing: is .* a folder `mhindex eval` wrote"):
+        mhindex.evaluate(musique, ["nor"], questions_of=tmp_path, out=tmp_path / "none")

@@ -87,23 +87,35 @@ def _json_replies(release: Release, parse: Callable[[str], Any]) -> None:
     """Each baseline's replies: (method, where the reply is kept in the record, the keys its check asks for)."""
     sources = [
         ("cot", "qwen2.5-1.5b-tables/*/cot.jsonl", lambda r: r["cot"]["reply"], ("answer",)),
-        ("iterretgen", "qwen2.5-1.5b-tables/*/iterretgen.jsonl", lambda r: r["reasoning"], ("answer", "thought")),
+        ("iterretgen", "qwen2.5-0.5b-readings/efficientrag-*/iterretgen.jsonl", lambda r: r["iterretgen"]["replies"],
+         ("answer", "thought")),
         ("decompose", "qwen2.5-1.5b-tables/*/decompose.jsonl", lambda r: r["decompose"]["reply"],
          ("decomposed_questions",)),
         ("decompose-answer", "qwen2.5-1.5b-tables/*/decompose.jsonl", lambda r: r["reasoning"], ("answer",)),
         ("efficientrag", "qwen2.5-1.5b-wikipedia/*/efficientrag.jsonl", lambda r: r["reasoning"], ("answer",)),
         ("direct", "qwen2.5-1.5b-paper-tables/*/*/direct.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
         ("direct-r", "qwen2.5-1.5b-paper-tables/*/*/direct-r.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
+        # The small model's replies, the more awkward ones (qwen2.5-0.5b-readings: made for these tables).
+        ("cot", "qwen2.5-0.5b-readings/efficientrag-*/cot.jsonl", lambda r: r["cot"]["reply"], ("answer",)),
+        ("decompose", "qwen2.5-0.5b-readings/efficientrag-*/decompose.jsonl", lambda r: r["decompose"]["reply"],
+         ("decomposed_questions",)),
+        ("direct", "qwen2.5-0.5b-readings/efficientrag-*/direct.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
+        ("direct-r", "qwen2.5-0.5b-readings/efficientrag-*/direct-r.jsonl", lambda r: r["direct"]["reply"],
+         ("answer",)),
     ]  # fmt: skip
     cases = []
     for method, pattern, reply_of, keys in sources:
-        found = [{"method": method, "keys": list(keys), "output": reply_of(r), "from": r["_file"]}
-                 for r in records(pattern)]  # fmt: skip
+        found = [{"method": method, "keys": list(keys), "output": output, "from": r["_file"]}
+                 for r in records(pattern) for output in _listed(reply_of(r))]  # fmt: skip
         for case in sampled(found):
             case["release"] = _json_read(parse, case["output"], keys)
             cases.append(case)
     cite = release.cite("src/utils/model.py", "get_type_parser('json') and ask_model's check_if_valid")
     write("efficientrag_json", cite, cases, "EfficientRAG's baselines read a JSON reply: the first {...}, json.loads")
+
+
+def _listed(replies: str | list[str]) -> list[str]:
+    return replies if isinstance(replies, list) else [replies]
 
 
 def _selfask(release: Release, model: Any) -> None:
@@ -121,7 +133,7 @@ def _selfask(release: Release, model: Any) -> None:
 
     asker = object.__new__(selfask.SelfAsk)
     cases = []
-    for record in records("qwen2.5-1.5b-paper-tables/*/*/selfask*.jsonl"):
+    for record in records("qwen2.5-*-*/*/selfask*.jsonl"):
         completions = record["selfask"].get("completions") or []
         for number, raw in enumerate(completions):
             final = number == len(completions) - 1

@@ -50,8 +50,18 @@ class Evaluation:
     def table(self, as_frame: bool | None = None) -> Any:
         """The paper-style table: a row per method with its metrics (`f1`, `em`, `recall`, `lm_calls_per_question`,
         `seconds_per_question`...), as a pandas DataFrame where pandas is installed, else a list of dicts
-        (`as_frame=False`: always)."""
-        return _frame([{"method": name, **row} for name, row in self.report["methods"].items()], as_frame)
+        (`as_frame=False`: always). A paper's table (`table=`) adds each row's label in the paper (`paper_row`) and
+        the paper's figures beside ours (`paper: F1 (GPT3)`...)."""
+        rows = (self.report.get("table") or {}).get("rows") or {}
+
+        def beside(name: str) -> dict[str, Any]:
+            row = rows.get(name)
+            if not isinstance(row, dict):
+                return {}
+            figures = {f"paper: {label}": value for label, value in (row.get("paper") or {}).items()}
+            return {"paper_row": row.get("row"), "added": bool(row.get("added")), **figures}
+
+        return _frame([{"method": n, **beside(n), **row} for n, row in self.report["methods"].items()], as_frame)
 
     def paired(self, as_frame: bool | None = None) -> Any:
         """Each pair of methods on the same questions: a minus b's mean difference per metric, its 95% paired

@@ -338,6 +338,7 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "header": header,
                 "rows": [[method_name(row[0]), *row[1:]] for row in rows],
                 "paper": paper_notes(run.report.get("table")),
+                "labels": 2 if run.report.get("table") else 1,  # the method, and the paper's row: not numbers
                 "paired": _paired_rows(run, gold),
                 "configuration": _configuration(report),
                 "tuned": {method: tuned_summary(t) for method, t in (report.get("tuned") or {}).items()},

@@ -55,7 +55,7 @@ class IterRetGen(Method):
         steps: list[Step] = []
         found: dict[str, Hit] = {}
         thought: str | None = None
-        answer, no_json = "", []
+        answer, no_json, replies = "", [], []
         for iteration in range(1, s.iterations + 1):
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
             sent = query.question if thought is None else f"{query.question} {thought}"
@@ -71,12 +71,13 @@ class IterRetGen(Method):
                 system=self.system,
                 slot="documents",
             )
+            replies.append(reply)
             answer, parsed = json_answer(reply)
-            written = parsed.get("thought") if parsed else None
-            if not (isinstance(written, str) and parsed and "answer" in parsed):
+            if parsed is not None and "answer" in parsed and "thought" in parsed:  # the release's check_if_valid
+                thought = str(parsed["thought"])
+            else:
                 no_json.append(iteration)
-                written = reply
-            thought = str(written)
+                thought = reply
             steps.append(
                 Step(
                     f"thought: {thought} / answer: {answer}",
@@ -100,7 +101,8 @@ class IterRetGen(Method):
             clock(),
             thought or "",
             self.name,
-            details={"iterretgen": {"prompt": self.prompt_name, "iterations": len(steps), "no_json": no_json}},
+            details={"iterretgen": {"prompt": self.prompt_name, "iterations": len(steps), "no_json": no_json,
+                                    "replies": replies}},  # fmt: skip
         )
 
     @classmethod
