@@ -215,3 +215,39 @@ def test_a_lock_folder_that_is_a_link_out_of_the_data_root_is_never_followed(mh,
     said = f"{home / '.locks'} is a symbolic link; mhindex writes its locks only there"
     assert result.code == 2 and said in result.err
     assert list(outside.iterdir()) == [] and not (home / "musique").exists()
+
+
+def test_no_file_mhindex_writes_under_the_data_root_goes_through_a_link_inside_it(mh, home, tmp_path):
+    """Each kind of file written under the root, behind a link to a folder outside: refused in one line before
+    anything is written, the outside left as it was (a lock file, the call cache, a corpus, an evaluation's
+    predictions, a trained model's folder)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("mine")
+    assert mh("--quiet", "build", "musique").code == 0
+    # A lock file that is itself a link to a file outside: not opened through it.
+    (home / ".locks").mkdir(exist_ok=True)
+    (home / ".locks" / "musique.lock").unlink(missing_ok=True)
+    (home / ".locks" / "musique.lock").symlink_to(outside / "victim.txt")
+    refused = mh("index", "musique", "--force")
+    assert refused.code == 1 and "musique.lock is a symbolic link" in refused.err and "Traceback" not in refused.err
+    (home / ".locks" / "musique.lock").unlink()
+    # The call cache's folder as a link out of the root.
+    (home / "cache").rename(tmp_path / "cache-was") if (home / "cache").exists() else None
+    (home / "cache").symlink_to(outside)
+    asked = mh("ask", "Who founded the company that made the Van Hook Township?", "--method", "nor")
+    assert asked.code == 1 and f"{home / 'cache'} is a symbolic link inside the data root" in asked.err
+    (home / "cache").unlink()
+    # An evaluation's predictions file under the root, a link to a file outside.
+    folder = home / "musique" / "eval" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "nor.jsonl").symlink_to(outside / "victim.txt")
+    evaluated = mh("eval", "musique", "--method", "nor", "--limit", "1", "--out", folder, "--no-cache")
+    assert evaluated.code == 1 and "nor.jsonl is a symbolic link inside the data root" in evaluated.err
+    # A corpus folder that is a link out of the root: not rebuilt into the outside.
+    (home / "elsewhere").symlink_to(outside)
+    built = mh("build", "musique", "--name", "elsewhere")
+    assert built.code == 2 and "elsewhere exists and is not a corpus folder" in built.err
+    assert (
+        sorted(p.name for p in outside.iterdir()) == ["victim.txt"] and (outside / "victim.txt").read_text() == "mine"
+    )

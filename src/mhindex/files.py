@@ -47,6 +47,37 @@ def inside(root: Path, path: Path) -> Path:
     return path
 
 
+# The data roots this process writes under (home.resolve_home adds each): below one, every file mhindex writes is
+# checked first (`unlinked`), so that a symbolic link inside the root never takes a write outside it.
+_ROOTS: set[Path] = set()
+
+
+def write_under(root: Path) -> None:
+    """Register a data root: from now on, writes below it refuse to go through a link inside it."""
+    _ROOTS.add(Path(os.path.abspath(root)))
+
+
+def unlinked(path: Path) -> Path:
+    """`path`, if nothing between a data root and it (itself included) is a symbolic link; else a one-line error,
+    before anything is written. A path outside every data root (an `--out` the user named) is theirs, unchecked.
+    Every file and folder mhindex writes below the root goes through here (atomic files and folders, locks,
+    predictions, the call cache, prompt states, downloads, models), since following a link there could
+    overwrite a file anywhere."""
+    absolute = Path(os.path.abspath(path))
+    for root in _ROOTS:
+        if absolute != root and root not in absolute.parents:
+            continue
+        current = root
+        for part in absolute.relative_to(root).parts:
+            current = current / part
+            if current.is_symlink():
+                raise OutsideRoot(
+                    f"{current} is a symbolic link inside the data root {root}; mhindex does not write through "
+                    f"links there (writing {path}): nothing was written, remove the link"
+                )
+    return path
+
+
 # A temporary folder is named after what it will replace and the process that made it
 # (`.NAME.tmp-PID-XXXX`, `.NAME.old-PID`), so that one left by a process that died can be told
 # apart from one in use.
@@ -124,6 +155,7 @@ def atomic_directory(final: Path, root: Path) -> Iterator[Path]:
     """Yield an empty temporary folder beside `final`; on success it replaces `final` whole.
     `final` must lie inside the data root `root`. Temporary folders of `final` left by dead
     processes are removed first."""
+    unlinked(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     inside(root, final)
     for stale in stale_temporaries(final.parent, final.name):
@@ -150,6 +182,7 @@ def atomic_directory(final: Path, root: Path) -> Iterator[Path]:
 @contextmanager
 def atomic_file(final: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary file beside `final` for writing; it becomes `final` only on success."""
+    unlinked(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent)
     try:

@@ -22,6 +22,7 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
+from mhindex.files import write_under
 
 MANIFEST = "manifest.json"
 OFFSETS = "corpus.offsets"  # int64 byte offsets of each corpus.jsonl line, and the file's end
@@ -41,6 +42,7 @@ def resolve_home(home: Path | str | None = None) -> Path:
         root, source = Path(xdg) / "mhindex", "$XDG_DATA_HOME/mhindex"
     if root.exists() and not root.is_dir():
         raise UsageError(f"the data root {root} (from {source}) is a file, not a folder: point {source} at a folder")
+    write_under(root)
     return root
 
 

@@ -15,6 +15,7 @@ A lock folder that is a symbolic link is refused, never followed: a lock file is
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -25,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mhindex.errors import UsageError
+from mhindex.files import unlinked
 from mhindex.ui import reporter
 
 
@@ -52,8 +54,14 @@ def evaluating(folder: Path, name: str | None, what: str) -> Iterator[None]:
 def _held(lock: Path, busy: str, what: str) -> Iterator[None]:
     if lock.parent.is_symlink():
         raise UsageError(f"{lock.parent} is a symbolic link; mhindex writes its locks only there: remove the link")
+    unlinked(lock)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # O_NOFOLLOW: a lock file that is a link (made after the check) is refused, never written through
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise UsageError(f"{lock} is a symbolic link; mhindex writes its lock there only: remove the link") from None
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)

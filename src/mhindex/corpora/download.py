@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import MhindexError
-from mhindex.files import file_digest
+from mhindex.files import file_digest, unlinked
 from mhindex.ui import reporter
 
 
@@ -45,7 +45,7 @@ def _fetch_once(session, url: str, part: Path) -> None:
     """One request for what the `.part` file lacks (a Range from its size); appends to it."""
     import httpx
 
-    have = part.stat().st_size if part.exists() else 0
+    have = unlinked(part).stat().st_size if part.exists() else 0
     with session.stream("GET", url, headers={"Range": f"bytes={have}-"} if have else {}) as response:
         if response.status_code == 416 and have:  # asked past the end: the part file is already complete
             return

@@ -25,7 +25,7 @@ from mhindex.eval.metrics import aggregate, paired_differences
 from mhindex.eval.ranking import judged, run_predictions, scores_retrieval
 from mhindex.eval.splits import trained_overlap
 from mhindex.eval.sweep import TUNE_METRICS, Variant, choose_settings, parse_sweeps, variants, with_overrides
-from mhindex.files import atomic_file
+from mhindex.files import atomic_file, unlinked
 from mhindex.home import CorpusDir
 
 if TYPE_CHECKING:
@@ -127,6 +127,8 @@ def read_predictions(path: Path, repair: bool = False) -> list[dict]:
     `<name>.rejected.jsonl` with a warning, and the file keeps every good line."""
     if not path.is_file():
         return []
+    if repair:  # a repair writes the file: never through a link under the data root
+        unlinked(path)
     data = path.read_bytes()
     lines = data.splitlines(keepends=True)
     records, kept, rejected, torn = [], [], [], False
@@ -159,7 +161,7 @@ def _set_aside(path: Path, kept: list[bytes], rejected: list[tuple[int, bytes, s
     """Rewrite `path` with its good lines only; bad lines go to `<name>.rejected.jsonl`."""
     from mhindex import ui
 
-    aside = path.with_name(path.stem + ".rejected.jsonl")
+    aside = unlinked(path.with_name(path.stem + ".rejected.jsonl"))
     with open(aside, "ab") as handle:
         for number, line, problem in rejected:
             handle.write(
@@ -184,6 +186,7 @@ class PredictionLog:
     """Appends one record a line and makes it durable before the next question starts."""
 
     def __init__(self, path: Path) -> None:
+        unlinked(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = open(path, "ab")
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mhindex.errors import UsageError, redact
+from mhindex.files import unlinked
 from mhindex.lm.base import Completion, LanguageModel, LMError, LMProvider, LoadRequest
 from mhindex.lm.cache import CachedModel, CallCache
 from mhindex.lm.packaged import DEFAULT_PACKAGED
@@ -142,7 +143,7 @@ def load_lm(
     request = LoadRequest(spec, root, threads, context_length, cache, slots, timeout)
     model = LMS.get(kind).load(rest, request)
     if cache:
-        store = CallCache.open(root / "cache" / "lm.sqlite")
+        store = CallCache.open(unlinked(root / "cache" / "lm.sqlite"))
         if store is not None:
             model = CachedModel(model, store)
     return model

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mhindex import ui
-from mhindex.files import remove_at_exit
+from mhindex.files import remove_at_exit, unlinked
 from mhindex.lm.base import (
     Completion,
     LanguageModel,
@@ -558,7 +558,7 @@ class LlamaCppModel(LanguageModel):
 
 def _load(path: Path, request: LoadRequest) -> LlamaCppModel:
     # Prompt openings kept evaluated on disk (lm/state.py); this process's own without the cache.
-    states = request.home / "cache" / "llama-state"
+    states = unlinked(request.home / "cache" / "llama-state")
     return LlamaCppModel(
         path,
         name=request.spec,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mhindex.errors import UsageError
-from mhindex.files import with_path
+from mhindex.files import unlinked, with_path
 from mhindex.lm.base import LMError
 
 
@@ -60,7 +60,7 @@ def _smollm2(models: Path) -> Path:
 def _joined(models: Path, name: str, file: str, sha256: str, parts: list[tuple[str, str]], install: str) -> Path:
     """The model file joined from its packages' parts ((module, file in its data/) in order) into
     `models`, once, checked against `sha256` before it is renamed into place."""
-    target = models / file
+    target = unlinked(models / file)
     if target.is_file():
         return target
     paths = []

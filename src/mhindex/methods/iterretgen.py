@@ -101,8 +101,14 @@ class IterRetGen(Method):
             clock(),
             thought or "",
             self.name,
-            details={"iterretgen": {"prompt": self.prompt_name, "iterations": len(steps), "no_json": no_json,
-                                    "replies": replies}},  # fmt: skip
+            details={
+                "iterretgen": {
+                    "prompt": self.prompt_name,
+                    "iterations": len(steps),
+                    "no_json": no_json,
+                    "replies": replies,
+                }
+            },  # fmt: skip
         )
 
     @classmethod

@@ -47,6 +47,7 @@ from mhindex import ui
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import Interrupted, UsageError
 from mhindex.eval.splits import SPLIT_HELP
+from mhindex.files import unlinked
 from mhindex.home import CorpusDir
 from mhindex.methods.efficientrag_models import (
     CONTINUE,
@@ -380,8 +381,8 @@ def _train(
     from mhindex.encoders import resolve_encoder
 
     encoder = resolve_encoder(settings.encoder)
-    target = models_root(home) / corpus.name
-    work = target.with_name(corpus.name + ".partial")
+    target = unlinked(models_root(home) / corpus.name)
+    work = unlinked(target.with_name(corpus.name + ".partial"))
     if restart:
         shutil.rmtree(work, ignore_errors=True)
     retriever = open_retriever(corpus, backend or BackendSpec.parse(settings.backend))
