@@ -171,3 +171,20 @@ def test_evaluate_runs_a_papers_table_with_its_figures_and_again_on_the_same_que
     assert again.report["question_ids"] == evaluation.report["question_ids"]
     with pytest.raises(mhindex.UsageError, match="is missing: is .* a folder `mhindex eval` wrote"):
         mhindex.evaluate(musique, ["nor"], questions_of=tmp_path, out=tmp_path / "none")
+
+
+def test_score_checks_its_values_as_mhindex_score_does(tmp_path):
+    with pytest.raises(mhindex.UsageError, match="--budget must be at least 1, not -5"):
+        mhindex.score(tmp_path / "any.jsonl", "musique", budget=-5, home=tmp_path)
+
+
+def test_an_open_corpus_reads_a_rebuilt_corpus_afresh(tmp_path):
+    """A rebuild replaces the folder (another seed, another order of lines): an open Corpus answers for what is on
+    disk now, never from the table of ids it read before."""
+    corpus = mhindex.build("musique", home=tmp_path, backend=None)
+    first = next(iter(corpus.paragraphs()))
+    assert corpus.paragraph(first.id) == first
+    mhindex.build("musique", home=tmp_path, backend=None, seed=5, force=True)
+    again = corpus.paragraph(first.id)
+    assert again == first and corpus.manifest["seed"] == 5
+    assert next(iter(corpus.paragraphs())).id != first.id  # the lines moved: the old table would have misread

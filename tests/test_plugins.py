@@ -347,3 +347,15 @@ def test_the_example_plugin_codes_against_the_public_surface_alone():
         getattr(mhindex.plugins, name)
     with pytest.raises(AttributeError, match="no attribute 'session'"):
         mhindex.plugins.session  # noqa: B018 (the internal modules are not reached through it)
+
+
+def test_a_plugin_metric_may_not_take_a_built_in_measures_key():
+    """Its column would replace that figure with no word (a metric keyed `f1` showed NoR at 100.0): refused, as a
+    broken plug-in is, naming why; the built-ins themselves pass."""
+    from mhindex.eval.metrics import ANSWER_METRICS, AnswerMetric, _metric_problem
+
+    assert all(_metric_problem(metric) is None for metric in ANSWER_METRICS)
+    for key in ("f1", "em", "recall", "efficientrag_em", "kdcot_hit1"):
+        clash = AnswerMetric(key, "Mine", "a plug-in's", lambda prediction, gold: 1.0)
+        assert _metric_problem(clash) == f"its key {key!r} is a built-in measure's, whose figures it would replace"
+    assert _metric_problem(AnswerMetric("token_recall", "Tok.", "mine", lambda p, g: 1.0)) is None

@@ -130,3 +130,21 @@ def test_a_lone_corpus_jsonl_brings_the_queries_and_qrels_beside_it(mh, home, tm
     assert refused.code == 2 and refused.err.strip().splitlines() == [
         f"mhindex: error: {empty} holds no corpus.jsonl (BEIR's layout: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)"
     ]
+
+
+def test_a_query_judged_in_two_splits_and_qrels_without_queries_are_refused_never_mixed(mh, home, tmp_path):
+    """A question has one split: a query judged in test.tsv and dev.tsv would take one split with both splits'
+    grades, so it is one line naming the query and the files; qrels without queries.jsonl would build no
+    question at all, so that is one line too. Nothing is built either way."""
+    judged = beir_folder(tmp_path / "two")
+    query, document, _ = judged[0]
+    (tmp_path / "two" / "qrels" / "dev.tsv").write_text(f"query-id\tcorpus-id\tscore\n{query}\t{document}\t1\n")
+    refused = mh("corpus", "beir", "-i", tmp_path / "two", "--name", "two")
+    assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1
+    assert f"query {query!r} is judged in both" in refused.err and "build one split at a time" in refused.err
+    assert not (home / "two").exists()
+    beir_folder(tmp_path / "noqueries")
+    (tmp_path / "noqueries" / "queries.jsonl").unlink()
+    none = mh("corpus", "beir", "-i", tmp_path / "noqueries", "--name", "noqueries")
+    assert none.code == 2 and "which is not among the inputs (-i queries.jsonl)" in none.err
+    assert not (home / "noqueries").exists()

@@ -3,6 +3,7 @@ questions by id, index it, and search it with any backend or fusion (Pyserini's 
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -77,10 +78,23 @@ class Corpus:
 
     def __init__(self, folder: CorpusDir) -> None:
         self._folder = folder
-        self._manifest = folder.manifest()
         self._lock = threading.Lock()
-        self._positions: dict[str, int] = {}
-        self._questions: dict[str, Question] | None = None
+        self._built: tuple[int, int, int] | None = None
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """What is read of the corpus (its manifest, the table of ids, the questions) is of the corpus on disk now: a
+        rebuild since (`build --force` replaces the folder) is read again, never answered from the old tables."""
+        try:
+            stat = os.stat(self._folder.corpus)
+            built = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            built = (0, 0, 0)
+        if built != self._built:
+            self._manifest = self._folder.manifest()
+            self._positions: dict[str, int] = {}
+            self._questions: dict[str, Question] | None = None
+            self._built = built
 
     @property
     def name(self) -> str:
@@ -93,12 +107,14 @@ class Corpus:
     @property
     def dataset(self) -> str | None:
         """The dataset it was built from (`musique`, `jsonl` for an own corpus)."""
+        self._fresh()
         dataset = self._manifest.get("dataset")
         return str(dataset) if dataset is not None else None
 
     @property
     def manifest(self) -> dict[str, Any]:
         """What `mhindex info` shows: inputs and their hashes, seed, counts."""
+        self._fresh()
         return dict(self._manifest)
 
     @property
@@ -107,6 +123,7 @@ class Corpus:
         return list(self._folder.summary()["indexes"])
 
     def __len__(self) -> int:
+        self._fresh()
         return int(self._manifest["counts"]["paragraphs"])
 
     def __repr__(self) -> str:
@@ -122,8 +139,9 @@ class Corpus:
             reader.close()
 
     def paragraph(self, paragraph_id: str) -> Paragraph:
-        """One paragraph by its id (the table of ids is read on first use)."""
+        """One paragraph by its id (the table of ids is read on first use, and again after a rebuild)."""
         with self._lock:
+            self._fresh()
             if not self._positions:
                 reader = self._folder.paragraphs()
                 try:
@@ -153,6 +171,7 @@ class Corpus:
         from mhindex.eval.run import read_questions_file
 
         with self._lock:
+            self._fresh()
             if self._questions is None:
                 records = read_questions_file(self._folder.questions) if self._folder.questions.is_file() else []
                 self._questions = {

@@ -179,6 +179,9 @@ def score(
     """A predictions file (`ask --json` records, one a line) scored against a questions file or a corpus
     name, as `mhindex score`: its metrics."""
     from mhindex.eval.run import score_files
+    from mhindex.eval.settings import EvalSettings
+    from mhindex.options import settings_from
 
+    settings_from(EvalSettings, {"budget": budget}, "score")  # the bounds `mhindex score` checks, with its message
     scored = score_files([Path(predictions).expanduser()], str(questions), budget, resolve_home(home))
     return dict(next(iter(scored.methods.values())))

@@ -254,6 +254,11 @@ def qrel(fields: list[str], split: str, into: dict[str, dict]) -> list:
     if not score.is_integer():
         raise FieldError(f"field 'score' should be a whole relevance grade (0, 1, 2, ...), got {fields[2]!r}")
     judged = into.setdefault(fields[0], {"split": split, "gold": [], "relevance": {}})
+    if judged["split"] != split:  # one question has one split: its grades would mix two splits' judgements
+        raise FieldError(
+            f"query {fields[0]!r} is judged in both {judged['split']}.tsv and {split}.tsv; build one split at a time "
+            "(-i corpus.jsonl -i queries.jsonl -i qrels/SPLIT.tsv)"
+        )
     judged["relevance"][fields[1]] = int(score)  # graded, as the qrels give it: nDCG uses the grades
     if score > 0 and fields[1] not in judged["gold"]:
         judged["gold"].append(fields[1])
@@ -313,6 +318,11 @@ def convert_beir(
         read_qrels(path, guard, on_bytes, judged)
     if queries and not qrels:
         raise UsageError("BEIR's queries need its qrels (-i qrels/test.tsv): they name each query's gold paragraphs")
+    if qrels and not queries:
+        raise UsageError(
+            f"{qrels[0]}: BEIR's qrels judge the queries of its queries.jsonl, which is not among the inputs (-i "
+            "queries.jsonl): without it there are no questions"
+        )
     for path in (p for p in inputs if p not in qrels and p not in queries):
         for where, record in read_records(path, on_bytes):
             yield from guard.convert(path, where, record, lambda r: [paragraph_of(r, title_from)])

@@ -178,6 +178,10 @@ ANSWER_METRICS = (
 def _metric_problem(loaded: object) -> str | None:
     if not isinstance(loaded, AnswerMetric):
         return "is not an mhindex.eval.metrics.AnswerMetric"
+    # A plug-in's column must not stand in for one of mhindex's: its key would replace that figure silently.
+    taken = {m.key for m in ANSWER_METRICS} | {key for key, *_ in (*PAPER_METRICS, *KDCOT_METRICS)} | {"recall"}
+    if loaded.key in taken and getattr(_BUILTIN, loaded.key, None) is not loaded:
+        return f"its key {loaded.key!r} is a built-in measure's, whose figures it would replace"
     return None
 
 
