@@ -359,3 +359,52 @@ def test_a_plugin_metric_may_not_take_a_built_in_measures_key():
         clash = AnswerMetric(key, "Mine", "a plug-in's", lambda prediction, gold: 1.0)
         assert _metric_problem(clash) == f"its key {key!r} is a built-in measure's, whose figures it would replace"
     assert _metric_problem(AnswerMetric("token_recall", "Tok.", "mine", lambda p, g: 1.0)) is None
+
+
+@pytest.fixture(scope="module")
+def hostile_python(tmp_path_factory) -> Path:
+    """A new virtualenv that sees this environment's packages and a distribution `hostile` (its dist-info written
+    by hand, as pip would) whose plug-ins misbehave: one's import calls sys.exit, one's raises KeyboardInterrupt,
+    and a method that calls sys.exit in the middle of its answer."""
+    venv = tmp_path_factory.mktemp("hostile-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    (site / "mhindex-env.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    (site / "hostile_exit.py").write_text("import sys\nsys.exit(3)\n")
+    (site / "hostile_interrupt.py").write_text("raise KeyboardInterrupt\n")
+    (site / "hostile_method.py").write_text(
+        "import sys\nfrom mhindex.plugins import Method\n\n\nclass Quits(Method):\n    name = 'quits'\n"
+        "    title = 'Quits'\n    needs_retriever = False\n\n    def answer(self, query):\n        sys.exit(4)\n"
+    )
+    dist = site / "hostile-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[mhindex.methods]\nexits = hostile_exit:Nothing\ninterrupts = hostile_interrupt:Nothing\n"
+        "quits = hostile_method:Quits\n"
+    )
+    return python
+
+
+@pytest.mark.slow
+def test_a_plugin_that_exits_or_interrupts_is_one_warning_and_a_method_that_exits_is_that_questions_error(
+    hostile_python, tmp_path
+):
+    env = {"MHINDEX_HOME": str(tmp_path / "home"), "MHINDEX_LM": "local:smollm2-135m"}
+    for args in (["--version"], ["--help"], ["list", "methods"]):
+        shown = run(hostile_python, *args, env=env)
+        assert shown.returncode == 0, (args, shown.stderr)
+    listed = run(hostile_python, "list", "methods", env=env)
+    for plugin, what in (("exits", "SystemExit: 3"), ("interrupts", "KeyboardInterrupt")):
+        assert f"the method '{plugin}' of hostile is broken: cannot be imported ({what}" in listed.stderr
+    assert run(hostile_python, "--quiet", "corpus", "musique", env=env).returncode == 0
+    out = tmp_path / "eval"
+    evaluated = run(hostile_python, "eval", "musique", "--method", "quits", "--limit", "2", "--out", str(out),
+                    "--json", env=env)  # fmt: skip
+    assert evaluated.returncode == 1 and "2 answers failed" in evaluated.stderr
+    report = json.loads(evaluated.stdout)
+    assert report["methods"]["quits"]["failed"] == 2
+    errors = [json.loads(line)["error"] for line in (out / "quits.jsonl").read_text().splitlines()]
+    assert errors == ["the method exited (SystemExit: 4)"] * 2

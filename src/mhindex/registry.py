@@ -113,8 +113,10 @@ class Registry(Mapping[str, T], Generic[T]):
         try:
             loaded: T = _import(names[name])
             problem = self._check(loaded) if self._check else None
-        except Exception as error:
-            if self.builtin(name):
+        except (Exception, SystemExit, KeyboardInterrupt) as error:  # a plug-in's import may do anything: contained
+            from mhindex.ui import Terminated
+
+            if self.builtin(name) or isinstance(error, Terminated):  # SIGTERM is the user's, not the plug-in's
                 raise
             problem = f"cannot be imported ({type(error).__name__}: {error})"
         if problem:

@@ -43,6 +43,8 @@ def _answer(method: Method, number: int, item: Query | str) -> dict[str, Any]:
         return {"line": number, "id": item.id, "error": str(error)}
     except Exception as error:  # noqa: BLE001 - one failing question is one error record, never the end of a run
         return {"line": number, "id": item.id, "error": f"{type(error).__name__}: {error}"}
+    except SystemExit as error:  # a method (a plug-in's) that calls sys.exit: that question's error, not the run's end
+        return {"line": number, "id": item.id, "error": f"the method exited (SystemExit: {error.code})"}
 
 
 def answer_records(
