@@ -590,3 +590,9 @@ def test_an_evaluation_reruns_from_its_folder_to_the_same_answers_and_says_which
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "corpus 'musique' is not the one" in error[0] and "rebuild it" in error[0]
     assert not (tmp_path / "other").exists()
+    # An index built with other settings: refused before any question is asked, not after all of them.
+    (first / "run.json").write_text(json.dumps({**run_json, "index": {**run_json["index"], "k1": 0.5}}))
+    assert main(["--home", str(root), "rerun", str(first), "--out", str(tmp_path / "index")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "index of 'musique' is not the one the record searched" in error[0]
+    assert not list((tmp_path / "index").glob("*.jsonl"))

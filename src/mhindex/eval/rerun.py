@@ -109,6 +109,7 @@ def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
         judge=run.get("judge"),
         question_ids=list(metrics.get("question_ids") or []),
         table=metrics.get("table") if isinstance(metrics.get("table"), dict) else None,
+        index=run.get("index") if isinstance(run.get("index"), dict) else None,
     )
 
 
@@ -130,14 +131,7 @@ def rerun(folder: Path, home: Path, out: Path | None = None) -> Rerun:
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} is not empty: give --out a new folder")
     plan = plan_of(folder, home, out)
-    made = evaluate(plan, home)
-    index_then = _read(folder / "run.json").get("index")
-    index_now = _read(out / "run.json").get("index")
-    if index_then != index_now:
-        raise UsageError(
-            f"the {plan.backend.label} index of '{plan.corpus.name}' is not the one {folder} searched (then "
-            f"{index_then}, now {index_now}): rebuild it with those settings (mhindex index ... --force)"
-        )
+    made = evaluate(plan, home)  # refuses an index other than the recorded one before asking anything
     differences, compared = {}, {}
     for variant in plan.runs:
         then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}

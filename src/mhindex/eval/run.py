@@ -384,6 +384,8 @@ class EvalPlan:
     question_ids: list[str] | None = None
     #: the paper's table the variants are rows of (`eval --table`), as metrics.json records it (`TablePlan.record`)
     table: dict[str, Any] | None = None
+    #: the index's settings a rerun must find (run.json's `index`): checked before any question is asked
+    index: dict[str, Any] | None = None
 
     @classmethod
     def make(
@@ -474,6 +476,7 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
     )
     try:
         try:
+            _check_index(plan, session)
             solvers = {v.name: session.method(v.method, plan.settings[v.name]) for v in plan.runs}
             for name, solver in solvers.items():
                 trained_overlap(name, solver.trained_on(), [*tuning, *questions])
@@ -509,6 +512,18 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
     }
     _write_report(folder, report, plan, len(questions))
     return Evaluation(folder, report)
+
+
+def _check_index(plan: EvalPlan, session: Any) -> None:
+    """A rerun's index must be the one its record searched: said before any question is asked, not after."""
+    if plan.index is None:
+        return
+    now = session.index.settings if session.index else None
+    if now != plan.index:
+        raise UsageError(
+            f"the {plan.backend.label} index of '{plan.corpus.name}' is not the one the record searched (then "
+            f"{plan.index}, now {now}): rebuild it with those settings (mhindex index ... --force)"
+        )
 
 
 def _check_out(out: Path, home: Path | None) -> None:
