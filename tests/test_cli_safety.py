@@ -5,6 +5,7 @@ cannot bring tracebacks back unnoticed."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -251,3 +252,15 @@ def test_no_file_mhindex_writes_under_the_data_root_goes_through_a_link_inside_i
     assert (
         sorted(p.name for p in outside.iterdir()) == ["victim.txt"] and (outside / "victim.txt").read_text() == "mine"
     )
+
+
+def test_escape_sequences_in_a_corpus_are_shown_never_sent_to_the_terminal(mh, tmp_path):
+    """A paragraph (or a model's answer) may carry terminal escapes: one that writes the clipboard (OSC 52), one
+    that retitles the window. What is printed shows them as text; rich's own styling still works."""
+    hostile = "\x1b]52;c;aGVsbG8=\x07Paris\x1b]0;owned\x07 is the capital"
+    corpus = tmp_path / "hostile.jsonl"
+    corpus.write_text(json.dumps({"id": "p1", "title": "France\x1b[2J", "text": hostile}) + "\n")
+    assert mh("--quiet", "build", "jsonl", "-i", corpus, "--name", "hostile").code == 0
+    shown = mh("search", "hostile", "capital", "-k", "1")
+    assert shown.code == 0 and "\x1b" not in shown.out and "\x07" not in shown.out
+    assert "\\x1b]52;c;aGVsbG8=" in shown.out and "France\\x1b[2J" in shown.out  # rich drops the BEL itself

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
+import re
 import signal
 import sys
 import threading
@@ -110,7 +111,7 @@ class Reporter:
 
             # A copy of descriptor 2, taken now: engines that send their own chatter to a log by
             # redirecting descriptor 2 (ColBERT, FAISS) must not swallow our bars and lines.
-            self._console = Console(file=os.fdopen(os.dup(2), "w", buffering=1), highlight=False)
+            self._console = safe_console(file=os.fdopen(os.dup(2), "w", buffering=1), highlight=False)
         return self._console
 
     def _emit(self, level: str, message: str, fields: dict) -> None:
@@ -382,11 +383,32 @@ def write_trec(tag: str, record: dict) -> None:
     sys.stdout.flush()
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Control characters (ESC, BEL, ...) written out as escapes (`\\x1b`): text from a corpus or a model is shown,
+    never obeyed by the terminal (an escape sequence can retitle it, or write the clipboard)."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
+def safe_console(**options: Any) -> Any:
+    """A rich Console that shows every character of what it prints: rich's own styling is made after this, so only
+    the text itself, whatever it came from, has its control characters made visible (`visible`)."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class SafeConsole(Console):
+        def _render_buffer(self, buffer: Any) -> str:
+            shown = (Segment(visible(s.text), s.style, s.control) if s.control is None else s for s in buffer)
+            return super()._render_buffer(shown)
+
+    return SafeConsole(**options)
+
+
 def result_console():
     """Where results print: the terminal's width on one; in a pipe or a file, never cropped ($COLUMNS, if set)."""
-    from rich.console import Console
-
-    out = Console(highlight=False, soft_wrap=True)
+    out = safe_console(highlight=False, soft_wrap=True)
     if not out.is_terminal and not os.environ.get("COLUMNS"):
         out.width = 100_000
     return out
