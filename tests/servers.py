@@ -4,6 +4,7 @@ own OpenAI-compatible server (scripts/lm_server.py) over a packaged model."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -138,6 +139,18 @@ class FaultProxy:
                     return
                 if fault == "no-choices":
                     payload = b'{"id": "x", "object": "text_completion", "choices": []}'
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if fault == "flood":  # a server that ignores max_tokens: megabytes of completion
+                    payload = json.dumps(
+                        {
+                            "choices": [{"text": "word " * 1_000_000, "finish_reason": "length"}],
+                            "usage": {"prompt_tokens": 5, "completion_tokens": 1_000_000},
+                        }
+                    ).encode()
                     self.send_response(200)
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()

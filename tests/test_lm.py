@@ -16,7 +16,8 @@ from mhindex.lm.base import LMError
 from mhindex.lm.cache import CachedModel, CallCache
 from mhindex.lm.llamacpp import LlamaCppModel
 from mhindex.lm.packaged import packaged_model_path
-from mhindex.lm.remote import RemoteModel
+from mhindex.lm.remote import CHARS_PER_TOKEN, RemoteModel
+from mhindex.methods.base import call_entry
 from servers import FaultProxy, llama_server
 
 QUESTION = "Q: What is the capital of France?\nA:"
@@ -185,6 +186,19 @@ def test_remote_malformed_bodies_are_clear_errors(server):
             RemoteModel("smollm2", proxy.url + "/v1", retries=2, backoff=0.01, context_length=4096).complete(
                 QUESTION, max_tokens=8
             )
+
+
+def test_a_server_that_ignores_max_tokens_is_cut_and_one_that_fails_until_the_deadline_is_named(server):
+    with FaultProxy(server.removesuffix("/v1")) as proxy:
+        model = RemoteModel("smollm2", proxy.url + "/v1", backoff=0.01, context_length=4096)
+        proxy.faults = ["flood"]
+        completion = model.complete(QUESTION, max_tokens=8)
+        assert completion.finish_reason == "capped" and len(completion.text) == 8 * CHARS_PER_TOKEN  # of 5 MB
+        assert call_entry("answering", completion)["capped"] is True
+        failing = RemoteModel("smollm2", proxy.url + "/v1", timeout=1.0, retries=6, backoff=0.5, context_length=4096)
+        proxy.faults = ["500"] * 10
+        with pytest.raises(LMError, match=r"did not finish within 1 s \(--lm-timeout\): it answered HTTP 500 until"):
+            failing.complete(QUESTION, max_tokens=8)
 
 
 def test_remote_timeout_is_one_deadline_for_the_whole_call(server):

@@ -32,6 +32,8 @@ class DeadlineExceeded(httpx.TransportError):
     def __init__(self, seconds: float, request: httpx.Request | None = None) -> None:
         super().__init__(f"did not finish within {seconds:g} s", request=request)
         self.seconds = seconds
+        # A server that failed every try until the deadline: its last answer, said, not a silent "timeout".
+        self.last_status: int | None = request.extensions.get("last_status") if request is not None else None
 
 
 class _DeadlineTransport(httpx.BaseTransport):
@@ -58,6 +60,8 @@ class _DeadlineTransport(httpx.BaseTransport):
             if time.monotonic() >= deadline - 0.05:
                 raise DeadlineExceeded(seconds, request) from None
             raise
+        if response.status_code in RETRY_STATUS:
+            request.extensions["last_status"] = response.status_code
         response.stream = _DeadlineStream(response.stream, deadline, seconds, request)
         return response
 
@@ -145,7 +149,8 @@ def one_line_errors(
     except httpx.ConnectError:
         raise error(f"cannot reach {what} at {url}: connection refused; is it running?") from None
     except DeadlineExceeded as late:
-        raise error(f"{what} at {url} did not finish within {late.seconds:g} s{hint}") from None
+        failing = f": it answered HTTP {late.last_status} until then" if late.last_status else ""
+        raise error(f"{what} at {url} did not finish within {late.seconds:g} s{hint}{failing}") from None
     except httpx.TimeoutException as timeout:
         limit = getattr(getattr(timeout, "request", None), "extensions", {}).get("timeout", {}).get("read")
         raise error(

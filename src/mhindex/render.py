@@ -152,9 +152,10 @@ def call_line(number: int, call: dict) -> str:
     kinds = ((call.get("read"), "read"), (call.get("restored"), "restored"), (call.get("reused"), "reused"))
     tokens = ", ".join(f"{n:,} {word}" for n, word in kinds if n)
     parts = ", ".join(f"{part} {call[part]:.2f}" for part in SECONDS_PARTS if part in call)
+    capped = "; cut at max_tokens: the server sent more than asked" if call.get("capped") else ""
     return (
         said + f"{call['prompt_tokens']:,} prompt tokens" + (f" ({tokens})" if tokens else "")
-        + f", {call['generated']:,} generated; {call['seconds']:.2f}s" + (f" = {parts}" if parts else "")
+        + f", {call['generated']:,} generated; {call['seconds']:.2f}s" + (f" = {parts}" if parts else "") + capped
     )  # fmt: skip
 
 

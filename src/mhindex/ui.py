@@ -107,8 +107,6 @@ class Reporter:
     @property
     def console(self):
         if self._console is None:
-            from rich.console import Console
-
             # A copy of descriptor 2, taken now: engines that send their own chatter to a log by
             # redirecting descriptor 2 (ColBERT, FAISS) must not swallow our bars and lines.
             self._console = safe_console(file=os.fdopen(os.dup(2), "w", buffering=1), highlight=False)

@@ -35,6 +35,10 @@ from mhindex.lm.base import (
     tokens_within,
 )
 
+#: the most characters a token is taken to hold: a completion longer than max_tokens of these was not cut by its
+#: server
+CHARS_PER_TOKEN = 32
+
 
 class RemoteModel(LanguageModel):
     def __init__(
@@ -219,13 +223,20 @@ class RemoteModel(LanguageModel):
         timings = reply.get("timings")
         timings = timings if isinstance(timings, dict) else {}  # llama.cpp's extra; anything else is not timings
         text = cut_at_stop(text, stop)
+        # A server that ignores max_tokens could hand back any amount (700 MB, once): what is kept is cut at a bound
+        # no tokenizer's max_tokens tokens pass, and the call says so (`finish_reason` "capped", in the trace).
+        limit = int(body.get("max_tokens") or 0) * CHARS_PER_TOKEN
+        capped = bool(limit) and len(text) > limit
+        text = text[:limit] if capped else text
         return Completion(
             text=text,
             prompt_tokens=_count(usage, "prompt_tokens", where),
             completion_tokens=_count(usage, "completion_tokens", where),
             seconds=time.perf_counter() - started,
             prompt_tokens_evaluated=timings.get("prompt_n") if isinstance(timings.get("prompt_n"), int) else None,
-            finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+            finish_reason="capped"
+            if capped
+            else (choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None),  # fmt: skip
             prompt_seconds=_seconds(timings, "prompt_ms"),
             token_logprobs=tokens_within(_logprobs(choice), text) if "logprobs" in body else None,
             # a llama.cpp server's own split of its time (outside it: the network, the queue, the server's HTTP)

@@ -239,6 +239,7 @@ def call_entry(label: str, completion: Completion) -> dict[str, Any]:
         "reused": completion.prompt_tokens_reused,
         "generated": completion.completion_tokens,
         **({"cached": True} if completion.cached else {}),
+        **({"capped": True} if completion.finish_reason == "capped" else {}),
         **({name: round(part, 3) for name, part in zip(SECONDS_PARTS, parts, strict=True) if part is not None}
            if completion.generation_seconds is not None else {}),
     }  # fmt: skip
