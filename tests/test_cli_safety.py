@@ -264,3 +264,30 @@ def test_escape_sequences_in_a_corpus_are_shown_never_sent_to_the_terminal(mh, t
     shown = mh("search", "hostile", "capital", "-k", "1")
     assert shown.code == 0 and "\x1b" not in shown.out and "\x07" not in shown.out
     assert "\\x1b]52;c;aGVsbG8=" in shown.out and "France\\x1b[2J" in shown.out  # rich drops the BEL itself
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_the_preflight_reads_the_memory_a_containers_cgroup_leaves(tmp_path, version):
+    """A container's limit, not the host's memory: the kernel's OOM killer ends a build past the cgroup's limit with
+    no word, so the preflight must count with what the cgroup leaves (its limit less its usage)."""
+    from mhindex.files import cgroup_memory_left
+
+    proc, mib = tmp_path / "proc" / "self", 1 << 20
+    proc.mkdir(parents=True)
+    if version == "v2":
+        (proc / "cgroup").write_text("0::/build.slice\n")
+        folder, limit, usage = tmp_path / "sys/fs/cgroup/build.slice", "memory.max", "memory.current"
+    else:
+        (proc / "cgroup").write_text("5:cpu:/\n4:memory:/docker/abc\n0::/\n")
+        folder, limit, usage = (
+            tmp_path / "sys/fs/cgroup/memory/docker/abc",
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+        )
+    folder.mkdir(parents=True)
+    (folder / limit).write_text(f"{512 * mib}\n")
+    (folder / usage).write_text(f"{400 * mib}\n")
+    assert cgroup_memory_left(tmp_path) == 112 * mib
+    (folder / limit).write_text("max\n" if version == "v2" else "9223372036854771712\n")  # no limit set
+    assert cgroup_memory_left(tmp_path) is None
+    assert cgroup_memory_left(tmp_path / "nowhere") is None

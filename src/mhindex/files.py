@@ -293,14 +293,55 @@ class CountingReader(io.RawIOBase):
 
 
 def room() -> tuple[int | None, Callable[[Path], int]]:
-    """The memory available now (None where psutil cannot tell), and the disk free under a folder."""
+    """The memory available now to this process (None where nothing can tell), and the disk free under a folder.
+    In a container, that is its cgroup's limit less what the cgroup uses, where that is less than the host has:
+    the host's figure would let a build start that the container's OOM killer then ends with no word."""
     try:
         import psutil
 
         memory: int | None = int(psutil.virtual_memory().available)
     except (ImportError, OSError):
         memory = None
+    contained = cgroup_memory_left()
+    if contained is not None:
+        memory = contained if memory is None else min(memory, contained)
     return memory, lambda folder: shutil.disk_usage(next(p for p in (folder, *folder.parents) if p.exists())).free
+
+
+def cgroup_memory_left(system: Path = Path("/")) -> int | None:
+    """The memory this process's cgroup may still take (its limit less its usage), cgroup v2 or v1; None where
+    there is no limit (or none can be read). `system`: the root the /proc and /sys files are read under."""
+    try:
+        lines = (system / "proc" / "self" / "cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        relative = path.lstrip("/")
+        if number == "0" and controllers == "":  # v2: the unified hierarchy
+            folders = [system / "sys/fs/cgroup" / relative, system / "sys/fs/cgroup"]
+            found = _limit_and_use(folders, "memory.max", "memory.current")
+        elif "memory" in controllers.split(","):  # v1: the memory controller's own hierarchy
+            folders = [system / "sys/fs/cgroup/memory" / relative, system / "sys/fs/cgroup/memory"]
+            found = _limit_and_use(folders, "memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _limit_and_use(folders: list[Path], limit_file: str, usage_file: str) -> int | None:
+    for folder in folders:
+        try:
+            limit_text = (folder / limit_file).read_text().strip()
+            usage = int((folder / usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit_text == "max" or not limit_text.isdigit() or int(limit_text) >= 1 << 60:  # no limit set
+            return None
+        return max(0, int(limit_text) - usage)
+    return None
 
 
 def refuse_unless_room(work: str, memory: int, disk: int, root: Path) -> None:
