@@ -291,3 +291,12 @@ def test_the_preflight_reads_the_memory_a_containers_cgroup_leaves(tmp_path, ver
     (folder / limit).write_text("max\n" if version == "v2" else "9223372036854771712\n")  # no limit set
     assert cgroup_memory_left(tmp_path) is None
     assert cgroup_memory_left(tmp_path / "nowhere") is None
+
+
+def test_a_k_past_the_corpus_is_all_of_it_never_a_damaged_index(root):
+    """-k 2147483648 (past Lucene's int) was reported as a damaged index: a k past the corpus asks for all of it."""
+    result = mhindex("search", "musique", "Van Hook Township", "-k", "2147483648", "--json", home=root)
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    found = hits["hits"] if isinstance(hits, dict) else hits
+    assert 0 < len(found) <= 2000 and "damaged" not in result.stderr  # every paragraph the query matches

@@ -557,6 +557,11 @@ def test_out_inside_a_corpus_folder_is_refused_before_any_answer(root, capsys):
         err = capsys.readouterr().err
         assert f"--out {inside} is inside corpus 'musique''s folder, which `mhindex corpus --force` replaces" in err
     assert not (root / "musique" / "mine").exists() and not (root / "musique" / "nor.jsonl").exists()
+    # The data root itself, and its own folders, are mhindex's: no run's answers go there.
+    for own in (root, root / "cache", root / "models" / "mine", root / ".locks"):
+        assert main(["--home", str(root), "eval", "musique", *ARGS, "--out", str(own)]) == 2
+        assert "which mhindex keeps for itself" in capsys.readouterr().err
+    assert not (root / "cache" / "nor.jsonl").exists() and not (root / "nor.jsonl").exists()
 
 
 @pytest.mark.slow

@@ -95,6 +95,16 @@ def test_a_beir_folder_is_scored_on_its_qrels_as_ir_measures_scores_it(mh, home,
     for key in ("ndcg_10", "map", "mrr", "recall"):
         assert summary[key] == pytest.approx(top15[key], abs=5e-5), key
 
+    # A run of every query, as `search -` of the whole queries.jsonl gives it (real BEIR releases hold unjudged
+    # queries too): those are skipped and counted, as trec_eval skips them, and the judged ones score the same.
+    unjudged = "".join(f"unjudged-{n} Q0 doc0 1 1.0 run\n" for n in range(3))
+    (tmp_path / "every.trec").write_text(run_file.read_text() + unjudged)
+    every = mh("score", tmp_path / "every.trec", "--questions", "hpbeir", "--json")
+    assert every.code == 0, every.err
+    assert "3 of its" in every.err and "have no judgements" in every.err and "skipped" in every.err
+    (same,) = every.json().values()
+    assert same["ndcg_10"] == pytest.approx(summary["ndcg_10"])
+
     # Several files side by side, each under its recorded method (or the variant its file names), with their
     # paired differences: the TREC run ranks as retrieve@k=15 did, so it differs from it in nothing.
     (five,) = (home / "hpbeir" / "eval").glob("*/retrieve@k=5.jsonl")

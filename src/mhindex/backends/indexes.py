@@ -74,8 +74,11 @@ class _Checked:
     """A retriever whose engine failures (a truncated Lucene segment, a damaged FAISS file) are one
     line that names the index and says how to rebuild it, not an engine's stack trace."""
 
-    def __init__(self, inner: Retriever, what: str, fix: str) -> None:
+    def __init__(self, inner: Retriever, what: str, fix: str, most: int | None = None) -> None:
         self._inner, self._what, self._fix = inner, what, fix
+        # A k past the corpus's size asks for no more than all of it: cut there, so that an engine never sees a
+        # number it cannot take (Lucene's int: -k 2147483648 was taken for a damaged index).
+        self._most = most
         if hasattr(inner, "search_titles"):
             self.search_titles = self._checked(inner.search_titles)
         if hasattr(inner, "candidates"):  # ids and scores, text for the top only (a hybrid's parts)
@@ -92,11 +95,14 @@ class _Checked:
 
         return run
 
+    def _cut(self, k: int) -> int:
+        return k if self._most is None else max(1, min(k, self._most))
+
     def search(self, query: str, k: int = 10, titles: Any = None) -> list[Hit]:
-        return self._checked(self._inner.search)(query, k, titles=titles)
+        return self._checked(self._inner.search)(query, self._cut(k), titles=titles)
 
     def search_many(self, queries: Any, k: int = 10) -> list[list[Hit]]:
-        return self._checked(self._inner.search_many)(queries, k)
+        return self._checked(self._inner.search_many)(queries, self._cut(k))
 
     def close(self) -> None:
         self._inner.close()
@@ -249,8 +255,15 @@ def open_index(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
     except Exception as error:  # noqa: BLE001 - a damaged index file, whatever the engine raises
         raise IndexDamaged(f"{what} cannot be opened ({one_line(error)}); {_rebuild(corpus, spec.name)}") from None
     return OpenedIndex(
-        _Checked(opened, f"searching {what}", _rebuild(corpus, spec.name)), _in_effect(options, manifest)
+        _Checked(opened, f"searching {what}", _rebuild(corpus, spec.name), _paragraphs(corpus)),
+        _in_effect(options, manifest),
     )
+
+
+def _paragraphs(corpus: CorpusDir) -> int | None:
+    counts = corpus.manifest().get("counts")
+    found = counts.get("paragraphs") if isinstance(counts, dict) else None
+    return found if isinstance(found, int) and found > 0 else None
 
 
 def _open_hybrid(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:

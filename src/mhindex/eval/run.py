@@ -529,9 +529,16 @@ def _check_index(plan: EvalPlan, session: Any) -> None:
 def _check_out(out: Path, home: Path | None) -> None:
     """Refuse an `--out` inside a corpus's folder but not under its `eval/`: a rebuild of the corpus replaces
     everything there but its indexes and evaluations, and would take the answers with it."""
-    from mhindex.home import built_corpora, resolve_home
+    from mhindex.home import RESERVED, built_corpora, resolve_home
 
-    target = out.expanduser().resolve()
+    target, data_root = out.expanduser().resolve(), resolve_home(home).resolve()
+    # The data root itself and its own folders (the call cache, models, downloads, locks) are mhindex's, not a run's.
+    for own in (data_root, *(data_root / name for name in (*RESERVED, ".locks"))):
+        if target == own or (own != data_root and own in target.parents):
+            raise UsageError(
+                f"--out {out} is {'the data root' if own == data_root else 'inside ' + str(own)}, which mhindex "
+                f"keeps for itself; give a folder of its own (under a corpus's eval/, or outside {data_root})"
+            )
     for corpus in built_corpora(resolve_home(home)):
         root = corpus.root.resolve()
         if (target == root or root in target.parents) and (root / "eval") not in target.parents:
@@ -661,11 +668,18 @@ def score_files(
     gold = read_questions(questions_file)
     read: dict[str, list[dict]] = {}
     for path in predictions:
-        records = run_predictions(path)  # a TREC run or search results, scored on their ranking
-        records = read_predictions(path) if records is None else records
+        ranked = run_predictions(path)  # a TREC run or search results, scored on their ranking
+        records = read_predictions(path) if ranked is None else ranked
         if not records:
             raise UsageError(f"{path}: holds no predictions")
         missing = [r["id"] for r in records if "id" in r and r["id"] not in gold]
+        if missing and ranked is not None:  # a run of every query (BEIR's queries.jsonl holds unjudged ones too)
+            from mhindex.ui import reporter
+
+            reporter().warning(f"{path}: {len(missing)} of its {len(records)} queries have no judgements in "
+                               f"{questions_file} (first: {missing[0]}): skipped, as trec_eval skips them")  # fmt: skip
+            records = [r for r in records if r.get("id") in gold]
+            missing = [] if records else missing
         if missing:
             raise UsageError(
                 f"{path}: {len(missing)} predictions have no question in {questions_file} (first: {missing[0]})"
