@@ -188,3 +188,24 @@ def test_an_open_corpus_reads_a_rebuilt_corpus_afresh(tmp_path):
     again = corpus.paragraph(first.id)
     assert again == first and corpus.manifest["seed"] == 5
     assert next(iter(corpus.paragraphs())).id != first.id  # the lines moved: the old table would have misread
+
+
+class WindowlessModel(mhindex.LanguageModel):
+    """Written to the interface but for its context window: said in one line before any method reads it."""
+
+    name = "windowless"
+
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0):
+        raise AssertionError("never called")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_an_lm_of_ones_own_without_its_context_window_is_one_line_before_any_call(musique):
+    with pytest.raises(mhindex.UsageError, match="the lm given lacks context_length: a LanguageModel sets"):
+        mhindex.ask("Who?", method="nor", corpus=musique, lm=WindowlessModel())
+    model = WindowlessModel()
+    model.context_length = "8k"
+    with pytest.raises(mhindex.UsageError, match="the lm given has context_length '8k'"):
+        mhindex.ask("Who?", method="nor", corpus=musique, lm=model)

@@ -14,7 +14,7 @@ from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import UsageError
 from mhindex.home import resolve_home
 from mhindex.lm import ModelOptions
-from mhindex.lm.base import LanguageModel
+from mhindex.lm.base import LanguageModel, lacking
 from mhindex.methods import DEFAULT_METHOD, Method
 
 
@@ -119,7 +119,7 @@ class Asker:
         needs_index = method_class(method).needs_retriever and spec.builds_index and retriever is None
         folder = pick_corpus(root, corpus if isinstance(corpus, str) or corpus is None else corpus.name, needs_index)
         model = _model_options(lm if isinstance(lm, str) else None, lm_threads, lm_context, cache, lm_timeout)
-        own_lm = lm if isinstance(lm, LanguageModel) else None
+        own_lm = lacking(lm, "the lm given") if isinstance(lm, LanguageModel) else None
         self._session = Session(
             folder,
             methods=[method],

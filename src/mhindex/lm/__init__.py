@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mhindex.errors import UsageError, redact
 from mhindex.files import unlinked
-from mhindex.lm.base import Completion, LanguageModel, LMError, LMProvider, LoadRequest
+from mhindex.lm.base import Completion, LanguageModel, LMError, LMProvider, LoadRequest, lacking
 from mhindex.lm.cache import CachedModel, CallCache
 from mhindex.lm.packaged import DEFAULT_PACKAGED
 from mhindex.options import option
@@ -141,7 +141,7 @@ def load_lm(
     spec = resolve_spec(spec)
     kind, rest = parse_lm(spec)
     request = LoadRequest(spec, root, threads, context_length, cache, slots, timeout)
-    model = LMS.get(kind).load(rest, request)
+    model = lacking(LMS.get(kind).load(rest, request), f"the model --lm {spec} loads")
     if cache:
         store = CallCache.open(unlinked(root / "cache" / "lm.sqlite"))
         if store is not None:

@@ -133,6 +133,23 @@ class Generation:
                     keep=self.keep)  # fmt: skip
 
 
+def lacking(model: object, where: str) -> LanguageModel:
+    """`model`, if it is a LanguageModel with what the methods read of one (its `name`, a whole `context_length`); else
+    a one-line UsageError saying what to set, before any method uses it (not an AttributeError mid-answer)."""
+    from mhindex.errors import UsageError
+
+    if not isinstance(model, LanguageModel):
+        raise UsageError(f"{where} is not an mhindex LanguageModel (a {type(model).__name__})")
+    missing = [m for m in ("name", "context_length") if not hasattr(model, m)]
+    length = getattr(model, "context_length", None)
+    if missing or isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        said = f"lacks {', '.join(missing)}" if missing else f"has context_length {length!r}"
+        raise UsageError(
+            f"{where} {said}: a LanguageModel sets `name` and `context_length` (its context window, in tokens)"
+        )
+    return model
+
+
 class LanguageModel(ABC):
     #: what `--lm` named, e.g. "local:smollm2-135m"; also the cache key's model part with `identity`
     name: str
