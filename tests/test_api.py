@@ -209,3 +209,19 @@ def test_an_lm_of_ones_own_without_its_context_window_is_one_line_before_any_cal
     model.context_length = "8k"
     with pytest.raises(mhindex.UsageError, match="the lm given has context_length '8k'"):
         mhindex.ask("Who?", method="nor", corpus=musique, lm=model)
+
+
+@pytest.mark.parametrize(
+    "call, said",
+    [
+        (lambda m: mhindex.evaluate(5, ["nor"], limit=1, home=m.path.parent), "corpus must be a Corpus or a corpus"),
+        (lambda m: mhindex.evaluate(m, [1], limit=1), "each of methods must be a method's name, not 1"),
+        (lambda m: mhindex.ask("Who?", method=None, corpus=m), "method must be a method's name, not None"),
+        (lambda m: mhindex.ask("Who?", method="nor", corpus=3), "corpus must be a Corpus or a corpus's name, not 3"),
+        (lambda m: mhindex.build(None, home=m.path.parent), "dataset must be a dataset's name"),
+        (lambda m: mhindex.build("jsonl", inputs="x.jsonl", home=m.path.parent), "inputs must be a list of paths"),
+    ],
+)
+def test_a_wrong_type_given_to_the_api_is_one_line(musique, call, said):
+    with pytest.raises(mhindex.UsageError, match=said):
+        call(musique)

@@ -61,3 +61,12 @@ def one_line(error: BaseException, limit: int = 200) -> str:
     text = str(error).strip().removeprefix("JVM exception occurred: ")
     line = f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def expect(value: object, kinds: type | tuple[type, ...], what: str, expected: str) -> None:
+    """A value given to the Python API of the wrong type: one line saying what was expected (the CLI's own
+    parsing makes these impossible there), not a traceback from deep inside."""
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise UsageError(f"{what} must be {expected}, not {value!r}")
+    if not isinstance(value, kinds):
+        raise UsageError(f"{what} must be {expected}, not {value!r} (a {type(value).__name__})")

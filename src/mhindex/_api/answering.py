@@ -11,7 +11,7 @@ from typing import Any
 from mhindex._api.corpora import Corpus, Question
 from mhindex.backends.base import Retriever
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.errors import UsageError
+from mhindex.errors import UsageError, expect
 from mhindex.home import resolve_home
 from mhindex.lm import ModelOptions
 from mhindex.lm.base import LanguageModel, lacking
@@ -112,6 +112,8 @@ class Asker:
 
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise UsageError(f"workers must be a whole number, at least 1, not {workers!r}")
+        expect(method, str, "method", "a method's name")
+        expect(corpus, (Corpus, str, type(None)), "corpus", "a Corpus or a corpus's name")
         root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
         self.method_name, self.workers = method, workers
         chosen = settings_for([method], settings)[method]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mhindex.backends.base import Hit, Retriever
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.errors import UsageError
+from mhindex.errors import UsageError, expect
 from mhindex.home import CorpusDir, resolve_home
 
 if TYPE_CHECKING:
@@ -241,6 +241,10 @@ def build(
     from mhindex.backends import BackendSpec
     from mhindex.corpora.build import CorpusOptions
 
+    expect(dataset, str, "dataset", "a dataset's name (musique, jsonl, ...)")
+    expect(name, (str, type(None)), "name", "a corpus name")
+    if inputs is not None and (isinstance(inputs, str | Path) or not all(isinstance(p, str | Path) for p in inputs)):
+        raise UsageError(f"inputs must be a list of paths, not {inputs!r}")
     options = CorpusOptions(
         inputs=[Path(p).expanduser() for p in inputs] if inputs is not None else None,
         name=name,

@@ -10,7 +10,7 @@ from typing import Any
 from mhindex._api.answering import Answer, _model_options
 from mhindex._api.corpora import Corpus
 from mhindex.backends.registry import DEFAULT_BACKEND
-from mhindex.errors import UsageError
+from mhindex.errors import UsageError, expect
 from mhindex.home import resolve_home
 from mhindex.methods import DEFAULT_EVAL_METHODS
 
@@ -143,8 +143,12 @@ def evaluate(
     given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), tune_on=tune_on, tune_metric=tune_metric,
                  questions_of=questions_of, out=out, budget=budget, judge_lm=judge_lm)  # fmt: skip
     settings_from(EvalSettings, given, "eval")  # the bounds and choices `mhindex eval` checks, with its messages
+    expect(corpus, (Corpus, str), "corpus", "a Corpus or a corpus's name")
+    expect(table, (str, type(None)), "table", "a paper's table, as --table takes it")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
+    for method in methods or ():
+        expect(method, str, "each of methods", "a method's name")
     names = list(methods or ()) if methods is not None or table is not None else list(DEFAULT_EVAL_METHODS)
     root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
     opened = open_corpus(root, corpus if isinstance(corpus, str) else corpus.name)
