@@ -176,6 +176,13 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     in_a_go = torch.load(partial / "labeler.checkpoint.pt", weights_only=False)
     assert in_a_go["step"] == 10 and in_a_go["losses"] == losses[:10]
     assert {role: (folder / role / "model.safetensors").read_bytes() for role in ("labeler", "filter")} == weights
+    # A checkpoint cut short (a disk that filled, a copy interrupted): said, and the role trained from the start.
+    checkpoint = partial / "labeler.checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    capsys.readouterr()
+    code = main(["--home", str(trained), *TRAIN, "--stop-after", "2", "--json"])
+    again, said = capsys.readouterr()
+    assert code == 0 and orjson.loads(again)["resumed_from"] == 0 and "labeler.checkpoint.pt is damaged" in said
     shutil.rmtree(partial)
 
 

@@ -133,7 +133,11 @@ def _selfask(release: Release, model: Any) -> None:
 
     asker = object.__new__(selfask.SelfAsk)
     cases = []
-    for record in records("qwen2.5-*-*/*/selfask*.jsonl"):
+    runs = [
+        *records("qwen2.5-0.5b-readings/*/selfask*.jsonl"),
+        *records("qwen2.5-1.5b-paper-tables/*/*/selfask*.jsonl"),
+    ]
+    for record in runs:
         completions = record["selfask"].get("completions") or []
         for number, raw in enumerate(completions):
             final = number == len(completions) - 1
@@ -306,7 +310,7 @@ def react(mirror: Path) -> None:
     stand_in("gym", "bs4", "requests")
     wikienv = load(release, ".", "wikienv")
     cases = []
-    for record in records("qwen2.5-1.5b-*/*/react*.jsonl"):
+    for record in [*records("qwen2.5-1.5b-*/*/react*.jsonl"), *records("qwen2.5-0.5b-readings/*/react*.jsonl")]:
         for step in record["react"]["trajectory"]:
             cases.append({"output": step["action"], "written": step.get("written"), "from": record["_file"]})
     cases = sampled(cases, 3 * PER_SOURCE)

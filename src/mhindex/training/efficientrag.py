@@ -518,17 +518,7 @@ def _train_role(
         optimizer, num_warmup_steps=max(1, total // 10), num_training_steps=total
     )
     checkpoint = work / f"{role}.checkpoint.pt"
-    step, losses = 0, []
-    if checkpoint.is_file():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
-        if state.get("recorded") == recorded:
-            model.network.load_state_dict(state["network"])
-            _restore_generators(state, device)
-            optimizer.load_state_dict(state["optimizer"])
-            schedule.load_state_dict(state["schedule"])
-            step, losses = state["step"], state["losses"]
-        else:
-            ui.reporter().warning(f"{checkpoint}: made with other data or settings; training the {role} from the start")
+    step, losses = _resume(checkpoint, role, device, recorded, (model, optimizer, schedule))
     resumed_from = step
     positive_weight = _positive_weight(role, examples)
     log_path = work / f"{role}.log.jsonl"
@@ -592,6 +582,34 @@ def _restore_generators(state: dict, device: str) -> None:
         torch.set_rng_state(state["generator"].cpu())
     if "cuda_generator" in state and device.startswith("cuda"):
         torch.cuda.set_rng_state(state["cuda_generator"].cpu())
+
+
+def _resume(
+    checkpoint: Path, role: str, device: Any, recorded: dict, training: tuple[Any, Any, Any]
+) -> tuple[int, list]:
+    """The step and losses a checkpoint of the same data and settings left, its state loaded into the model, optimiser
+    and schedule; (0, []) where there is none, it was made otherwise, or it is damaged (said, and trained again)."""
+    import torch
+
+    if not checkpoint.is_file():
+        return 0, []
+    try:
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        kept = isinstance(state, dict) and all(
+            k in state for k in ("network", "optimizer", "schedule", "step", "losses")
+        )
+    except Exception as error:  # noqa: BLE001 - a damaged checkpoint (cut short, overwritten) is trained again
+        ui.reporter().warning(f"{checkpoint} is damaged ({type(error).__name__}); training the {role} from the start")
+        return 0, []
+    if not kept or state.get("recorded") != recorded:
+        ui.reporter().warning(f"{checkpoint}: made with other data or settings; training the {role} from the start")
+        return 0, []
+    model, optimizer, schedule = training
+    model.network.load_state_dict(state["network"])
+    _restore_generators(state, device)
+    optimizer.load_state_dict(state["optimizer"])
+    schedule.load_state_dict(state["schedule"])
+    return int(state["step"]), list(state["losses"])
 
 
 def _save_checkpoint(
