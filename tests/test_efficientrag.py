@@ -177,6 +177,7 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     assert in_a_go["step"] == 10 and in_a_go["losses"] == losses[:10]
     assert {role: (folder / role / "model.safetensors").read_bytes() for role in ("labeler", "filter")} == weights
     # A checkpoint cut short (a disk that filled, a copy interrupted): said, and the role trained from the start.
+    shutil.rmtree(folder)  # no finished models: the partial training is what a new run goes on from
     checkpoint = partial / "labeler.checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
     capsys.readouterr()

@@ -76,6 +76,10 @@ def test_an_installed_plugin_package_works_through_ask_eval_report_and_help(plug
     assert shown.returncode == 0 and re.search(r"One of: [^.]*\bkdcot\b[^.]*\bpivot\b", shown.stdout), shown.stdout
     assert re.search(r"--k +-k .*\[default: 5\]", shown.stdout)  # its -k (shared): its own default alone
     assert "overlap" in run(plugin_python, "index", "--help", env=env).stdout
+    listed = json.loads(run(plugin_python, "list", "tables", "--json", env=env).stdout)
+    added = [row for row in listed if row["runs"] == "pivot@k=5"]
+    assert added == [{"table": "IRCoT", "row": "Pivot", "runs": "pivot@k=5", "added": True, "why_not": None,
+                      "paper": {}}]  # fmt: skip
     assert run(plugin_python, "--quiet", "corpus", "musique", env=env).returncode == 0
     built = run(plugin_python, "index", "musique", "--backend", "overlap", "--json", env=env)
     assert built.returncode == 0, built.stderr

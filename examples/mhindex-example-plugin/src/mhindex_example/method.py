@@ -37,6 +37,8 @@ class Pivot(Method):
     name = "pivot"
     title = "Pivot"
     paper = "an example plug-in (examples/mhindex-example-plugin)"
+    # A row it adds to IRCoT's table (`eval --table IRCoT`): not one of the paper's, so shown apart and named so.
+    tables = {"IRCoT": {"Pivot": {"k": 5}}}
     Settings = PivotSettings
 
     settings: PivotSettings
