@@ -153,7 +153,9 @@ def test_nothing_outside_the_data_root_is_replaced_through_a_link(built, tmp_pat
     assert mhindex(home, "--quiet", "corpus", "musique", "--input", MUSIQUE)[0] == 0
     (home / "musique" / "indexes").symlink_to(outside)
     code, _, err = mhindex(home, "index", "musique", "--force")
-    assert code == 1 and "leads out of the data root" in one_line_error(err) and "nothing was changed" in err
+    said = one_line_error(err)  # the link is refused before anything is written through it
+    assert code == 1 and f"{home / 'musique' / 'indexes'} is a symbolic link inside the data root" in said
+    assert "nothing was written" in said
     assert (outside / "lucene" / "thesis.tex").read_text() == "years of work" and [
         p.name for p in outside.iterdir()
     ] == ["lucene"]
