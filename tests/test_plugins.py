@@ -155,13 +155,16 @@ def broken_distribution(root: Path) -> Path:
 def test_a_broken_plugin_is_one_line_naming_its_package_and_the_builtins_keep_working(tmp_path):
     env = {"PYTHONPATH": str(broken_distribution(tmp_path / "site")), "MHINDEX_HOME": str(tmp_path / "home")}
     shown = run(sys.executable, "ask", "--help", env=env)
-    assert shown.returncode == 0 and "Traceback" not in shown.stderr
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr and "ircot" in shown.stdout
+    # Not named, the broken plug-ins are not imported: only the clash of names (read with no import) is said.
     warnings = [line for line in shown.stderr.splitlines() if "plug-in" in line]
-    assert len(warnings) == 4 and all("mhindex-broken" in line for line in warnings), shown.stderr
-    assert any("'ircot' takes the name of a built-in" in line for line in warnings)
+    assert len(warnings) == 1 and "mhindex-broken: its method 'ircot' takes the name of a built-in" in warnings[0]
+    listed = run(sys.executable, "list", "methods", env=env)  # listed, each is imported and each fault said
+    warnings = [line for line in listed.stderr.splitlines() if "plug-in" in line]
+    assert len(warnings) == 3 and all("mhindex-broken" in line for line in warnings), listed.stderr
     assert any("ghost" in line and "cannot be imported" in line for line in warnings)
     assert any("notamethod" in line and "not a subclass" in line for line in warnings)
-    assert "ghost" not in shown.stdout and "ircot" in shown.stdout  # left out of the options; built-ins there
+    assert listed.returncode == 0 and "ghost" not in listed.stdout and "ircot" in listed.stdout
 
     asked = run(sys.executable, "ask", "x", "--method", "ghost", env=env)
     assert asked.returncode == 2 and "Traceback" not in asked.stderr
@@ -369,7 +372,8 @@ def test_a_plugin_metric_may_not_take_a_built_in_measures_key():
 def hostile_python(tmp_path_factory) -> Path:
     """A new virtualenv that sees this environment's packages and a distribution `hostile` (its dist-info written
     by hand, as pip would) whose plug-ins misbehave: one's import calls sys.exit, one's raises KeyboardInterrupt,
-    and a method that calls sys.exit in the middle of its answer."""
+    a method that calls sys.exit in the middle of its answer, and one whose import is slow ($HOSTILE_SLEEP seconds)
+    and leaves a mark ($HOSTILE_MARK) that says it was imported."""
     venv = tmp_path_factory.mktemp("hostile-venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -382,12 +386,20 @@ def hostile_python(tmp_path_factory) -> Path:
         "import sys\nfrom mhindex.plugins import Method\n\n\nclass Quits(Method):\n    name = 'quits'\n"
         "    title = 'Quits'\n    needs_retriever = False\n\n    def answer(self, query):\n        sys.exit(4)\n"
     )
+    (site / "hostile_slow.py").write_text(
+        "import os, pathlib, time\nfrom dataclasses import dataclass\nfrom mhindex.plugins import Method, "
+        "ReaderSettings, option\n\nif os.environ.get('HOSTILE_MARK'):\n    pathlib.Path(os.environ['HOSTILE_MARK'])"
+        ".touch()\ntime.sleep(float(os.environ.get('HOSTILE_SLEEP', '0')))\n\n\n@dataclass(frozen=True)\n"
+        "class SlowSettings(ReaderSettings):\n    patience: int = option(3, 'How long to wait.', min=1)\n\n\n"
+        "class Slow(Method):\n    name = 'slow'\n    title = 'Slow'\n    needs_retriever = False\n"
+        "    Settings = SlowSettings\n\n    def answer(self, query):\n        raise NotImplementedError\n"
+    )
     dist = site / "hostile-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[mhindex.methods]\nexits = hostile_exit:Nothing\ninterrupts = hostile_interrupt:Nothing\n"
-        "quits = hostile_method:Quits\n"
+        "quits = hostile_method:Quits\nslow = hostile_slow:Slow\n"
     )
     return python
 
@@ -412,3 +424,22 @@ def test_a_plugin_that_exits_or_interrupts_is_one_warning_and_a_method_that_exit
     assert report["methods"]["quits"]["failed"] == 2
     errors = [json.loads(line)["error"] for line in (out / "quits.jsonl").read_text().splitlines()]
     assert errors == ["the method exited (SystemExit: 4)"] * 2
+
+
+def test_a_plugin_is_imported_only_by_a_command_that_names_or_lists_it(hostile_python, tmp_path):
+    """A slow plug-in (40 s to import) and two that exit on import delay and warn only the commands that use
+    them: not --version, --help, another method's help or a build. Named or listed, it is imported."""
+    mark = tmp_path / "imported"
+    env = {"MHINDEX_HOME": str(tmp_path / "home"), "HOSTILE_MARK": str(mark), "HOSTILE_SLEEP": "40"}
+    for args in (["--version"], ["--help"], ["ask", "--help"], ["eval", "-m", "ircot", "-h"], ["corpus", "musique"]):
+        shown = run(hostile_python, *args, env=env)
+        assert shown.returncode == 0, (args, shown.stderr)
+        assert not mark.exists(), f"{args}: the slow plug-in was imported"
+        assert "hostile" not in shown.stderr, (args, shown.stderr)
+    env["HOSTILE_SLEEP"] = "0"
+    helped = run(hostile_python, "ask", "--method", "slow", "--help", env=env)
+    assert helped.returncode == 0 and mark.exists() and "--patience" in helped.stdout, helped.stdout + helped.stderr
+    assert "hostile" not in helped.stderr  # the plug-ins that exit were not named: not imported, no warning
+    mark.unlink()
+    listed = run(hostile_python, "list", "methods", env=env)
+    assert mark.exists() and "slow" in listed.stdout and "the method 'exits' of hostile is broken" in listed.stderr

@@ -7,15 +7,20 @@ pytest and Sphinx take plug-ins, through Python entry points (`[project.entry-po
 and likewise `mhindex.backends`, `mhindex.datasets`, `mhindex.lms`, `mhindex.metrics`, and a paper's table in
 `mhindex.tables`), with no edit
 to mhindex. A broken plug-in (it does not import, lacks a member, or takes a built-in's name) is one
-warning line naming its package and what is wrong; the built-ins keep working.
+warning line naming its package and what is wrong; the built-ins keep working. While the command line
+builds its commands (`named_only`), only the plug-ins it names are imported: a slow or broken one delays or
+warns the commands that use it, not `--help`, `--version` or a build.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import importlib.metadata
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from mhindex.errors import UsageError
@@ -125,9 +130,12 @@ class Registry(Mapping[str, T], Generic[T]):
         return loaded
 
     def available(self) -> dict[str, T]:
-        """Every name that loads, in order; a broken plug-in is warned about once and left out."""
+        """Every name that loads, in order; a broken plug-in is warned about once and left out. Under
+        `named_only`, a plug-in not named is left out unimported."""
         found: dict[str, T] = {}
         for name in self:
+            if _named is not None and name not in _named and not self.builtin(name):
+                continue
             try:
                 found[name] = self.get(name)
             except UsageError as error:
@@ -135,6 +143,29 @@ class Registry(Mapping[str, T], Generic[T]):
                     raise
                 broken(str(error))
         return found
+
+
+_named: Collection[str] | None = None
+
+
+@contextlib.contextmanager
+def named_only(names: Collection[str] | None) -> Iterator[None]:
+    """Within it, `available()` imports the built-ins and only the plug-ins in `names` (None: all of them)."""
+    global _named
+    before, _named = _named, names
+    try:
+        yield
+    finally:
+        _named = before
+
+
+def named_on_command_line(argv: list[str]) -> set[str] | None:
+    """The words of an `mhindex` command line (`--method ircot,pivot` gives ircot and pivot), for `named_only`
+    while the CLI makes its commands' options; None (every plug-in) where another program imports the CLI."""
+    program = Path(argv[0]) if argv else Path()
+    if program.name != "mhindex" and program.parent.name != "mhindex":  # `mhindex` or `python -m mhindex`
+        return None
+    return {word for arg in argv[1:] for word in re.split(r"[,+=:]", arg) if word}
 
 
 def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:

@@ -27,7 +27,14 @@ from mhindex.backends.indexes import (
     retriever_of,
     search_stream,
 )
-from mhindex.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_class, backend_title, settings_types
+from mhindex.backends.registry import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    backend_class,
+    backend_title,
+    engine_names,
+    settings_types,
+)
 from mhindex.backends.spec import BackendSpec
 
 __all__ = [
@@ -41,6 +48,7 @@ __all__ = [
     "OpenedIndex",
     "Retriever",
     "backend_class",
+    "engine_names",
     "backend_title",
     "build_index",
     "build_indexes",

@@ -45,6 +45,11 @@ def backend_title(name: str) -> str:
     return " + ".join(shown)
 
 
+def engine_names() -> list[str]:
+    """The engines --backend names (fusions aside), for its help: plug-ins by name, not imported for a help line."""
+    return [name for name in BACKENDS if not BACKENDS.builtin(name) or not BACKENDS[name].fuses]
+
+
 def settings_types() -> dict[str, type]:
     """Each backend's options dataclass, for the options of index, search, ask and eval.
     Importing a backend module is cheap: engines (torch, FAISS, the JVM) load when used."""

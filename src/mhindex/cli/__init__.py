@@ -10,12 +10,14 @@ import sys
 from typing import Any, cast
 
 from mhindex import ui
-from mhindex.cli.app import app
 from mhindex.errors import MhindexError
+from mhindex.registry import named_on_command_line, named_only
 
-# each registers its commands; `--help` lists them in this order
-for _job in ("corpora", "indexes", "answering", "evaluation", "training", "doctor"):
-    importlib.import_module(f"mhindex.cli.{_job}")
+with named_only(named_on_command_line(sys.argv)):
+    from mhindex.cli.app import app
+
+    for _job in ("corpora", "indexes", "answering", "evaluation", "training", "doctor"):  # --help's order
+        importlib.import_module(f"mhindex.cli.{_job}")
 
 
 def _usage_problem(error: BaseException) -> int | None:
@@ -81,9 +83,8 @@ def _run(argv: list[str] | None, stopped: list[str]) -> int:
 
 
 def entry() -> None:
-    """The `mhindex` program. After Ctrl-C a model call abandoned in a helper thread may still be
-    inside llama.cpp (a long prompt cannot be cut short): everything is written and flushed by
-    then, so the process exits without waiting for it."""
+    """The `mhindex` program. After Ctrl-C a model call abandoned in a helper thread may still be inside llama.cpp
+    (a long prompt cannot be cut short): everything is written and flushed by then, so the process exits at once."""
     code = main()
     if code in (130, 143):
         from mhindex.files import remove_now

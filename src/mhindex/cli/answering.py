@@ -40,7 +40,7 @@ CorpusOption = Annotated[Optional[str], opt("Corpus to search \\[default: the on
 def ask(
     question: Annotated[str, arg('The question, or "-" to read JSONL {"id", "question"} from stdin.')],
     corpus_name: CorpusOption = None,
-    method: Annotated[str, opt(f"One of: {', '.join(METHODS.available())}.", "--method", "-m")] = DEFAULT_METHOD,
+    method: Annotated[str, opt(f"One of: {', '.join(METHODS)}.", "--method", "-m")] = DEFAULT_METHOD,
     backend: BackendOption = DEFAULT_BACKEND,
     workers: WorkersOption = 1,
     *,

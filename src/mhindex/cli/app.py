@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 
 from mhindex import __version__, ui
-from mhindex.backends import BACKENDS
+from mhindex.backends import engine_names
 from mhindex.backends import settings_types as backend_settings
 from mhindex.backends.spec import named_by
 from mhindex.home import resolve_home
@@ -50,8 +50,8 @@ def arg(help: str, **details: Any) -> Any:
 
 HOME_HELP = "Data root \\[default: $MHINDEX_HOME, else $XDG_DATA_HOME/mhindex, i.e. ~/.local/share/mhindex]."
 BACKEND_HELP = (
-    f"Retrieval engine: {', '.join(n for n, b in BACKENDS.available().items() if not b.fuses)} (lucene is embedded; "
-    "see docs/search.md); two or more fused, e.g. lucene+dense; or http://HOST:PORT for a served index."
+    f"Retrieval engine: {', '.join(engine_names())} (lucene is embedded; see docs/search.md); two or more fused, e.g. "
+    "lucene+dense; or http://HOST:PORT for a served index."
 )
 HomeOption = Annotated[Optional[Path], opt(HOME_HELP, "--home")]
 QuietOption = Annotated[

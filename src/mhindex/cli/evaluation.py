@@ -37,8 +37,7 @@ FormatOption = Annotated[TableFormat, opt("The table as text (on a terminal), md
 _judge = EvalSettings.__dataclass_fields__["judge_lm"].metadata["option"]
 JudgeOption = Annotated[Optional[str], opt(_judge.help, flag_of("judge_lm", _judge))]
 METHODS_HELP = (
-    f"Comma-separated methods, of: {', '.join(METHODS.available())} \\[default: {','.join(DEFAULT_EVAL_METHODS)}, "
-    "unless --table]."
+    f"Comma-separated methods, of: {', '.join(METHODS)} \\[default: {','.join(DEFAULT_EVAL_METHODS)}, unless --table]."
 )
 TABLE_HELP = (f"A paper's table row for row, as the paper ran each, its figures by ours: {', '.join(table_names())} "
               "(`mhindex list tables`: its rows); --method adds rows of mhindex's own, shown apart.")  # fmt: skip
