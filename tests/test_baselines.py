@@ -186,12 +186,21 @@ def test_decompose_searches_each_sub_question_and_answers_from_all_they_brought(
     record = mh("ask", QUESTION, "--method", "decompose", "-k", "3", "--answer-tokens", "32", "--json").json()
     details, steps = record["decompose"], record["steps"]
     assert record["method"] == "decompose" and record["lm_calls"] == 2 and details["prompt"] == "musique"
-    # SmolLM2 writes no JSON list: the question itself is searched, and the record says so.
-    assert details["sub_questions"] == [QUESTION] and details["fallback"].startswith("the reply listed no")
-    assert [s["query"] for s in steps] == details["sub_questions"] and all(len(s["retrieved_ids"]) == 3 for s in steps)
+    # With the paper's decomposition prompt (its Appendix B) SmolLM2 lists sub-questions as JSON: each is searched
+    # as written, and the paragraphs they bring, each once, are read.
+    from mhindex.methods.decompose import DecomposeSettings, listed_sub_questions
+
+    subs = details["sub_questions"]
+    assert subs and subs == listed_sub_questions(details["reply"], DecomposeSettings().max_sub_questions)
+    assert details["fallback"] is None
+    assert [s["query"] for s in steps] == subs and all(len(s["retrieved_ids"]) == 3 for s in steps)
     assert [r["id"] for r in record["retrieved"]] == list(dict.fromkeys(i for s in steps for i in s["retrieved_ids"]))
     assert details["read"] == len(record["retrieved"])
-    shown = " ".join(mh("ask", QUESTION, "--method", "decompose", "-k", "3", "--answer-tokens", "32").out.split())
+    # A reply cut before it lists anything: the question itself is searched, and the record and the trace say so.
+    cut = ("ask", QUESTION, "--method", "decompose", "-k", "3", "--answer-tokens", "32", "--decompose-tokens", "2")
+    fell_back = mh(*cut, "--json").json()["decompose"]
+    assert fell_back["sub_questions"] == [QUESTION] and fell_back["fallback"].startswith("the reply listed no")
+    shown = " ".join(mh(*cut).out.split())
     assert "Decomposition" in shown and "sub-question 1" in shown and "note: the reply listed no sub-questions" in shown
 
 
