@@ -152,6 +152,10 @@ def _chosen_owners(
     return chosen or None
 
 
+#: One owner's declaration of an option: (owner, the dataclass field, its Opt, its value type).
+_Use = tuple[str, dataclasses.Field, Opt, type]
+
+
 def with_options(
     group: str,
     owners: Callable[[], dict[str, type]],
@@ -165,84 +169,27 @@ def with_options(
     under that name. Options shared by several owners (`-k`) appear once, with each default."""
 
     def decorate(command: Callable) -> Callable:
-        by_name: dict[str, list[tuple[str, dataclasses.Field, Opt, type]]] = {}
         owner_types = owners()
+        by_name: dict[str, list[_Use]] = {}
         for owner, settings_type in owner_types.items():
             for name, (f, opt, kind) in declared(settings_type).items():
                 by_name.setdefault(name, []).append((owner, f, opt, kind))
-        generated = []
         original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
         shown_for = _chosen_owners(group, original, sys.argv, named)
         builds = command.__name__ in ("index", "build")
-        hidden_any = False
-        for name, uses in by_name.items():
-            _, _, opt, kind = uses[0]
-            flag = flag_of(name, opt)
-            # With one method (or backend) asked about, its own default alone, and no list of who else takes it.
-            said = [use for use in uses if shown_for is None or use[0] in shown_for] or uses
-            defaults = {owner: f.default for owner, f, _, _ in said if f.default is not None}
-            if len(set(map(str, defaults.values()))) == 1:
-                shown = str(next(iter(defaults.values())))
-            else:
-                shown = ", ".join(f"{owner} {value}" for owner, value in defaults.items())
-            listed = shown_for is None and len(uses) != len(owner_types)
-            owners_note = f" ({', '.join(owner for owner, *_ in uses)})" if listed else ""
-            text = f"{opt.help}{owners_note}" + (f" \\[default: {shown}]" if shown else "")
-            names = [flag, opt.short] if opt.short else [flag]
-            if not flag.startswith("--"):  # a short name alone (-k): the field's long name beside it, as help lists
-                names = ["--" + name.replace("_", "-"), flag]
-            if kind is bool:
-                names = [f"{flag}/--no-{flag[2:]}"]
-            details: dict[str, Any] = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
-            if opt.metavar:
-                details["metavar"] = opt.metavar
-            # `ask --help` shows the options of the method and backend asked about, not all 200 of them;
-            # options fixed when an index is built show on `index` and `build`, where they are set.
-            hidden = shown_for is not None and (
-                not any(owner in shown_for for owner, *_ in uses)
-                or (group == "backend_options" and opt.stage == "index" and not builds)
-            )
-            hidden_any |= hidden
-            info = _typer().Option(
-                *names,
-                help=text,
-                show_default=False,
-                hidden=hidden,
-                rich_help_panel=panel(opt) if callable(panel) else panel,
-                **details,
-            )
-            generated.append(
-                inspect.Parameter(
-                    name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[kind], info]
-                )
-            )
-
+        made = [
+            _option_parameter(name, uses, len(owner_types), shown_for, group, builds, panel)
+            for name, uses in by_name.items()
+        ]
+        generated = [parameter for parameter, _ in made]
         kept = [p for p in original.parameters.values() if p.name != group]
-        taken = {p.name for p in kept}
-        clash = [p.name for p in generated if p.name in taken]
+        clash = [p.name for p in generated if p.name in {k.name for k in kept}]
         if clash:
             raise TypeError(f"{command.__name__}: generated options clash with its own parameters: {clash}")
-
-        @functools.wraps(command)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            chosen = {p.name: kwargs.pop(p.name) for p in generated if kwargs.get(p.name) is not None}
-            for p in generated:
-                kwargs.pop(p.name, None)
-            if checked_as is not None:
-                (settings_type,) = owner_types.values()
-                return command(*args, **kwargs, **{group: settings_from(settings_type, chosen, checked_as)})
-            return command(*args, **kwargs, **{group: chosen})
-
-        if hidden_any and shown_for is not None:  # one line for the method's and the backend's groups together
-            what = "method" if group == "method_options" else "backend"
-            later = "" if builds or what == "method" else "; `mhindex index --help`: those fixed when an index is built"
-            notes = [
-                *getattr(command, "shown_notes", []),
-                f"{what} {', '.join(sorted(shown_for))} (`--{what} NAME --help`: another's{later})",
-            ]
-            base = getattr(command, "base_doc", inspect.cleandoc(command.__doc__ or ""))
-            wrapper.__doc__ = f"{base}\n\nOptions shown: those of {' and '.join(notes)}."
-            wrapper.shown_notes, wrapper.base_doc = notes, base  # type: ignore[attr-defined]
+        checked_type = next(iter(owner_types.values())) if checked_as is not None else None
+        wrapper = _passing_options(command, group, [p.name for p in generated], checked_type, checked_as)
+        if shown_for is not None and any(hidden for _, hidden in made):
+            _say_whose_options(wrapper, command, group, shown_for, builds)
         wrapper.__signature__ = original.replace(parameters=[*kept, *generated])  # type: ignore[attr-defined]
         wrapper.__annotations__ = {
             p.name: p.annotation for p in [*kept, *generated] if p.annotation is not inspect.Parameter.empty
@@ -250,6 +197,78 @@ def with_options(
         return wrapper
 
     return decorate
+
+
+def _option_parameter(
+    name: str,
+    uses: list[_Use],
+    owner_count: int,
+    shown_for: set[str] | None,
+    group: str,
+    builds: bool,
+    panel: str | Callable[[Opt], str],
+) -> tuple[inspect.Parameter, bool]:
+    """One field's option as a Typer parameter (its help with each owner's default), and whether `--help` hides it."""
+    _, _, opt, kind = uses[0]
+    flag = flag_of(name, opt)
+    # With one method (or backend) asked about, its own default alone, and no list of who else takes it.
+    said = [use for use in uses if shown_for is None or use[0] in shown_for] or uses
+    defaults = {owner: f.default for owner, f, _, _ in said if f.default is not None}
+    if len(set(map(str, defaults.values()))) == 1:
+        shown = str(next(iter(defaults.values())))
+    else:
+        shown = ", ".join(f"{owner} {value}" for owner, value in defaults.items())
+    listed = shown_for is None and len(uses) != owner_count
+    owners_note = f" ({', '.join(owner for owner, *_ in uses)})" if listed else ""
+    text = f"{opt.help}{owners_note}" + (f" \\[default: {shown}]" if shown else "")
+    names = [flag, opt.short] if opt.short else [flag]
+    if not flag.startswith("--"):  # a short name alone (-k): the field's long name beside it, as help lists
+        names = ["--" + name.replace("_", "-"), flag]
+    if kind is bool:
+        names = [f"{flag}/--no-{flag[2:]}"]
+    details: dict[str, Any] = {k: v for k, v in (("min", opt.min), ("max", opt.max)) if v is not None}
+    if opt.metavar:
+        details["metavar"] = opt.metavar
+    # `ask --help` shows the options of the method and backend asked about, not all 200 of them;
+    # options fixed when an index is built show on `index` and `build`, where they are set.
+    hidden = shown_for is not None and (
+        not any(owner in shown_for for owner, *_ in uses)
+        or (group == "backend_options" and opt.stage == "index" and not builds)
+    )
+    where = panel(opt) if callable(panel) else panel
+    info = _typer().Option(*names, help=text, show_default=False, hidden=hidden, rich_help_panel=where, **details)
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Parameter(name, keyword, default=None, annotation=Annotated[Optional[kind], info]), hidden
+
+
+def _passing_options(
+    command: Callable, group: str, generated: list[str], settings_type: type | None, checked_as: str | None
+) -> Callable:
+    """The command called with the generated options the user set gathered into its parameter `group`."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        chosen = {name: kwargs.pop(name) for name in generated if kwargs.get(name) is not None}
+        for name in generated:
+            kwargs.pop(name, None)
+        if settings_type is not None and checked_as is not None:
+            return command(*args, **kwargs, **{group: settings_from(settings_type, chosen, checked_as)})
+        return command(*args, **kwargs, **{group: chosen})
+
+    return wrapper
+
+
+def _say_whose_options(wrapper: Callable, command: Callable, group: str, shown_for: set[str], builds: bool) -> None:
+    """The help's one line on whose options it shows (the method's and the backend's groups together)."""
+    what = "method" if group == "method_options" else "backend"
+    later = "" if builds or what == "method" else "; `mhindex index --help`: those fixed when an index is built"
+    notes = [
+        *getattr(command, "shown_notes", []),
+        f"{what} {', '.join(sorted(shown_for))} (`--{what} NAME --help`: another's{later})",
+    ]
+    base = getattr(command, "base_doc", inspect.cleandoc(command.__doc__ or ""))
+    wrapper.__doc__ = f"{base}\n\nOptions shown: those of {' and '.join(notes)}."
+    wrapper.shown_notes, wrapper.base_doc = notes, base  # type: ignore[attr-defined]
 
 
 def _typer():

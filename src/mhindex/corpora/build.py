@@ -331,19 +331,12 @@ def build_corpus(
     target = corpus_dir(home, dataset.name if name is None else name)
     with changing(home, target.name, "building the corpus"):
         return _build(
-            dataset,
-            inputs,
-            home,
-            target,
-            sources,
-            per_source,
-            recorded_options,
-            recorded_sources,
-            seed,
-            force,
-            skip_bad,
-            workers,
-            preflight,
+            _Job(dataset, inputs, home, target, sources, per_source, recorded_options, recorded_sources),
+            seed=seed,
+            force=force,
+            skip_bad=skip_bad,
+            workers=workers,
+            preflight=preflight,
         )
 
 
@@ -377,82 +370,60 @@ def _counts(paragraphs: int, read: int, questions: _Questions, guard: RecordGuar
     }
 
 
-def _build(
-    dataset,
-    inputs: list[Path],
-    home: Path,
-    target: CorpusDir,
-    sources: list[Source],
-    per_source: list[dict],
-    recorded_options: dict,
-    recorded_sources: list,
-    seed: int,
-    force: bool,
-    skip_bad: bool,
-    workers: int | None,
-    preflight: bool,
-) -> BuildResult:
-    """The build itself, under the corpus's lock."""
-    log = reporter()
+@dataclass
+class _Job:
+    """What one build converts, settled before the corpus's lock is taken."""
+
+    dataset: Dataset
+    inputs: list[Path]
+    home: Path
+    target: CorpusDir
+    sources: list[Source]
+    per_source: list[dict]
+    recorded_options: dict
+    recorded_sources: list
+
+    @property
+    def paths(self) -> list[Path]:
+        return [p for s in self.sources for p in s.inputs]
+
+
+def _build(job: _Job, *, seed: int, force: bool, skip_bad: bool, workers: int | None, preflight: bool) -> BuildResult:
+    """The build itself, under the corpus's lock: nothing if the corpus is up to date, else converted into a
+    staging folder that replaces the corpus whole."""
+    dataset, target = job.dataset, job.target
     claim_corpus_dir(target)
-    paths = [p for s in sources for p in s.inputs]
-    described, digests = describe_inputs(paths), _Digests(paths)
-    if not force and is_up_to_date(target, dataset.name, described, digests, seed, recorded_options, recorded_sources):
+    described, digests = describe_inputs(job.paths), _Digests(job.paths)
+    recorded = (seed, job.recorded_options, job.recorded_sources)
+    if not force and is_up_to_date(target, dataset.name, described, digests, *recorded):
         return BuildResult(target, target.manifest(), rebuilt=False)
     if preflight:
-        need = conversion_footprint(expected_corpus_bytes(paths))
-        refuse_unless_room(f"convert {dataset.name} into '{target.name}'", *need, home)
-
+        need = conversion_footprint(expected_corpus_bytes(job.paths))
+        refuse_unless_room(f"convert {dataset.name} into '{target.name}'", *need, job.home)
+    log = reporter()
     guard = RecordGuard(skip_bad=skip_bad, on_skip=lambda where: log.warning(f"skipped bad record: {where}"))
     started = time.perf_counter()
-    total_bytes = sum(i["bytes"] for i in described)
-    if workers is None:
-        workers = available_cores() if total_bytes >= MIN_BYTES else 1
-    parallel = workers > 1 and len(sources) == 1 and can_split(dataset, inputs)
-    if parallel and per_source[0]:  # the converter's options travel with its line function (the workers fork)
-        dataset = replace(dataset, convert_line=functools.partial(dataset.convert_line, **per_source[0]))
-    with atomic_directory(target.root, home) as staging, digests:
-        with open(staging / "questions.jsonl", "wb") as questions_out:
-            questions = _Questions(questions_out)
-            with log.progress(f"converting {dataset.name}", total=total_bytes, unit="bytes") as bar:
-                if parallel:
-                    results = convert_parts(dataset, inputs, staging, workers, skip_bad, bar.advance, digests.start)
-                    lines, paragraphs_read = _merged(results, staging, questions, guard)
-                else:
-                    staged = staging / "paragraphs.staging"
-                    digests.start()
-                    offsets, paragraphs_read = _stage(
-                        _items(sources, per_source, guard, bar.advance), staged, questions
-                    )
-                    lines = KeptLines([staged], memoryview(offsets)[:-1], memoryview(offsets)[1:])
-        paragraph_count = len(lines.ends)
-        if paragraph_count == 0:
-            raise BadInput(
-                f"no paragraphs found in {', '.join(str(p) for s in sources for p in s.inputs)}: are these "
-                f"{dataset.name} files?"
-            )
-        unmapped, unmapped_questions = questions.unmapped, questions.unmapped_questions
-
+    with atomic_directory(target.root, job.home) as staging, digests:
+        lines, paragraphs_read, questions = _convert(job, staging, described, digests, guard, workers)
         corpus_sha = _write_shuffled(lines, staging / "corpus.jsonl", seed)
         untitled = _untitled(staging / "corpus.jsonl") if dataset.own_corpus else 0
         for done in lines.files:
             done.unlink()
-        described = [{**d, "sha256": digest} for d, digest in zip(described, digests.result(), strict=True)]
-
+        counts = {
+            **_counts(len(lines.ends), paragraphs_read, questions, guard),
+            **({"untitled_paragraphs": untitled} if dataset.own_corpus else {}),
+        }
         manifest = {
             "name": target.name,
             "dataset": dataset.name,
             "format": FORMAT,
             "tool_version": __version__,
             "seed": seed,
-            "inputs": described,
-            **({"options": recorded_options} if recorded_options else {}),
-            **({"sources": recorded_sources} if recorded_sources else {}),
-            "counts": {
-                **_counts(paragraph_count, paragraphs_read, questions, guard),
-                **({"untitled_paragraphs": untitled} if dataset.own_corpus else {}),
-            },
-            "unmapped_gold_examples": unmapped[:20],
+            "inputs": [{**d, "sha256": digest} for d, digest in zip(described, digests.result(), strict=True)],
+            **({"options": job.recorded_options} if job.recorded_options else {}),
+            **({"sources": job.recorded_sources} if job.recorded_sources else {}),
+            "counts": counts,
+            "unmapped_gold_examples": questions.unmapped[:20],
             "corpus_sha256": corpus_sha,
             "seconds": round(time.perf_counter() - started, 2),
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -463,24 +434,60 @@ def _build(
             # vanishing; evaluation runs are the user's results (each records the corpus it ran on).
             if (target.root / kept).is_dir():
                 os.replace(target.root / kept, staging / kept)
+    warnings = _build_warnings(job, manifest, questions, guard)
+    return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=_stale(target, corpus_sha))
 
-    warnings = []
-    if unmapped:
+
+def _convert(
+    job: _Job, staging: Path, described: list[dict], digests: _Digests, guard: RecordGuard, workers: int | None
+) -> tuple[KeptLines, int, _Questions]:
+    """Every source's paragraphs staged (each kept once) and the questions written to `staging`: on every core
+    where the release is one JSON-lines dataset large enough, else in this process."""
+    dataset, total_bytes = job.dataset, sum(i["bytes"] for i in described)
+    if workers is None:
+        workers = available_cores() if total_bytes >= MIN_BYTES else 1
+    parallel = workers > 1 and len(job.sources) == 1 and can_split(dataset, job.inputs)
+    if parallel and job.per_source[0] and dataset.convert_line is not None:  # options ride the line function into forks
+        dataset = replace(dataset, convert_line=functools.partial(dataset.convert_line, **job.per_source[0]))
+    with open(staging / "questions.jsonl", "wb") as questions_out:
+        questions = _Questions(questions_out)
+        with reporter().progress(f"converting {dataset.name}", total=total_bytes, unit="bytes") as bar:
+            if parallel:
+                results = convert_parts(
+                    dataset, job.inputs, staging, workers, guard.skip_bad, bar.advance, digests.start
+                )
+                lines, paragraphs_read = _merged(results, staging, questions, guard)
+            else:
+                staged = staging / "paragraphs.staging"
+                digests.start()
+                items = _items(job.sources, job.per_source, guard, bar.advance)
+                offsets, paragraphs_read = _stage(items, staged, questions)
+                lines = KeptLines([staged], memoryview(offsets)[:-1], memoryview(offsets)[1:])
+    if len(lines.ends) == 0:
+        raise BadInput(f"no paragraphs found in {', '.join(map(str, job.paths))}: are these {dataset.name} files?")
+    return lines, paragraphs_read, questions
+
+
+def _build_warnings(job: _Job, manifest: dict, questions: _Questions, guard: RecordGuard) -> list[str]:
+    """What a finished build says: gold references that named no paragraph, skipped records, missing titles."""
+    warnings, counts = [], manifest["counts"]
+    if questions.unmapped:
         warnings.append(
-            f"{unmapped_questions} questions have gold references that name no paragraph (e.g. {unmapped[0]}); "
-            "they keep the gold ids that did map"
+            f"{questions.unmapped_questions} questions have gold references that name no paragraph (e.g. "
+            f"{questions.unmapped[0]}); they keep the gold ids that did map"
         )
     if guard.skipped:
         warnings.append(f"skipped {guard.skipped} bad records (first: {guard.first_skipped[0]})")
-    if untitled and per_source[0].get("title_from") != "none":
+    untitled = counts.get("untitled_paragraphs", 0)
+    if untitled and job.per_source[0].get("title_from") != "none":
         warnings.append(
-            f"{untitled:,} of {paragraph_count:,} paragraphs have no title (their records give none); IRCoT's "
+            f"{untitled:,} of {counts['paragraphs']:,} paragraphs have no title (their records give none); IRCoT's "
             "title filter and ReAct's Search[] go by titles: --title-from first-line or id gives each one, "
             "--title-from none says there are none"
         )
-    if dataset.given_ids and (repeated := manifest["counts"]["duplicate_paragraphs"]):
+    if job.dataset.given_ids and (repeated := counts["duplicate_paragraphs"]):
         warnings.append(f"{repeated} paragraphs repeated an id seen before; the first paragraph of each id was kept")
-    return BuildResult(target, manifest, rebuilt=True, warnings=warnings, stale_indexes=_stale(target, corpus_sha))
+    return warnings
 
 
 def _untitled(corpus: Path) -> int:
