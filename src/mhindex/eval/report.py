@@ -306,41 +306,10 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path | IO[str], title: str
         for j, method in enumerate(methods):
             for i, dataset in enumerate(datasets):
                 summary = runs[dataset].get(method)
-                x = i - 0.4 + width * (j + 0.5)
-                if summary is None:
-                    continue
-                value = summary.get(key)
-                if value is None:
-                    axis.text(x, 1, "n/a", ha="center", va="bottom", fontsize=7, color="0.4", rotation=90)
-                    continue
-                # The bootstrap interval where the run has one (inside 0-100%), else the older ± half-width, clipped.
-                interval = summary.get(f"{key}_interval")
-                if interval is None and summary.get(f"{key}_ci95") is not None:
-                    spread = summary[f"{key}_ci95"]
-                    interval = (max(0.0, value - spread), min(1.0, value + spread))
-                errors = None if interval is None else [[(value - interval[0]) * 100], [(interval[1] - value) * 100]]
-                axis.bar(
-                    x,
-                    value * 100,
-                    width * 0.92,
-                    color=colours[j % len(colours)],
-                    label=method_name(method) if i == 0 else None,
-                    yerr=errors,
-                    capsize=2,
-                    error_kw={"elinewidth": 0.8, "ecolor": "0.25"},
-                )
-                top = (interval[1] if interval else value) * 100
-                axis.text(x, top + 1.5, f"{value * 100:.0f}", ha="center", va="bottom", fontsize=7)
-        axis.set_title(label.replace(" (%)", ""), fontsize=10)
-        axis.set_ylabel(label)
-        axis.set_xticks(range(len(datasets)), [dataset_name(d) for d in datasets], fontsize=9)
-        axis.set_xlim(-0.6, len(datasets) - 0.4)
-        axis.set_ylim(0, 118)  # room above 100% for a bar's value label, below the panel's title
-        axis.set_yticks(range(0, 101, 20))
-        axis.axhline(0, color="0.2", linewidth=0.8)
-        axis.grid(axis="y", color="0.9")
-        axis.set_axisbelow(True)
-        axis.spines[["top", "right"]].set_visible(False)
+                if summary is not None:
+                    x, name = i - 0.4 + width * (j + 0.5), method_name(method) if i == 0 else None
+                    _bar(axis, x, width, summary, key, colours[j % len(colours)], name)
+        _bar_panel(axis, label, [dataset_name(d) for d in datasets])
     legend: dict[str, Any] = {}
     for axis in axes:  # NoR has bars only in the F1 panel
         for handle, name in zip(*axis.get_legend_handles_labels(), strict=True):
@@ -360,6 +329,46 @@ def bar_chart(runs: dict[str, dict[str, dict]], path: Path | IO[str], title: str
     )
     _save(figure, path)
     return path
+
+
+def _bar(axis: Any, x: float, width: float, summary: dict, key: str, colour: Any, label: str | None) -> None:
+    """One method's bar on one dataset, with its 95% interval and its value above; "n/a" where it has none."""
+    value = summary.get(key)
+    if value is None:
+        axis.text(x, 1, "n/a", ha="center", va="bottom", fontsize=7, color="0.4", rotation=90)
+        return
+    # The bootstrap interval where the run has one (inside 0-100%), else the older ± half-width, clipped.
+    interval = summary.get(f"{key}_interval")
+    if interval is None and summary.get(f"{key}_ci95") is not None:
+        spread = summary[f"{key}_ci95"]
+        interval = (max(0.0, value - spread), min(1.0, value + spread))
+    errors = None if interval is None else [[(value - interval[0]) * 100], [(interval[1] - value) * 100]]
+    axis.bar(
+        x,
+        value * 100,
+        width * 0.92,
+        color=colour,
+        label=label,
+        yerr=errors,
+        capsize=2,
+        error_kw={"elinewidth": 0.8, "ecolor": "0.25"},
+    )
+    top = (interval[1] if interval else value) * 100
+    axis.text(x, top + 1.5, f"{value * 100:.0f}", ha="center", va="bottom", fontsize=7)
+
+
+def _bar_panel(axis: Any, label: str, datasets: list[str]) -> None:
+    """A bar chart's panel: 0-100% with room above for the values, the datasets along x."""
+    axis.set_title(label.replace(" (%)", ""), fontsize=10)
+    axis.set_ylabel(label)
+    axis.set_xticks(range(len(datasets)), datasets, fontsize=9)
+    axis.set_xlim(-0.6, len(datasets) - 0.4)
+    axis.set_ylim(0, 118)  # room above 100% for a bar's value label, below the panel's title
+    axis.set_yticks(range(0, 101, 20))
+    axis.axhline(0, color="0.2", linewidth=0.8)
+    axis.grid(axis="y", color="0.9")
+    axis.set_axisbelow(True)
+    axis.spines[["top", "right"]].set_visible(False)
 
 
 def _save(figure, target: Path | IO[str]) -> None:
@@ -491,39 +500,22 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
         for colour, method in zip(itertools.cycle(colours), methods):
             for sample, summaries in samples:
                 points = _curve_points(summaries, method)
-                if not points:
-                    continue
-                xs, ys = [p[0] for p in points], [p[1] * 100 for p in points]
-                low = [y - (p[2][0] * 100 if p[2] else y) for p, y in zip(points, ys, strict=True)]
-                high = [(p[2][1] * 100 if p[2] else y) - y for p, y in zip(points, ys, strict=True)]
-                tuning = sample == "tuning"
-                label = method_name(method) + (f" ({sample} sample)" if len(samples) > 1 else "")
-                handle = axis.errorbar(
-                    xs,
-                    ys,
-                    yerr=[low, high],
-                    marker="o",
-                    markersize=3.5 if tuning else 5,
-                    markerfacecolor="white" if tuning else colour,
-                    linestyle="--" if tuning else "-",
-                    capsize=2,
-                    color=colour,
-                    alpha=0.75 if tuning else 1.0,
-                )
-                legend.setdefault(label, handle)
-                rows.extend(
-                    {
-                        "dataset": dataset,
-                        "method": method,
-                        "variant": name,
-                        "sample": sample,
-                        "paragraphs": x,
-                        "recall": recall,
-                        "interval": interval,
-                        "questions": summaries[name]["questions"],
-                    }
-                    for x, recall, interval, name in points
-                )
+                if points:
+                    label = method_name(method) + (f" ({sample} sample)" if len(samples) > 1 else "")
+                    legend.setdefault(label, _curve(axis, points, colour, tuning=sample == "tuning"))
+                    rows.extend(
+                        {
+                            "dataset": dataset,
+                            "method": method,
+                            "variant": name,
+                            "sample": sample,
+                            "paragraphs": x,
+                            "recall": recall,
+                            "interval": interval,
+                            "questions": summaries[name]["questions"],
+                        }
+                        for x, recall, interval, name in points
+                    )
         axis.set_title(dataset_name(dataset), fontsize=10)
         axis.set_xlabel("paragraphs retrieved per question")
         axis.set_ylim(0, 104)  # room for a point at 100% and its marker
@@ -543,6 +535,25 @@ def budget_curve(paths: list[Path], out: Path | IO[str], title: str | None = Non
     figure.suptitle(title or f"Recall against paragraphs retrieved ({', '.join(models)})", fontsize=10)
     _save(figure, out)
     return out, rows
+
+
+def _curve(axis: Any, points: list, colour: Any, tuning: bool) -> Any:
+    """One method's recall curve with its intervals: dashed and hollow on the tuning sample, solid on the reported."""
+    xs, ys = [p[0] for p in points], [p[1] * 100 for p in points]
+    low = [y - (p[2][0] * 100 if p[2] else y) for p, y in zip(points, ys, strict=True)]
+    high = [(p[2][1] * 100 if p[2] else y) - y for p, y in zip(points, ys, strict=True)]
+    return axis.errorbar(
+        xs,
+        ys,
+        yerr=[low, high],
+        marker="o",
+        markersize=3.5 if tuning else 5,
+        markerfacecolor="white" if tuning else colour,
+        linestyle="--" if tuning else "-",
+        capsize=2,
+        color=colour,
+        alpha=0.75 if tuning else 1.0,
+    )
 
 
 def curve_table(rows: list[dict]):
