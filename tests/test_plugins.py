@@ -286,7 +286,7 @@ FOUNDATION = {
 MAY_IMPORT = {
     "corpora": set(),
     "lm": set(),
-    "backends": {"corpora"},  # the corpus's record format (ids)
+    "backends": set(),  # an engine reads a corpus through the CorpusDir it is handed (home.py)
     "methods": {"corpora", "backends", "lm"},
     "eval": {"corpora", "backends", "lm", "methods", "papers"},
     # The papers' tables: data about each paper (its rows and figures), naming no method.

@@ -13,9 +13,10 @@ Downloads of official releases go to `<home>/downloads/<dataset>/`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,17 @@ def resolve_home(home: Path | str | None = None) -> Path:
 
 class CorpusDamaged(UsageError):
     """A corpus folder whose manifest cannot be read: rebuilding it is the way out."""
+
+
+_CONTENT_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def id_key(paragraph_id: str) -> int:
+    """Any paragraph id as the 64-bit integer the builder deduplicates on: a content id (16 hex
+    digits) is its own number, an id a source gave (DPR's "12", BEIR's "MED-10") is hashed."""
+    if len(paragraph_id) == 16 and _CONTENT_ID.fullmatch(paragraph_id):
+        return int(paragraph_id, 16)
+    return int.from_bytes(hashlib.blake2b(paragraph_id.encode(), digest_size=8).digest(), "big")
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,13 @@ class CorpusDir:
 
     def paragraphs(self) -> ParagraphReader:
         return ParagraphReader(self)
+
+    def paragraph_keys(self) -> Iterator[int]:
+        """Each paragraph's id as its 64-bit key (`id_key`), in corpus order: how an engine matches vectors
+        made elsewhere to the paragraphs, without reading the corpus's record format itself."""
+        with open(self.corpus, "rb") as handle:
+            for line in handle:
+                yield id_key(orjson.loads(line)["id"])
 
     def summary(self) -> dict:
         """What `mhindex list` and `info` show: counts, indexes, size on disk."""

@@ -24,6 +24,7 @@ import ijson
 
 from mhindex.errors import BadInput
 from mhindex.files import parse_jsonl
+from mhindex.home import id_key
 
 
 def paragraph_id(title: str, text: str) -> str:
@@ -35,17 +36,6 @@ def paragraph_id(title: str, text: str) -> str:
 def paragraph_key(title: str, text: str) -> int:
     """The id as an integer: the builder deduplicates on it."""
     return int(paragraph_id(title, text), 16)
-
-
-_CONTENT_ID = re.compile(r"[0-9a-f]{16}")
-
-
-def id_key(paragraph_id: str) -> int:
-    """Any paragraph id as the 64-bit integer the builder deduplicates on: a content id (16 hex
-    digits) is its own number, an id a source gave (DPR's "12", BEIR's "MED-10") is hashed."""
-    if len(paragraph_id) == 16 and _CONTENT_ID.fullmatch(paragraph_id):
-        return int(paragraph_id, 16)
-    return int.from_bytes(hashlib.blake2b(paragraph_id.encode(), digest_size=8).digest(), "big")
 
 
 def join_sentences(sentences: Iterable[str]) -> str:

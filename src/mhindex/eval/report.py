@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import orjson
 
@@ -15,8 +16,17 @@ from mhindex.errors import UsageError
 from mhindex.eval.metrics import EVERY_ROW, KDCOT_METRICS, PAPER_METRICS, answer_metrics
 from mhindex.eval.ranking import RANKING_METRICS
 
-if TYPE_CHECKING:
-    from mhindex.eval.run import Scored
+
+@dataclass
+class Scored:
+    """`mhindex score`'s result: each file's metrics by the name it is shown under, their paired differences
+    (with two files or more), and the questions file used."""
+
+    methods: dict[str, dict]
+    paired: list[dict]
+    questions_file: Path
+    #: the paper's table the files are rows of (`score --table`), as metrics.json records one
+    paper: dict | None = None
 
 
 def columns() -> list[tuple[str, str, str, float]]:

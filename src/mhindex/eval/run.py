@@ -23,6 +23,7 @@ import orjson
 from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate, paired_differences
 from mhindex.eval.ranking import judged, run_predictions, scores_retrieval
+from mhindex.eval.report import Scored, bar_chart, run_title
 from mhindex.eval.splits import trained_overlap
 from mhindex.eval.sweep import TUNE_METRICS, Variant, choose_settings, parse_sweeps, variants, with_overrides
 from mhindex.files import atomic_file, unlinked
@@ -618,25 +619,11 @@ class _Answering:
 
 
 def _write_report(folder: Path, report: dict, plan: EvalPlan, questions: int) -> None:
-    from mhindex.eval.report import bar_chart, run_title
-
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     dataset = report["dataset"] or plan.corpus.name
     lm = redact(str(plan.model.lm))
     bar_chart({dataset: report["methods"]}, folder / "chart.png", run_title(dataset, questions, lm, plan.backend.label))
-
-
-@dataclass
-class Scored:
-    """`mhindex score`'s result: each file's metrics by the name it is shown under, their paired differences
-    (with two files or more), and the questions file used."""
-
-    methods: dict[str, dict]
-    paired: list[dict]
-    questions_file: Path
-    #: the paper's table the files are rows of (`score --table`), as metrics.json records one
-    paper: dict | None = None
 
 
 def score_files(
