@@ -80,7 +80,7 @@ def checks(home: Path) -> list[Check]:
 
 
 #: The corpus the preflight's figures are shown for: a million 100-word passages (DPR's, 0.78 GB of corpus.jsonl
-#: measured by scripts/bench_scale.py)
+#: measured by benchmarks/speed/bench_scale.py)
 MILLION = (1_000_000, 780 * 10**6)
 
 

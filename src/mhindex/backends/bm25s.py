@@ -20,7 +20,7 @@ from mhindex.options import option
 from mhindex.requirements import package
 from mhindex.ui import reporter
 
-# What building an index takes (`Bm25sBackend.footprint`), measured by scripts/bench_footprint.py.
+# What building an index takes (`Bm25sBackend.footprint`), measured by benchmarks/speed/bench_footprint.py.
 # 100,000 and 300,000 DPR-layout paragraphs (80 and 239 MB of corpus): peaks of 591 and 1,476 MB, indexes of 63
 # and 180 MB (results/bench_footprint.txt).
 BM25S_BASE = 100 * 2**20  # Python, numpy, scipy and the stemmer (82 MB on the MuSiQue sample)
@@ -55,7 +55,7 @@ class Bm25sBackend(Backend):
 
     def footprint(self, paragraphs: int, corpus_bytes: int, options: Bm25sOptions) -> Footprint:
         # bm25s holds every text and every token id as Python objects while it builds its sparse matrix: about
-        # BM25S_MEMORY_RATIO times the corpus's bytes, measured (scripts/bench_footprint.py), the index on disk
+        # BM25S_MEMORY_RATIO times the corpus's bytes, measured (benchmarks/speed/bench_footprint.py), the index on disk
         # BM25S_DISK_RATIO of them.
         return Footprint(
             int(BM25S_BASE + BM25S_MEMORY_RATIO * corpus_bytes), int(BM25S_DISK_BASE + BM25S_DISK_RATIO * corpus_bytes),

@@ -33,7 +33,7 @@ from mhindex.ui import reporter
 
 # What building an index takes besides the vectors (`DenseBackend.footprint`): the encoder loaded in its runtime
 # with a batch in flight, and on a first build its ONNX export (fp32, then int8, under <home>/models/onnx/),
-# measured on the packaged MiniLM with onnx-int8 (scripts/bench_footprint.py: 1.46 GB and 258 MB at the peak).
+# measured on the packaged MiniLM with onnx-int8 (benchmarks/speed/bench_footprint.py: 1.46 GB and 258 MB at the peak).
 ENCODER_RUNTIME = 1.5 * 2**30
 ONNX_EXPORT_DISK = 0.3 * 2**30
 ASSUMED_DIMENSION = 768  # an encoder whose config.json is not on disk yet (BERT-base's, as DPR's and e5-base's)
@@ -366,7 +366,7 @@ class DenseBackend(Backend):
     def footprint(self, paragraphs: int, corpus_bytes: int, options: DenseOptions) -> Footprint:
         # Counted, not guessed: float32 vectors of the encoder's dimension, encoded into shards on disk, then
         # held whole by a flat or HNSW index (and written as it), or by IVF-PQ only as its training sample and
-        # codes; the encoder's runtime beside them, measured (scripts/bench_footprint.py).
+        # codes; the encoder's runtime beside them, measured (benchmarks/speed/bench_footprint.py).
         dim = options.vectors_dim or encoder_dimension(options.encoder) or ASSUMED_DIMENSION
         vectors = paragraphs * dim * 4
         if options.faiss_index == "ivfpq":

@@ -159,7 +159,7 @@ def java_home() -> Path:
 
 
 # Quiet the JVM's warnings about Lucene's memory-mapping on new JDKs; they are not for users.
-# What building an index takes (`LuceneBackend.footprint`), from scripts/bench_footprint.py and bench_scale.py.
+# What building an index takes (`LuceneBackend.footprint`), from benchmarks/speed/bench_footprint.py and bench_scale.py.
 LUCENE_DOCS_RATIO = 1.0  # Anserini's JSON documents, to the corpus.jsonl's bytes
 LUCENE_INDEX_RATIO = 0.87  # the index (postings, the title field, the raw record stored), likewise
 LUCENE_DISK_BASE = 2 * 2**20  # a small index's files, whatever the corpus (1.9 MB at the MuSiQue sample's 0.9 MB)
@@ -308,7 +308,7 @@ class LuceneBackend(Backend):
     )
 
     def footprint(self, paragraphs: int, corpus_bytes: int, options: LuceneOptions) -> Footprint:
-        # Measured (benchmarks/README.md, "Own corpora at scale"; scripts/bench_footprint.py): the documents
+        # Measured (benchmarks/README.md, "Own corpora at scale"; benchmarks/speed/bench_footprint.py): the documents
         # written for Anserini are about the corpus's size and the index LUCENE_INDEX_RATIO of it, both on disk
         # at once; the JVM grows about LUCENE_GB_PER_MILLION a million paragraphs, up to its default heap
         # limit (a quarter of the machine's memory) plus what it holds beside the heap.
@@ -415,7 +415,7 @@ class LuceneRetriever:
         # Single queries go to Lucene's own IndexSearcher: Anserini's SimpleSearcher.search copies
         # every hit's stored fields into a Result object that pyjnius then wraps, field by field
         # (5 ms a query at k = 10 on MuSiQue's sample, 9 ms at 100; this way 1 and 4 ms:
-        # scripts/bench_dense.py). Same BM25, same hits; ties ordered by id as Anserini orders them.
+        # benchmarks/speed/bench_dense.py). Same BM25, same hits; ties ordered by id as Anserini orders them.
         self._reader = classes["DirectoryReader"].open(classes["FSDirectory"].open(classes["Paths"].get(str(path))))
         self._lucene = classes["IndexSearcher"](jnius_cast(classes, "IndexReader", self._reader))
         self._lucene.setSimilarity(classes["BM25Similarity"](float(k1), float(b)))

@@ -79,7 +79,7 @@ _SERVERS: dict[tuple[Any, ...], _Shared] = {}
 _SERVERS_LOCK = threading.Lock()
 UBATCH = 512  # llama.cpp's micro-batch (its default), set explicitly: kept states are cut at a multiple of it
 # llama.cpp's threads sleep, not spin, while they wait for each other (its default spins, poll 50): no
-# slower on an idle machine or a busy one (scripts/bench_threads.py), and once, with two models of two
+# slower on an idle machine or a busy one (benchmarks/speed/bench_threads.py), and once, with two models of two
 # threads on two cores, spinning threads generated 0.4 tokens/s against 7.2 sleeping (benchmarks/README.md).
 POLL = 0
 LOOSE_CHARS = 512  # how much of a prompt with no kept opening names its family
@@ -167,7 +167,7 @@ def default_threads(window: float = 0.3) -> int:
     llama.cpp's threads meet at every operation, so a thread on a core another process uses makes
     them all wait: on two cores, Qwen2.5-0.5B with two threads read prompts 1.9x and generated 1.5x
     faster than with one on an idle machine, but generated at half the speed with one core busy and at
-    a third with a second such model beside it (scripts/bench_threads.py, benchmarks/README.md,
+    a third with a second such model beside it (benchmarks/speed/bench_threads.py, benchmarks/README.md,
     "Threads"). Half the cores, the old default, left the idle machine's second core unused."""
     import psutil  # psutil: the machine's load the same way on Linux, macOS and Windows
 

@@ -62,7 +62,7 @@ from mhindex.methods.prompts import concludes, cut_repetition, extract_answer, p
 from mhindex.options import option
 from mhindex.text import normalize_answer
 
-# Calibrated on the bundled samples (scripts/calibrate_searchain.py, benchmarks/README.md): the
+# Calibrated on the bundled samples (benchmarks/studies/calibrate_searchain.py, benchmarks/README.md): the
 # LM reader's answer probability above which its answer is right more often than not (Qwen2.5-0.5B:
 # 51% right above 0.6, 47% above 0.5; benchmarks/results/searchain_calibration_qwen2.5-0.5b.txt).
 LM_READER_THRESHOLD = 0.6
