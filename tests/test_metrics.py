@@ -306,6 +306,7 @@ def test_paired_differences_compare_methods_question_by_question():
 def test_intervals_stay_inside_0_100_and_tables_export_as_markdown_and_latex(tmp_path):
     from mhindex.eval.metrics import aggregate
     from mhindex.eval.report import bar_chart, method_name, run_title, table_text
+    from mhindex.methods.session import titles
 
     questions = {
         q: {"id": q, "question": "?", "answers": ["Paris"], "gold_ids": ["g"], "dataset": "musique"} for q in ("a", "b")
@@ -318,7 +319,7 @@ def test_intervals_stay_inside_0_100_and_tables_export_as_markdown_and_latex(tmp
     assert 0.0 <= half["f1_interval"][0] <= half["f1"] <= half["f1_interval"][1] <= 1.0
     metrics = {"oner@k=5": perfect, "ircot": half}
     assert method_name("oner@k=5") == "OneR (k=5)" and method_name("kdcot") == "KD-CoT"
-    title = run_title("musique", 2, "local:qwen2.5-0.5b", "lucene+dense")
+    title = run_title("musique", 2, *titles("local:qwen2.5-0.5b", "lucene+dense"))  # as the session names them
     assert title == "MuSiQue: 2 questions, Qwen2.5-0.5B (local), BM25 (Lucene) + dense (FAISS)"
 
     markdown = table_text(metrics, title, "md").splitlines()

@@ -288,7 +288,8 @@ MAY_IMPORT = {
     "lm": set(),
     "backends": set(),  # an engine reads a corpus through the CorpusDir it is handed (home.py)
     "methods": {"corpora", "backends", "lm"},
-    "eval": {"corpora", "backends", "lm", "methods", "papers"},
+    # Handed an opened session (methods.session), eval never reaches an engine or a model itself.
+    "eval": {"corpora", "methods", "papers"},
     # The papers' tables: data about each paper (its rows and figures), naming no method.
     "papers": set(),
     "training": {"corpora", "backends", "lm", "methods", "eval"},

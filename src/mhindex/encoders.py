@@ -157,7 +157,8 @@ def export_onnx(source: str, max_length: int, models: Path) -> Path:
     ONNX Runtime with fused attention (its BERT optimizer) and int8 weights 49-51/s, 59-63/s with
     one single-thread session per core. Per-channel int8 with reduced range keeps the vectors within
     cosine 0.994 of fp32 on average (per-tensor int8: 0.954) and recall@15 on the MuSiQue sample
-    within 0.01 (0.731 against 0.739). End to end: 1.47-1.53x sentence-transformers (benchmarks/speed/bench_encode.py)."""
+    within 0.01 (0.731 against 0.739). End to end: 1.47-1.53x sentence-transformers
+    (benchmarks/speed/bench_encode.py)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer

@@ -3,6 +3,8 @@ folder back (`read_evaluation`), its table and paired differences as data, its a
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,16 @@ def latest_evaluation(corpus: Corpus | str | None = None, *, home: Path | str | 
     return read_evaluation(latest_run(root, corpus.name if isinstance(corpus, Corpus) else corpus), home=root)
 
 
+def _method_names(methods: Sequence[str] | str | None, table: str | None) -> list[str]:
+    """`methods` as names (a comma-separated string too), each checked; eval's defaults with neither them nor a
+    table."""
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    for method in methods or ():
+        expect(method, str, "each of methods", "a method's name")
+    return list(methods or ()) if methods is not None or table is not None else list(DEFAULT_EVAL_METHODS)
+
+
 def evaluate(
     corpus: Corpus | str,
     methods: Sequence[str] | None = None,
@@ -138,6 +150,8 @@ def evaluate(
     from mhindex.eval.settings import EvalSettings
     from mhindex.eval.tables import plan_table
     from mhindex.home import open_corpus
+    from mhindex.lm import resolve_spec
+    from mhindex.methods.session import Session
     from mhindex.options import settings_from
 
     given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), tune_on=tune_on, tune_metric=tune_metric,
@@ -145,19 +159,17 @@ def evaluate(
     settings_from(EvalSettings, given, "eval")  # the bounds and choices `mhindex eval` checks, with its messages
     expect(corpus, (Corpus, str), "corpus", "a Corpus or a corpus's name")
     expect(table, (str, type(None)), "table", "a paper's table, as --table takes it")
-    if isinstance(methods, str):
-        methods = [m.strip() for m in methods.split(",") if m.strip()]
-    for method in methods or ():
-        expect(method, str, "each of methods", "a method's name")
-    names = list(methods or ()) if methods is not None or table is not None else list(DEFAULT_EVAL_METHODS)
+    names = _method_names(methods, table)
     root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
     opened = open_corpus(root, corpus if isinstance(corpus, str) else corpus.name)
     planned = plan_table(table, opened.manifest().get("dataset")) if table is not None else None
+    spec = BackendSpec.parse(backend, backend_options)
+    model = _model_options(lm, lm_threads, lm_context, cache, lm_timeout)
+    model = dataclasses.replace(model, lm=resolve_spec(model.lm))
     plan = EvalPlan.make(
         opened,
         names,
-        BackendSpec.parse(backend, backend_options),
-        _model_options(lm, lm_threads, lm_context, cache, lm_timeout),
+        (spec.label, spec.label if spec.parts else spec.name, str(model.lm)),
         settings,
         list(sweep),
         [(row.method, row.overrides) for row in planned.rows] if planned else (),
@@ -173,8 +185,22 @@ def evaluate(
         table=planned.record() if planned else None,
         question_ids=reported_questions(Path(questions_of).expanduser()) if questions_of is not None else None,
     )
-    result = run_evaluation(plan, home=root)
+
+    opening = functools.partial(Session, opened, methods=plan.methods, backend=spec, model=model, home=root,
+                                workers=workers, judge=judge_lm)  # fmt: skip
+    result = run_evaluation(plan, opening, home=root)
     return read_evaluation(result.folder, home=root)  # as any later reader sees it (JSON's lists, not tuples)
+
+
+def rerun_folder(folder: Path, home: Path, out: Path | None = None) -> Any:
+    """`mhindex rerun`: the evaluation `folder` records made again (eval.rerun.rerun) with the session its run.json
+    records: its backend, model, threads and context, the call cache off."""
+    from mhindex.eval.rerun import rerun
+    from mhindex.methods.session import session_of_record
+
+    return rerun(
+        folder, home, lambda plan, run: session_of_record(plan.corpus, plan.methods, run, home, plan.judge), out
+    )
 
 
 def score(

@@ -137,10 +137,10 @@ def rerun(
     """Make an evaluation again from its own folder (corpus hash, index, model, threads, every method's
     settings, the questions), the call cache off, and compare every answer with the recorded one, timings
     aside. Exit code 1 when any differs, naming the questions."""
-    from mhindex.eval.rerun import rerun as run_again
+    from mhindex._api.evaluation import rerun_folder
 
     with ui.graceful_interrupts():
-        again = run_again(folder, root, page)
+        again = rerun_folder(folder, root, page)
     output.show(again.record(), *render.rerun_summary(again))
     if again.moved:
         raise typer.Exit(1)

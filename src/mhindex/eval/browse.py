@@ -32,6 +32,7 @@ from mhindex.eval.report import (
     tuned_summary,
 )
 from mhindex.methods import trace_of
+from mhindex.methods.session import titles
 
 #: Question fields a list can be filtered by, where the dataset has them (MuSiQue's hops, HotpotQA's
 #: type and level, 2WikiMultihopQA's type, IIRC's answer type).
@@ -333,7 +334,9 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
         report = run.report
         tables.append(
             {
-                "title": run_title(view.name, int(report.get("questions") or 0), str(report.get("lm")), _backend(run)),
+                "title": run_title(
+                    view.name, int(report.get("questions") or 0), *titles(str(report.get("lm")), _backend(run))
+                ),
                 "folder": str(run.folder),
                 "header": header,
                 "rows": [[method_name(row[0]), *row[1:]] for row in rows],
@@ -443,7 +446,9 @@ def _configuration(report: dict) -> list[tuple[str, str]]:
 
 def _charts(run: Run, place: str) -> list[str]:
     metrics = run.report["methods"]
-    title = run_title(run.dataset, int(run.report.get("questions") or 0), str(run.report.get("lm")), _backend(run))
+    title = run_title(
+        run.dataset, int(run.report.get("questions") or 0), *titles(str(run.report.get("lm")), _backend(run))
+    )
     charts = [_svg(lambda target: bar_chart({run.dataset: metrics}, target, title), f"{place}-bars")]
     from collections import Counter
 

@@ -13,11 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
+from typing import Any, Protocol
 
 from mhindex import ui
-from mhindex.lm.base import LanguageModel
 
 SYSTEM = "You are a helpful assistant."
+
+
+class Judge(Protocol):
+    """The judge as scoring uses it: any mhindex.lm.LanguageModel, handed over already loaded."""
+
+    def chat(self, messages: list[dict[str, str]], max_tokens: int, *, temperature: float = ...) -> Any: ...
 
 
 @cache
@@ -27,7 +33,7 @@ def _prompt() -> str:
     )
 
 
-def verdict(lm: LanguageModel, question: str, prediction: str, answer: str) -> bool:
+def verdict(lm: Judge, question: str, prediction: str, answer: str) -> bool:
     from mhindex.methods.efficientrag import parse_json_object
 
     prompt = _prompt().format(question=question, prediction=prediction, answer=answer)
@@ -39,7 +45,7 @@ def verdict(lm: LanguageModel, question: str, prediction: str, answer: str) -> b
 
 
 def judge_predictions(
-    lm: LanguageModel, predictions: Sequence[dict], questions: dict[str, dict], label: str = "judging"
+    lm: Judge, predictions: Sequence[dict], questions: dict[str, dict], label: str = "judging"
 ) -> dict[str, bool]:
     """The judge's verdict for each answered question (a missing or failed prediction is not asked)."""
     verdicts: dict[str, bool] = {}

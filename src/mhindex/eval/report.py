@@ -58,13 +58,10 @@ def dataset_name(name: str) -> str:
     return dataset_title(name)
 
 
-def run_title(dataset: str, questions: int, lm: str, backend: str) -> str:
-    """A figure's title in words: "MuSiQue: 50 questions, Qwen2.5-0.5B (local), BM25 (Lucene)"."""
-    from mhindex.backends import backend_title
-    from mhindex.lm import lm_title
-
-    model_shown, backend_shown = lm_title(lm), backend_title(backend)
-    return f"{dataset_name(dataset)}: {questions} questions, {model_shown}, {backend_shown}"
+def run_title(dataset: str, questions: int, lm_shown: str, backend_shown: str) -> str:
+    """A figure's title in words: "MuSiQue: 50 questions, Qwen2.5-0.5B (local), BM25 (Lucene)"; the model and the
+    engine as the session names them (methods.session.titles)."""
+    return f"{dataset_name(dataset)}: {questions} questions, {lm_shown}, {backend_shown}"
 
 
 def table_cells(metrics: dict[str, dict], paper: dict | None = None) -> tuple[list[str], list[list[str]]]:

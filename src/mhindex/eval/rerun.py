@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.eval.run import EvalPlan, Evaluation, evaluate, read_predictions
+from mhindex.eval.run import EvalPlan, Evaluation, OpenedSession, evaluate, read_predictions
 from mhindex.eval.sweep import Variant, base_method
 
 #: what differs between two runs of the same answers without anything having changed: the timings, and why
@@ -64,11 +65,10 @@ def reported_questions(folder: Path) -> list[str]:
     return ids
 
 
-def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
-    """The evaluation `folder` records, to be made again into `out`; one line for what cannot be the same."""
-    from mhindex.backends import BackendSpec
+def plan_of(folder: Path, home: Path, out: Path) -> tuple[EvalPlan, dict[str, Any]]:
+    """The evaluation `folder` records, to be made again into `out`, and its run.json (whose backend and model the
+    session opens); one line for what cannot be the same."""
     from mhindex.home import open_corpus
-    from mhindex.lm import ModelOptions
     from mhindex.methods import method_class
 
     run, metrics = _read(folder / "run.json"), _read(folder / "metrics.json")
@@ -91,14 +91,11 @@ def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
         variants.append(Variant(name, method, {}))
     if not variants:
         raise UsageError(f"{folder / 'run.json'} records no method")
-    model = ModelOptions(
-        lm=run.get("lm"), lm_threads=run.get("lm_threads"), lm_context=run.get("lm_context"), cache=False
-    )
-    return EvalPlan(
+    plan = EvalPlan(
         corpus,
         list(dict.fromkeys(v.method for v in variants)),
-        BackendSpec.parse(str(run.get("backend"))),
-        model,
+        str(run.get("backend")),
+        str(run.get("lm")),
         settings,
         variants,
         [],
@@ -111,6 +108,7 @@ def plan_of(folder: Path, home: Path, out: Path) -> EvalPlan:
         table=metrics.get("table") if isinstance(metrics.get("table"), dict) else None,
         index=run.get("index") if isinstance(run.get("index"), dict) else None,
     )
+    return plan, run
 
 
 def _without_timings(value: Any) -> Any:
@@ -121,17 +119,20 @@ def _without_timings(value: Any) -> Any:
     return value
 
 
-def rerun(folder: Path, home: Path, out: Path | None = None) -> Rerun:
+def rerun(
+    folder: Path, home: Path, open_session: Callable[[EvalPlan, dict[str, Any]], OpenedSession], out: Path | None = None
+) -> Rerun:
     """`mhindex rerun FOLDER`: the evaluation made again into `out` (default: beside it, `<name>.rerun-<time>`)
-    and compared with the recorded one."""
+    and compared with the recorded one; `open_session` opens the session the plan and its run.json record
+    (methods.session.session_of_record)."""
     folder = folder.expanduser()
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder")
     out = out or folder.with_name(f"{folder.name}.rerun-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} is not empty: give --out a new folder")
-    plan = plan_of(folder, home, out)
-    made = evaluate(plan, home)  # refuses an index other than the recorded one before asking anything
+    plan, run = plan_of(folder, home, out)
+    made = evaluate(plan, lambda: open_session(plan, run), home)  # refuses an index other than the recorded one first
     differences, compared = {}, {}
     for variant in plan.runs:
         then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}

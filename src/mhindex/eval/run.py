@@ -9,14 +9,13 @@ setting is refused instead of silently mixing two configurations in one table.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -29,9 +28,22 @@ from mhindex.eval.sweep import TUNE_METRICS, Variant, choose_settings, parse_swe
 from mhindex.files import atomic_file, unlinked
 from mhindex.home import CorpusDir
 
-if TYPE_CHECKING:
-    from mhindex.backends import BackendSpec
-    from mhindex.lm import ModelOptions
+
+class OpenedSession(Protocol):
+    """What `evaluate` is handed, opened by the layer above (methods.session.Session): the corpus's index, the
+    model and the judge, the methods made from them, and how a figure names the model and the engine."""
+
+    dataset: str | None
+    index: Any
+    lm: Any
+
+    def method(self, name: str, settings: Any) -> Any: ...
+
+    def judge(self) -> Any: ...
+
+    def titles(self) -> tuple[str, str]: ...
+
+    def close(self) -> None: ...
 
 
 def question_problem(record: Any) -> str | None:
@@ -365,8 +377,10 @@ class EvalPlan:
 
     corpus: CorpusDir
     methods: list[str]
-    backend: BackendSpec
-    model: ModelOptions
+    #: `--backend` as run.json records it (`lucene`, `lucene+dense`, an address)
+    backend: str
+    #: the model, as resolved from --lm (never a key: run.json keeps it redacted)
+    lm: str
     #: every variant's name (`oner@k=5`, or the method's own) and its settings
     settings: dict[str, Any]
     runs: list[Variant]
@@ -387,23 +401,24 @@ class EvalPlan:
     table: dict[str, Any] | None = None
     #: the index's settings a rerun must find (run.json's `index`): checked before any question is asked
     index: dict[str, Any] | None = None
+    #: the engine's name in the default folder's (`remote` for an address); the label where empty
+    backend_name: str = ""
 
     @classmethod
     def make(
         cls,
         corpus: CorpusDir,
         methods: Sequence[str],
-        backend: BackendSpec,
-        model: ModelOptions | None = None,
+        engines: tuple[str, str, str],
         method_options: dict[str, Any] | None = None,
         sweeps: Sequence[str] = (),
         rows: Sequence[tuple[str, dict[str, Any]]] = (),
         **sample: Any,
     ) -> EvalPlan:
         """The plan, or a one-line UsageError for what cannot be run (no method, an unknown setting, a
-        tuning with nothing to choose); `rows`: a paper's table's, each a method with its settings, before
-        `methods`; `sample`: limit, seed, split, tune_limit, tune_metric, out, workers, budget, judge, table."""
-        from mhindex.lm import ModelOptions, resolve_spec
+        tuning with nothing to choose); `engines`: the backend's label and name and the resolved model, as the
+        caller parsed them; `rows`: a paper's table's, each a method with its settings, before `methods`;
+        `sample`: limit, seed, split, tune_limit, tune_metric, out, workers, budget, judge, table."""
         from mhindex.methods import settings_for
 
         names = list(dict.fromkeys([*(method for method, _ in rows), *methods]))
@@ -419,11 +434,10 @@ class EvalPlan:
         if sample.get("tune_limit") is not None and not grid:
             raise UsageError("--tune-on picks the best of a --sweep: give one of two or more values, e.g. k=2,4,6,8")
         settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
-        model = model or ModelOptions()
-        model = dataclasses.replace(model, lm=resolve_spec(model.lm))
         if sample.get("table"):
             sample["table"] = _table_of_runs(sample["table"], runs)
-        return cls(corpus, names, backend, model, settings, runs, grid, **sample)
+        backend, backend_name, lm = engines
+        return cls(corpus, names, backend, lm, settings, runs, grid, backend_name=backend_name, **sample)
 
 
 def _table_of_runs(table: dict[str, Any], runs: Sequence[Variant]) -> dict[str, Any]:
@@ -436,12 +450,11 @@ def _table_of_runs(table: dict[str, Any], runs: Sequence[Variant]) -> dict[str, 
     return {**table, "rows": {v.name: rows.get(v.tuned_as) or {"row": method_title(v.tuned_as), **added} for v in runs}}
 
 
-def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
+def evaluate(plan: EvalPlan, open_session: Callable[[], OpenedSession], home: Path | None = None) -> Evaluation:
     """Run the plan's methods on a seeded sample of the corpus's questions, resuming from the predictions
-    already in the folder, and write `metrics.json` and `chart.png` there (the papers' table)."""
-    from mhindex.methods.session import Session
-
-    corpus, lm_spec = plan.corpus, str(plan.model.lm)
+    already in the folder, and write `metrics.json` and `chart.png` there (the papers' table). `open_session`
+    opens the index and the models (methods.session.Session), once the sample and the folder are settled."""
+    corpus, lm_spec = plan.corpus, plan.lm
     # Tuning questions come first in the seeded order and the reported ones after them: disjoint by id.
     tuning: list[dict] = []
     split = plan.split
@@ -466,15 +479,12 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
     if plan.tune_limit is not None and plan.tune_metric in (("f1", "em") if ranked else ("ndcg_10", "map", "mrr")):
         scored = "retrieval: give recall, ndcg_10, map or mrr" if ranked else "answers: give recall, f1 or em"
         raise UsageError(f"--tune-metric {plan.tune_metric}: corpus '{corpus.name}' is scored on {scored}")
-    spec = plan.backend
     if plan.out is not None:
         _check_out(plan.out, home)
     folder = plan.out or default_folder(
-        corpus, lm_spec, spec.label if spec.parts else spec.name, plan.seed, plan.limit, split, len(tuning) or None
+        corpus, lm_spec, plan.backend_name or plan.backend, plan.seed, plan.limit, split, len(tuning) or None
     )
-    session = Session(
-        corpus, methods=plan.methods, backend=spec, model=plan.model, home=home, workers=plan.workers, judge=plan.judge
-    )
+    session = open_session()
     try:
         try:
             _check_index(plan, session)
@@ -495,6 +505,7 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
             ) from None
     finally:
         session.close()
+    titles = session.titles()
     report = {
         **configuration,
         "dataset": session.dataset,
@@ -511,18 +522,18 @@ def evaluate(plan: EvalPlan, home: Path | None = None) -> Evaluation:
         "question_ids": [q["id"] for q in questions],  # the sample scored (mhindex report lists these)
         "paired": paired_differences(predictions, {q["id"]: q for q in questions}, plan.budget),
     }
-    _write_report(folder, report, plan, len(questions))
+    _write_report(folder, report, plan, len(questions), titles)
     return Evaluation(folder, report)
 
 
-def _check_index(plan: EvalPlan, session: Any) -> None:
+def _check_index(plan: EvalPlan, session: OpenedSession) -> None:
     """A rerun's index must be the one its record searched: said before any question is asked, not after."""
     if plan.index is None:
         return
     now = session.index.settings if session.index else None
     if now != plan.index:
         raise UsageError(
-            f"the {plan.backend.label} index of '{plan.corpus.name}' is not the one the record searched (then "
+            f"the {plan.backend} index of '{plan.corpus.name}' is not the one the record searched (then "
             f"{plan.index}, now {now}): rebuild it with those settings (mhindex index ... --force)"
         )
 
@@ -557,10 +568,10 @@ def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, 
     configuration = {
         "corpus": plan.corpus.name,
         "corpus_sha256": plan.corpus.manifest().get("corpus_sha256"),
-        "lm": redact(str(plan.model.lm)),  # never a key written in the URL
+        "lm": redact(plan.lm),  # never a key written in the URL
         "lm_context": session.lm.context_length,
         "lm_threads": session.lm.threads,
-        "backend": plan.backend.label,
+        "backend": plan.backend,
         "index": session.index.settings if session.index else None,
         "settings": {
             name: {**s.recorded(session.dataset), **solvers[name].recorded_models()}
@@ -618,12 +629,11 @@ class _Answering:
         return tuned, scores, [v.name for v in plan.runs if v.name in chosen or v not in plan.grid]
 
 
-def _write_report(folder: Path, report: dict, plan: EvalPlan, questions: int) -> None:
+def _write_report(folder: Path, report: dict, plan: EvalPlan, questions: int, titles: tuple[str, str]) -> None:
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     dataset = report["dataset"] or plan.corpus.name
-    lm = redact(str(plan.model.lm))
-    bar_chart({dataset: report["methods"]}, folder / "chart.png", run_title(dataset, questions, lm, plan.backend.label))
+    bar_chart({dataset: report["methods"]}, folder / "chart.png", run_title(dataset, questions, *titles))
 
 
 def score_files(

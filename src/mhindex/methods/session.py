@@ -5,15 +5,42 @@ its method, `eval` one for all the methods it compares."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mhindex.backends import DEFAULT_BACKEND, BackendSpec
 from mhindex.backends.base import Retriever
+from mhindex.errors import redact
 from mhindex.home import CorpusDir
 from mhindex.lm import LanguageModel, ModelOptions
 from mhindex.methods import Method, MethodContext, make_method, method_class
 from mhindex.ui import reporter
+
+
+def titles(lm: str, backend: str) -> tuple[str, str]:
+    """A model and an engine as a figure's title names them ("Qwen2.5-0.5B (local)", "BM25 (Lucene)"), for the
+    layers above that name them without loading either."""
+    from mhindex.backends import backend_title
+    from mhindex.lm import lm_title
+
+    return lm_title(lm), backend_title(backend)
+
+
+def judge_loader(spec: str | None, home: Path | None) -> Callable[[], LanguageModel | None] | None:
+    """What loads the judge `--judge-lm` names, when scoring first needs it (None with no judge)."""
+    return functools.partial(load_judge, spec, ModelOptions(), home) if spec else None
+
+
+def session_of_record(
+    corpus: CorpusDir, methods: list[str], run: dict[str, Any], home: Path | None, judge: str | None
+) -> Session:
+    """The session an evaluation's run.json recorded (its backend, model, threads and context), the call cache
+    off: what `rerun` answers with again."""
+    model = ModelOptions(lm=run.get("lm"), lm_threads=run.get("lm_threads"), lm_context=run.get("lm_context"),
+                         cache=False)  # fmt: skip
+    backend = BackendSpec.parse(str(run.get("backend")))
+    return Session(corpus, methods=methods, backend=backend, model=model, home=home, judge=judge)
 
 
 def load_judge(spec: str | None, model: ModelOptions | None, home: Path | None) -> LanguageModel | None:
@@ -55,6 +82,7 @@ class Session:
         retrieves = any(method_class(name).needs_retriever for name in methods)
         #: the index, opened once for every method of the session (None when none retrieves)
         spec = backend or BackendSpec.parse(DEFAULT_BACKEND)
+        self.backend_label = spec.label
         self.index = open_index(corpus, spec) if retrieves and retriever is None else None
         self.retriever = retriever if retriever is not None else self.index.retriever if self.index else None
         self.home = home
@@ -101,6 +129,10 @@ class Session:
                 f"'{self.corpus.name if self.corpus else ''}' have none: import it again with --title-from "
                 "first-line or id"
             )
+
+    def titles(self) -> tuple[str, str]:
+        """The session's model and engine as a figure's title names them."""
+        return titles(redact(str(self.model.lm)), self.backend_label)
 
     def judge(self) -> LanguageModel | None:
         """The judge's model (None when none was asked for), loaded once."""

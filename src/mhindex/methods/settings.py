@@ -56,7 +56,8 @@ class ReaderSettings:
     short_answer: bool = option(
         True,
         "Keep the reader's first sentence, and a list up to its first repeated item (F1 +1.3 IRCoT, +1.6 OneR "
-        "over the stored answers: benchmarks/studies/span_study.py); --no-short-answer keeps its whole line, as IRCoT's release.",
+        "over the stored answers: benchmarks/studies/span_study.py); --no-short-answer keeps its whole line, as "
+        "IRCoT's release.",
         before=False,
     )
 
