@@ -47,8 +47,9 @@ def one_line_error(err: str) -> str:
     return lines[0]
 
 
-def processes(needle: str) -> list[int]:
-    """Running processes whose command line holds `needle`."""
+def processes(needle: str, under: Path | None = None) -> list[int]:
+    """Running processes whose command line holds `needle` (and, with `under`, names that folder: this test's own
+    data root, so that another test's or another user's process is never taken for ours)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -57,7 +58,8 @@ def processes(needle: str) -> list[int]:
                 state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if needle in command and state != "Z" and int(entry.name) != os.getpid():
+            mine = under is None or str(under) in command
+            if needle in command and mine and state != "Z" and int(entry.name) != os.getpid():
                 found.append(int(entry.name))
     return found
 
@@ -219,11 +221,7 @@ def test_a_killed_lucene_build_takes_its_jvm_with_it_and_the_next_build_cleans_u
     assert mhindex(home, "--quiet", "build", "musique", "--input", MUSIQUE)[0] == 0
     before = snapshot(home / "musique" / "indexes" / "lucene")
     build = mhindex(home, "--quiet", "index", "musique", "--force", wait=False)
-    jvm = wait_for(
-        lambda: [p for p in processes("IndexCollection") if str(home) in Path(f"/proc/{p}/cmdline").read_text()],
-        120,
-        0.01,
-    )
+    jvm = wait_for(lambda: processes("IndexCollection", home), 120, 0.01)
     build.send_signal(signal.SIGKILL)
     build.wait()
     assert gone(jvm), "Anserini's JVM outlived mhindex"
@@ -517,15 +515,12 @@ def test_smaller_things_a_user_meets(built, tmp_path):
     # Ctrl-C while Lucene indexes: one line, exit 130, the old index intact, nothing left.
     before = snapshot(built / "musique" / "indexes" / "lucene")
     build = mhindex(built, "index", "musique", "--force", wait=False)
-    wait_for(lambda: processes("IndexCollection") or None, 120, 0.01)
+    wait_for(lambda: processes("IndexCollection", built) or None, 120, 0.01)
     build.send_signal(signal.SIGINT)
     _, err = build.communicate(timeout=60)
     assert build.returncode == 130 and one_line_error(err) == "mhindex: interrupted"
-    assert (
-        snapshot(built / "musique" / "indexes" / "lucene") == before
-        and not leftovers(built)
-        and not processes("IndexCollection")
-    )
+    assert snapshot(built / "musique" / "indexes" / "lucene") == before and not leftovers(built)
+    assert not processes("IndexCollection", built)
 
 
 def test_eval_exits_1_when_questions_failed(built, tmp_path):

@@ -26,7 +26,9 @@ class Hit:
     score: float
 
     def record(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "text": self.text, "score": round(self.score, 4)}
+        """The hit as `search --json`, a TREC run and `serve` give it: the score at full precision, so that a run
+        scored elsewhere ranks ties as the engine did (rounded, two close scores tie and are broken by id)."""
+        return {"id": self.id, "title": self.title, "text": self.text, "score": float(self.score)}
 
 
 #: A fusion's view of one part's ranking: id, score, and the hit where the part read its text (its top k:
