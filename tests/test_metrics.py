@@ -333,3 +333,30 @@ def test_intervals_stay_inside_0_100_and_tables_export_as_markdown_and_latex(tmp
         and "%" not in latex.replace(r"\%", "")
     )
     assert bar_chart({"musique": metrics}, tmp_path / "chart.png", title).stat().st_size > 5000
+
+
+def test_a_paired_difference_on_too_few_questions_is_starred_nowhere():
+    """Two questions that both moved by a whole answer give a bootstrap interval of [+100, +100]: it "excludes 0"
+    and says nothing. Under FEWEST_FOR_AN_INTERVAL questions no table stars it, and the interval says why."""
+    from rich.console import Console
+
+    from mhindex.eval.metrics import FEWEST_FOR_AN_INTERVAL, paired_differences
+    from mhindex.eval.report import paired_table
+
+    def compared(count: int) -> tuple[dict, str]:
+        ids = [f"q{n}" for n in range(count)]
+        questions = {q: {"id": q, "question": "?", "answers": ["Paris"], "gold_ids": []} for q in ids}
+        answers = {
+            "right": [{"id": q, "answer": "Paris"} for q in ids],
+            "wrong": [{"id": q, "answer": "Rome"} for q in ids],
+        }
+        rows = paired_differences(answers, questions)
+        console = Console(record=True, width=160)
+        console.print(paired_table(rows))
+        return next(r for r in rows if r["metric"] == "em"), console.export_text()
+
+    few, shown = compared(2)
+    assert few["difference"] == 1.0 and few["ci95"] == (1.0, 1.0) and few["excludes_zero"] is False
+    assert "+100.0 *" not in shown and "too few questions" in shown
+    enough, shown = compared(FEWEST_FOR_AN_INTERVAL)
+    assert enough["excludes_zero"] is True and "+100.0 *" in shown and "too few" not in shown

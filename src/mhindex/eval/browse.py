@@ -18,7 +18,14 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.eval.metrics import KDCOT_METRICS, paired_differences, score_one
+from mhindex.eval.metrics import (
+    FEWEST_FOR_AN_INTERVAL,
+    KDCOT_METRICS,
+    excludes_zero,
+    interval_text,
+    paired_differences,
+    score_one,
+)
 from mhindex.eval.report import (
     PAIRED_LABELS,
     bar_chart,
@@ -188,7 +195,11 @@ def build_report(folders: list[Path], home: Path, questions_file: Path | None = 
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     environment = _environment()
     return environment.get_template("report.html.j2").render(
-        title=title or "mhindex evaluation report", datasets=datasets, payload=payload, version=__version__
+        title=title or "mhindex evaluation report",
+        datasets=datasets,
+        payload=payload,
+        version=__version__,
+        fewest=FEWEST_FOR_AN_INTERVAL,
     )
 
 
@@ -417,14 +428,13 @@ def _paired_rows(run: Run, gold: dict[str, dict]) -> list[dict]:
         )
     rows = []
     for row in paired or []:
-        low, high = row["ci95"]
         rows.append(
             {
                 "methods": f"{method_name(row['a'])} − {method_name(row['b'])}",
                 "metric": PAIRED_LABELS.get(row["metric"], row["metric"]),
                 "difference": f"{row['difference'] * 100:+.1f}",
-                "interval": f"[{low * 100:+.1f}, {high * 100:+.1f}]",
-                "excludes_zero": low > 0 or high < 0,
+                "interval": interval_text(row),
+                "excludes_zero": excludes_zero(row),
                 "questions": row["questions"],
                 "wins": f"{row['a_better']}:{row['b_better']}",
             }

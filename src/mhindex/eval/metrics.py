@@ -39,6 +39,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mhindex.eval.ranking import RANKING_METRICS, ranking_scores, scores_retrieval
 from mhindex.text import normalize_answer
@@ -397,6 +398,25 @@ def paired_bootstrap(differences: Sequence[float], resamples: int = BOOTSTRAP_RE
     return float(values.mean()), (float(low), float(high))
 
 
+#: Fewer paired questions than this, and an interval says nothing: a bootstrap of two questions that both moved by
+#: +0.5 "excludes 0" with certainty. Such a difference is starred nowhere, and its interval is said to be too few.
+FEWEST_FOR_AN_INTERVAL = 10
+
+
+def interval_text(row: Mapping[str, Any]) -> str:
+    """A paired difference's interval as tables print it, or why there is none."""
+    low, high = row["ci95"]
+    if row["questions"] < FEWEST_FOR_AN_INTERVAL:
+        return f"too few questions (under {FEWEST_FOR_AN_INTERVAL})"
+    return f"[{low * 100:+.1f}, {high * 100:+.1f}]"
+
+
+def excludes_zero(row: Mapping[str, Any]) -> bool:
+    """Whether a paired difference's 95% interval excludes 0 on questions enough to say so (the tables' star)."""
+    low, high = row["ci95"]
+    return row["questions"] >= FEWEST_FOR_AN_INTERVAL and (low > 0 or high < 0)
+
+
 def paired_differences(
     predictions: Mapping[str, Sequence[dict]], questions: dict[str, dict], budget: int = 15
 ) -> list[dict]:
@@ -441,4 +461,5 @@ def paired_differences(
                         "b_better": sum(b > a for a, b in pairs),
                     }
                 )
+                compared[-1]["excludes_zero"] = excludes_zero(compared[-1])
     return compared

@@ -13,7 +13,15 @@ from typing import IO, Any
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.eval.metrics import EVERY_ROW, KDCOT_METRICS, PAPER_METRICS, answer_metrics
+from mhindex.eval.metrics import (
+    EVERY_ROW,
+    FEWEST_FOR_AN_INTERVAL,
+    KDCOT_METRICS,
+    PAPER_METRICS,
+    answer_metrics,
+    excludes_zero,
+    interval_text,
+)
 from mhindex.eval.ranking import RANKING_METRICS
 
 
@@ -245,19 +253,19 @@ def paired_table(paired: list[dict]):
     grid = Table(
         title="Paired differences (first minus second, same questions)",
         title_justify="left",
-        caption="interval: 95% paired bootstrap over the questions (10,000 resamples); * excludes 0",
+        caption=f"interval: 95% paired bootstrap over the questions (10,000 resamples); * excludes 0 (on "
+        f"{FEWEST_FOR_AN_INTERVAL} questions or more)",
         caption_justify="left",
     )
     for column in ("Methods", "Metric", "Difference", "95% interval", "n", "wins"):
         grid.add_column(column, justify="left" if column in ("Methods", "Metric") else "right")
     for row in paired:
-        low, high = row["ci95"]
-        mark = " *" if low > 0 or high < 0 else ""
+        mark = " *" if excludes_zero(row) else ""
         grid.add_row(
             f"{row['a']} - {row['b']}",
             PAIRED_LABELS.get(row["metric"], row["metric"]),
             f"{row['difference'] * 100:+.1f}{mark}",
-            f"[{low * 100:+.1f}, {high * 100:+.1f}]",
+            interval_text(row),
             str(row["questions"]),
             f"{row['a_better']}:{row['b_better']}",
         )
