@@ -407,12 +407,18 @@ def hostile_python(tmp_path_factory) -> Path:
         "class Slow(Method):\n    name = 'slow'\n    title = 'Slow'\n    needs_retriever = False\n"
         "    Settings = SlowSettings\n\n    def answer(self, query):\n        raise NotImplementedError\n"
     )
+    (site / "hostile_clash.py").write_text(
+        "from dataclasses import dataclass\nfrom mhindex.plugins import Method, ReaderSettings, option\n\n\n"
+        "@dataclass(frozen=True)\nclass ClashSettings(ReaderSettings):\n    budget: int = option(3, 'Its own budget.')"
+        "\n\n\nclass Clash(Method):\n    name = 'clash'\n    title = 'Clash'\n    needs_retriever = False\n"
+        "    Settings = ClashSettings\n\n    def answer(self, query):\n        raise NotImplementedError\n"
+    )
     dist = site / "hostile-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[mhindex.methods]\nexits = hostile_exit:Nothing\ninterrupts = hostile_interrupt:Nothing\n"
-        "quits = hostile_method:Quits\nslow = hostile_slow:Slow\n"
+        "quits = hostile_method:Quits\nslow = hostile_slow:Slow\nclash = hostile_clash:Clash\n"
     )
     return python
 
@@ -456,3 +462,17 @@ def test_a_plugin_is_imported_only_by_a_command_that_names_or_lists_it(hostile_p
     mark.unlink()
     listed = run(hostile_python, "list", "methods", env=env)
     assert mark.exists() and "slow" in listed.stdout and "the method 'exits' of hostile is broken" in listed.stderr
+
+
+def test_a_plugin_option_named_like_a_commands_own_is_that_plugin_refused_not_every_command(hostile_python, tmp_path):
+    """A method declaring `budget` (eval has --budget): the plug-in is left out with one warning naming it, its
+    package and the option; every command, `--help` and `doctor` included, keeps working."""
+    env = {"MHINDEX_HOME": str(tmp_path / "home")}
+    for args in (["--help"], ["eval", "--help"], ["list", "methods"], ["eval", "--method", "clash", "--help"]):
+        shown = run(hostile_python, *args, env=env)
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr, (args, shown.stderr)
+    assert run(hostile_python, "--quiet", "corpus", "musique", env=env).returncode == 0
+    asked = run(hostile_python, "eval", "musique", "--method", "clash", "--limit", "1", env=env)
+    assert asked.returncode == 2 and "Traceback" not in asked.stderr, asked.stderr
+    said = "the method 'clash' of hostile is broken: its option --budget is one `eval` has itself: rename it"
+    assert said in asked.stderr and asked.stderr.count(said) == 2  # the warning, then the one-line error

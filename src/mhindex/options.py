@@ -169,12 +169,12 @@ def with_options(
     under that name. Options shared by several owners (`-k`) appear once, with each default."""
 
     def decorate(command: Callable) -> Callable:
-        owner_types = owners()
+        original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
+        owner_types = _without_clashes(owners(), {p for p in original.parameters if p != group}, command.__name__)
         by_name: dict[str, list[_Use]] = {}
         for owner, settings_type in owner_types.items():
             for name, (f, opt, kind) in declared(settings_type).items():
                 by_name.setdefault(name, []).append((owner, f, opt, kind))
-        original = inspect.signature(command, eval_str=True)  # Typer reads real annotations, not strings
         shown_for = _chosen_owners(group, original, sys.argv, named)
         builds = command.__name__ in ("index", "build")
         made = [
@@ -197,6 +197,23 @@ def with_options(
         return wrapper
 
     return decorate
+
+
+def _without_clashes(owner_types: dict[str, type], taken: set[str], command: str) -> dict[str, type]:
+    """The owners less each plug-in whose option takes the name of one of the command's own (eval's `--budget`):
+    refused by its registry with one warning, so that the command, `--help` and `doctor` keep working. A built-in
+    that clashes is mhindex's mistake: the TypeError below says so."""
+    registry = getattr(owner_types, "registry", None)
+    if registry is None:
+        return owner_types
+    kept = dict(owner_types)
+    for owner, settings_type in owner_types.items():
+        clash = sorted(set(declared(settings_type)) & taken)
+        if clash and not registry.builtin(owner):
+            flags = ", ".join(flag_of(name, declared(settings_type)[name][1]) for name in clash)
+            registry.refuse(owner, f"its option {flags} is one `{command.rstrip('_')}` has itself: rename it")
+            del kept[owner]
+    return kept
 
 
 def _option_parameter(

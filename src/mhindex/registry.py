@@ -69,6 +69,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self._found: dict[str, str] | None = None
         self._package: dict[str, str] = {}  # plug-in name -> the distribution that declares it
         self._loaded: dict[str, T] = {}
+        self._refused: dict[str, str] = {}  # plug-in name -> why it is left out though it loads
 
     def _names(self) -> dict[str, str]:
         if self._found is None:
@@ -110,6 +111,8 @@ class Registry(Mapping[str, T], Generic[T]):
     def get(self, name: str) -> T:  # type: ignore[override]  # Mapping.get's default is not wanted here
         """The object registered as `name`, imported now; an unknown name is a one-line error listing the
         known ones, a broken plug-in one that names its package."""
+        if name in self._refused:
+            raise UsageError(f"the {self.kind} '{name}' of {self.package(name)} is broken: {self._refused[name]}")
         if name in self._loaded:
             return self._loaded[name]
         names = self._names()
@@ -128,6 +131,13 @@ class Registry(Mapping[str, T], Generic[T]):
             raise UsageError(f"the {self.kind} '{name}' of {self.package(name)} is broken: {problem}")
         self._loaded[name] = loaded
         return loaded
+
+    def refuse(self, name: str, problem: str) -> None:
+        """Leave a plug-in out though it loads (its option takes the name of a command's own), with one warning;
+        naming it later is the same one-line error."""
+        self._refused[name] = problem
+        self._loaded.pop(name, None)
+        broken(f"the {self.kind} '{name}' of {self.package(name)} is broken: {problem}; it is left out")
 
     def available(self) -> dict[str, T]:
         """Every name that loads, in order; a broken plug-in is warned about once and left out. Under
@@ -157,6 +167,15 @@ def named_only(names: Collection[str] | None) -> Iterator[None]:
         yield
     finally:
         _named = before
+
+
+class Owners(dict[str, type]):
+    """An option group's owners (name -> settings type), with the registry they come from: a plug-in whose option
+    takes the name of a command's own is refused there (`Registry.refuse`), and the command keeps working."""
+
+    def __init__(self, registry: Registry[Any], types: Mapping[str, type]) -> None:
+        super().__init__(types)
+        self.registry = registry
 
 
 def named_on_command_line(argv: list[str]) -> set[str] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mhindex.backends.base import Backend
-from mhindex.registry import Registry, missing_members
+from mhindex.registry import Owners, Registry, missing_members
 
 
 def _check(loaded: Any) -> str | None:
@@ -50,7 +50,7 @@ def engine_names() -> list[str]:
     return [name for name in BACKENDS if not BACKENDS.builtin(name) or not BACKENDS[name].fuses]
 
 
-def settings_types() -> dict[str, type]:
+def settings_types() -> Owners:
     """Each backend's options dataclass, for the options of index, search, ask and eval.
     Importing a backend module is cheap: engines (torch, FAISS, the JVM) load when used."""
-    return {name: cls.Settings for name, cls in BACKENDS.available().items()}
+    return Owners(BACKENDS, {name: cls.Settings for name, cls in BACKENDS.available().items()})

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from mhindex.corpora.dataset import Dataset
-from mhindex.registry import Registry
+from mhindex.registry import Owners, Registry
 
 DATASETS: Registry[Dataset] = Registry(
     "dataset",
@@ -33,9 +33,9 @@ DATASETS: Registry[Dataset] = Registry(
 )
 
 
-def settings_types() -> dict[str, type]:
+def settings_types() -> Owners:
     """Each dataset's converter settings, for the options of corpus and build."""
-    return {name: d.Settings for name, d in DATASETS.available().items() if d.Settings is not None}
+    return Owners(DATASETS, {name: d.Settings for name, d in DATASETS.available().items() if d.Settings is not None})
 
 
 def get_dataset(name: str) -> Dataset:

@@ -15,7 +15,7 @@ from typing import Any
 from mhindex.errors import UsageError
 from mhindex.methods.base import Answer, Method, MethodContext, Query, TraceStep
 from mhindex.options import declared, flag_among, settings_from
-from mhindex.registry import Registry, missing_members
+from mhindex.registry import Owners, Registry, missing_members
 
 __all__ = [
     "METHODS",
@@ -114,9 +114,9 @@ def method_rows() -> list[dict[str, Any]]:
     ]
 
 
-def settings_types() -> dict[str, type]:
+def settings_types() -> Owners:
     """Each method's settings dataclass, for the options of ask and eval (broken plug-ins left out)."""
-    return {name: cls.Settings for name, cls in METHODS.available().items()}
+    return Owners(METHODS, {name: cls.Settings for name, cls in METHODS.available().items()})
 
 
 def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
