@@ -85,7 +85,7 @@ def _root(
     quiet: QuietOption = False,
     lm: Annotated[Optional[str], opt(declared(ModelOptions)["lm"][1].help, "--lm")] = None,
     version: Annotated[
-        bool, typer.Option(metavar="", callback=_version, is_eager=True, help="Print the version.")
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.", show_default=False)
     ] = False,
 ) -> None:
     """Multi-hop question answering over your own corpora.
