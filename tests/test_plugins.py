@@ -158,7 +158,7 @@ def test_a_broken_plugin_is_one_line_naming_its_package_and_the_builtins_keep_wo
     assert shown.returncode == 0 and "Traceback" not in shown.stderr and "ircot" in shown.stdout
     # Not named, the broken plug-ins are not imported: only the clash of names (read with no import) is said.
     warnings = [line for line in shown.stderr.splitlines() if "plug-in" in line]
-    assert len(warnings) == 1 and "mhindex-broken: its method 'ircot' takes the name of a built-in" in warnings[0]
+    assert len(warnings) == 1 and "the plug-in method 'ircot' of mhindex-broken takes a built-in's name" in warnings[0]
     listed = run(sys.executable, "list", "methods", env=env)  # listed, each is imported and each fault said
     warnings = [line for line in listed.stderr.splitlines() if "plug-in" in line]
     assert len(warnings) == 3 and all("mhindex-broken" in line for line in warnings), listed.stderr
@@ -168,9 +168,9 @@ def test_a_broken_plugin_is_one_line_naming_its_package_and_the_builtins_keep_wo
 
     asked = run(sys.executable, "ask", "x", "--method", "ghost", env=env)
     assert asked.returncode == 2 and "Traceback" not in asked.stderr
-    assert "the method 'ghost' of mhindex-broken is broken: cannot be imported" in asked.stderr
+    assert "the plug-in method 'ghost' of mhindex-broken is broken: cannot be imported" in asked.stderr
     nowhere = run(sys.executable, "index", "musique", "--backend", "nowhere", env=env)
-    assert nowhere.returncode == 2 and "the backend 'nowhere' of mhindex-broken is broken" in nowhere.stderr
+    assert nowhere.returncode == 2 and "the plug-in backend 'nowhere' of mhindex-broken is broken" in nowhere.stderr
 
     # The built-ins keep working beside it: a corpus, a Lucene index and a search.
     assert run(sys.executable, "--quiet", "corpus", "musique", env=env).returncode == 0
@@ -433,7 +433,7 @@ def test_a_plugin_that_exits_or_interrupts_is_one_warning_and_a_method_that_exit
         assert shown.returncode == 0, (args, shown.stderr)
     listed = run(hostile_python, "list", "methods", env=env)
     for plugin, what in (("exits", "SystemExit: 3"), ("interrupts", "KeyboardInterrupt")):
-        assert f"the method '{plugin}' of hostile is broken: cannot be imported ({what}" in listed.stderr
+        assert f"the plug-in method '{plugin}' of hostile is broken: cannot be imported ({what}" in listed.stderr
     assert run(hostile_python, "--quiet", "corpus", "musique", env=env).returncode == 0
     out = tmp_path / "eval"
     evaluated = run(hostile_python, "eval", "musique", "--method", "quits", "--limit", "2", "--out", str(out),
@@ -461,7 +461,9 @@ def test_a_plugin_is_imported_only_by_a_command_that_names_or_lists_it(hostile_p
     assert "hostile" not in helped.stderr  # the plug-ins that exit were not named: not imported, no warning
     mark.unlink()
     listed = run(hostile_python, "list", "methods", env=env)
-    assert mark.exists() and "slow" in listed.stdout and "the method 'exits' of hostile is broken" in listed.stderr
+    assert (
+        mark.exists() and "slow" in listed.stdout and "the plug-in method 'exits' of hostile is broken" in listed.stderr
+    )
 
 
 def test_a_plugin_option_named_like_a_commands_own_is_that_plugin_refused_not_every_command(hostile_python, tmp_path):
@@ -474,5 +476,5 @@ def test_a_plugin_option_named_like_a_commands_own_is_that_plugin_refused_not_ev
     assert run(hostile_python, "--quiet", "corpus", "musique", env=env).returncode == 0
     asked = run(hostile_python, "eval", "musique", "--method", "clash", "--limit", "1", env=env)
     assert asked.returncode == 2 and "Traceback" not in asked.stderr, asked.stderr
-    said = "the method 'clash' of hostile is broken: its option --budget is one `eval` has itself: rename it"
+    said = "the plug-in method 'clash' of hostile is broken: its option --budget is one `eval` has itself: rename it"
     assert said in asked.stderr and asked.stderr.count(said) == 2  # the warning, then the one-line error

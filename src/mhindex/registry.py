@@ -77,7 +77,9 @@ class Registry(Mapping[str, T], Generic[T]):
             for point in _entry_points(self.group):
                 package = point.dist.name if point.dist is not None else "an unnamed package"
                 if point.name in self._builtins:
-                    broken(f"{package}: its {self.kind} '{point.name}' takes the name of a built-in; it is ignored")
+                    broken(
+                        f"the plug-in {self.kind} '{point.name}' of {package} takes a built-in's name; it is ignored"
+                    )
                     continue
                 found[point.name] = point.value
                 self._package[point.name] = package
@@ -112,7 +114,9 @@ class Registry(Mapping[str, T], Generic[T]):
         """The object registered as `name`, imported now; an unknown name is a one-line error listing the
         known ones, a broken plug-in one that names its package."""
         if name in self._refused:
-            raise UsageError(f"the {self.kind} '{name}' of {self.package(name)} is broken: {self._refused[name]}")
+            raise UsageError(
+                f"the plug-in {self.kind} '{name}' of {self.package(name)} is broken: {self._refused[name]}"
+            )
         if name in self._loaded:
             return self._loaded[name]
         names = self._names()
@@ -128,7 +132,7 @@ class Registry(Mapping[str, T], Generic[T]):
                 raise
             problem = f"cannot be imported ({type(error).__name__}: {error})"
         if problem:
-            raise UsageError(f"the {self.kind} '{name}' of {self.package(name)} is broken: {problem}")
+            raise UsageError(f"the plug-in {self.kind} '{name}' of {self.package(name)} is broken: {problem}")
         self._loaded[name] = loaded
         return loaded
 
@@ -137,7 +141,7 @@ class Registry(Mapping[str, T], Generic[T]):
         naming it later is the same one-line error."""
         self._refused[name] = problem
         self._loaded.pop(name, None)
-        broken(f"the {self.kind} '{name}' of {self.package(name)} is broken: {problem}; it is left out")
+        broken(f"the plug-in {self.kind} '{name}' of {self.package(name)} is broken: {problem}; it is left out")
 
     def available(self) -> dict[str, T]:
         """Every name that loads, in order; a broken plug-in is warned about once and left out. Under
@@ -204,7 +208,7 @@ def broken(message: str) -> None:
     _warned.add(message)
     from mhindex import ui
 
-    ui.reporter().warning(f"plug-in {message}")
+    ui.reporter().warning(message)
 
 
 def missing_members(loaded: Any, members: tuple[str, ...]) -> str | None:

@@ -136,8 +136,10 @@ class Guard:
     def _refusal(self, scope: dict, given: list[str]) -> Refused | None:
         # A load balancer's probe sends no key: /health answers it without one, and says nothing of the index.
         open_probe = scope.get("path") == "/health" and scope.get("method") == "GET"
-        if self.api_key is not None and not open_probe and not any(
-            secrets.compare_digest(k.encode(), self.api_key.encode()) for k in given
+        if (
+            self.api_key is not None
+            and not open_probe
+            and not any(secrets.compare_digest(k.encode(), self.api_key.encode()) for k in given)
         ):
             return Refused(
                 "a valid API key is required: Authorization: Bearer KEY, X-API-Key: KEY, http://key:KEY@HOST, "
