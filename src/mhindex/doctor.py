@@ -48,7 +48,12 @@ def _guarded(area: str, name: str, fix: str, needed: bool, probe: Callable[[], s
     try:
         return Check(area, name, True, probe(), "", needed)
     except Exception as error:  # noqa: BLE001 - any failure of a probe is what the report shows
-        return Check(area, name, False, str(error).splitlines()[0][:160], fix, needed)
+        said = str(error).splitlines()[0]
+        # The fix has its own column: a probe's message that ends with it ("...: reinstall: pip install ...") says
+        # what is wrong, and the fix is not printed twice in one row.
+        for joint in (f"; reinstall: {fix}", f": {fix}"):
+            said = said.removesuffix(joint) if fix else said
+        return Check(area, name, False, said[:160], fix, needed)
 
 
 def check(requirement: Requirement, home: Path) -> Check:
