@@ -30,6 +30,11 @@ def test_the_site_builds_strictly_and_a_broken_reference_fails_it(tmp_path):
         assert f'id="mhindex.{name}"' in api, f"{name} is public but not in docs/reference/api.md"
     cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
     assert "mhindex ask" in cli and "--method" in cli  # generated from the Typer app
+    assert "&lt;out&gt;/&lt;method&gt;.jsonl" in cli  # a placeholder in help text is shown, not taken for a tag
+    assert cli.count('data-bs-level="2"') >= 19  # every command in the sidebar
+    for page in (tmp_path / "site").rglob("*.html"):  # nothing fetched from a CDN: the site works offline
+        assert "cdnjs" not in page.read_text(), page
+    assert 'class="highlight"' in (tmp_path / "site" / "python" / "index.html").read_text()
 
     copy = tmp_path / "copy"
     shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "site", "*.egg-info", "node_modules"))
