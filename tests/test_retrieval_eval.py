@@ -69,6 +69,17 @@ def test_a_beir_folder_is_scored_on_its_qrels_as_ir_measures_scores_it(mh, home,
     report = evaluated.json()
     top15 = report["methods"]["retrieve@k=15"]
     assert report["questions"] == QUERIES and top15["scored"] == "retrieval" and "f1" not in top15
+    # Retrieval alone calls no model: none is loaded or named (the folder, run.json, the chart's title), and the
+    # title names the corpus, not its format ("beir").
+    (folder,) = (home / "hpbeir" / "eval").iterdir()
+    assert folder.name.startswith("no-lm-lucene-") and report["lm"] is None and report["lm_context"] is None
+    assert "smollm2" not in (folder / "run.json").read_text().lower()
+    from mhindex.corpora import shown_dataset
+    from mhindex.eval.report import run_title
+    from mhindex.methods.session import titles
+
+    title = run_title(shown_dataset(report["dataset"], report["corpus"]), QUERIES, *titles(report["lm"], "lucene"))
+    assert title == f"hpbeir: {QUERIES} questions, BM25 (Lucene)", title
 
     # The same ranking, run by `mhindex search` as a TREC run and scored by ir_measures from its own readers.
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(json.dumps({"id": q, "query": questions[q]["question"]})

@@ -145,8 +145,9 @@ class Asker:
         return self._method
 
     @property
-    def lm(self) -> LanguageModel:
-        """The model the method calls (loaded from the spec, or the one given)."""
+    def lm(self) -> LanguageModel | None:
+        """The model the method calls (loaded from the spec, or the one given); None for a method that calls
+        none (`retrieve`), for which no model is loaded."""
         return self._session.lm
 
     def ask(self, question: QuestionLike, id: str = "api") -> Answer:

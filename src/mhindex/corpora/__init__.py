@@ -59,6 +59,13 @@ def demonstration_set(name: str | None) -> str | None:
     return declared.demonstration_set if declared else None
 
 
+def shown_dataset(dataset: str | None, corpus: str) -> str:
+    """What a table or a figure calls a corpus's questions: its dataset ("musique"), or for a corpus in a format of
+    one's own (BEIR, Pyserini JSONL, DPR TSV: the format names no data) the corpus's own name."""
+    declared = declared_dataset(dataset)
+    return corpus if not dataset or (declared is not None and declared.own_corpus) else dataset
+
+
 def dataset_title(name: str) -> str:
     declared = declared_dataset(name)
     return declared.shown if declared else name

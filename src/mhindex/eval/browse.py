@@ -63,7 +63,9 @@ class Run:
 
     @property
     def dataset(self) -> str:
-        return str(self.report.get("dataset") or self.report.get("corpus") or self.folder.name)
+        from mhindex.corpora import shown_dataset
+
+        return shown_dataset(self.report.get("dataset"), str(self.report.get("corpus") or self.folder.name))
 
 
 @dataclass

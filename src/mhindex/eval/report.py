@@ -69,7 +69,9 @@ def dataset_name(name: str) -> str:
 def run_title(dataset: str, questions: int, lm_shown: str, backend_shown: str) -> str:
     """A figure's title in words: "MuSiQue: 50 questions, Qwen2.5-0.5B (local), BM25 (Lucene)"; the model and the
     engine as the session names them (methods.session.titles)."""
-    return f"{dataset_name(dataset)}: {questions} questions, {lm_shown}, {backend_shown}"
+    return ", ".join(
+        part for part in (f"{dataset_name(dataset)}: {questions} questions", lm_shown, backend_shown) if part
+    )
 
 
 def table_cells(metrics: dict[str, dict], paper: dict | None = None) -> tuple[list[str], list[list[str]]]:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from mhindex.corpora import shown_dataset
 from mhindex.errors import BadInput, Interrupted, UsageError, redact
 from mhindex.eval.metrics import aggregate, paired_differences
 from mhindex.eval.ranking import judged, run_predictions, scores_retrieval
@@ -481,6 +482,10 @@ def evaluate(plan: EvalPlan, open_session: Callable[[], OpenedSession], home: Pa
         raise UsageError(f"--tune-metric {plan.tune_metric}: corpus '{corpus.name}' is scored on {scored}")
     if plan.out is not None:
         _check_out(plan.out, home)
+    from mhindex.methods import method_class
+
+    if not any(method_class(m).needs_lm for m in plan.methods):  # retrieval alone: no model loaded, none named
+        lm_spec = "no-lm"
     folder = plan.out or default_folder(
         corpus, lm_spec, plan.backend_name or plan.backend, plan.seed, plan.limit, split, len(tuning) or None
     )
@@ -568,9 +573,9 @@ def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, 
     configuration = {
         "corpus": plan.corpus.name,
         "corpus_sha256": plan.corpus.manifest().get("corpus_sha256"),
-        "lm": redact(plan.lm),  # never a key written in the URL
-        "lm_context": session.lm.context_length,
-        "lm_threads": session.lm.threads,
+        "lm": redact(plan.lm) if session.lm else None,  # never a key written in the URL; none loaded, none named
+        "lm_context": session.lm.context_length if session.lm else None,  # none loaded: no method calls one
+        "lm_threads": session.lm.threads if session.lm else None,
         "backend": plan.backend,
         "index": session.index.settings if session.index else None,
         "settings": {
@@ -632,7 +637,7 @@ class _Answering:
 def _write_report(folder: Path, report: dict, plan: EvalPlan, questions: int, titles: tuple[str, str]) -> None:
     with atomic_file(folder / "metrics.json") as handle:
         handle.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    dataset = report["dataset"] or plan.corpus.name
+    dataset = shown_dataset(report["dataset"], plan.corpus.name)
     bar_chart({dataset: report["methods"]}, folder / "chart.png", run_title(dataset, questions, *titles))
 
 

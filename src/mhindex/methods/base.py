@@ -364,6 +364,8 @@ class Method(ABC):
     Settings: ClassVar[type[MethodSettings]] = ReaderSettings
     #: False for methods that answer without retrieval (no corpus or index is opened for them)
     needs_retriever: ClassVar[bool] = True
+    #: False for methods that call no language model (a retriever's own ranking): none is loaded for them
+    needs_lm: ClassVar[bool] = True
     #: what it does with paragraph titles, for a method that searches by them; said when asked to answer over a
     #: corpus whose paragraphs mostly have none (an own corpus imported without them)
     uses_titles: ClassVar[str] = ""

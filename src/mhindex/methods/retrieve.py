@@ -29,6 +29,7 @@ class Retrieve(Method):
     title = "Retrieve"
     paper = "A retriever's own ranking, no reading (BEIR, Thakur et al., NeurIPS 2021; Pyserini's trec_eval runs)"
     Settings = RetrieveSettings
+    needs_lm = False
 
     settings: RetrieveSettings
 

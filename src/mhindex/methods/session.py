@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mhindex.backends import DEFAULT_BACKEND, BackendSpec
 from mhindex.backends.base import Retriever
@@ -18,13 +18,24 @@ from mhindex.methods import Method, MethodContext, make_method, method_class
 from mhindex.ui import reporter
 
 
-def titles(lm: str, backend: str) -> tuple[str, str]:
+class _NoModel:
+    """What a method that declares `needs_lm = False` is handed: any call is mhindex's mistake, said as one."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"a method that declares needs_lm = False used its language model ({name})")
+
+
+#: typed as the model it stands in for: a method that declares needs_lm = False never reads it
+_NO_LM = cast(LanguageModel, _NoModel())
+
+
+def titles(lm: str | None, backend: str) -> tuple[str, str]:
     """A model and an engine as a figure's title names them ("Qwen2.5-0.5B (local)", "BM25 (Lucene)"), for the
-    layers above that name them without loading either."""
+    layers above that name them without loading either; no model (a run that called none) is ""."""
     from mhindex.backends import backend_title
     from mhindex.lm import lm_title
 
-    return lm_title(lm), backend_title(backend)
+    return (lm_title(lm) if lm and lm != "None" else ""), backend_title(backend)
 
 
 def judge_loader(spec: str | None, home: Path | None) -> Callable[[], LanguageModel | None] | None:
@@ -91,8 +102,11 @@ class Session:
             load_lm, home=home, threads=model.lm_threads, cache=model.cache, slots=workers, timeout=model.lm_timeout
         )
         self._own_lm = lm is None
+        #: the model, loaded once for every method of the session; None when none of them calls one (retrieve)
+        self.lm: LanguageModel | None = None
         try:
-            self.lm = lm if lm is not None else model.load(home, slots=workers)
+            if lm is not None or any(method_class(name).needs_lm for name in methods):
+                self.lm = lm if lm is not None else model.load(home, slots=workers)
         except BaseException:
             self.close()
             raise
@@ -104,7 +118,7 @@ class Session:
         return make_method(
             name,
             retriever,
-            self.lm,
+            self.lm if self.lm is not None else _NO_LM,
             settings,
             MethodContext(
                 dataset=self.dataset,
@@ -131,8 +145,9 @@ class Session:
             )
 
     def titles(self) -> tuple[str, str]:
-        """The session's model and engine as a figure's title names them."""
-        return titles(redact(str(self.model.lm)), self.backend_label)
+        """The session's model and engine as a figure's title names them (no model where none was loaded)."""
+        lm, backend = titles(redact(str(self.model.lm)), self.backend_label)
+        return (lm if self.lm is not None else "", backend)
 
     def judge(self) -> LanguageModel | None:
         """The judge's model (None when none was asked for), loaded once."""
@@ -144,8 +159,9 @@ class Session:
         judge = getattr(self, "_judge", None)
         if judge is not None:
             judge.close()
-        if getattr(self, "lm", None) is not None and self._own_lm:
-            self.lm.close()
+        lm = getattr(self, "lm", None)
+        if lm is not None and self._own_lm:
+            lm.close()
         if self.index is not None:
             self.index.close()
 
