@@ -444,6 +444,9 @@ def test_an_answer_says_what_its_calls_cost_and_a_cached_one_keeps_its_first_tim
 
     own = demo_choice(ReaderSettings(), "jsonl", 2, 20)
     assert own["set"] == "musique" and own["why"].startswith("the default: the corpus's dataset has none")
+    # The set a prompt was made from is the one recorded, even where the caller left out the corpus's dataset.
+    chosen = demo_choice(ReaderSettings(), None, 2, 20, "2wikimultihopqa")
+    assert chosen["set"] == "2wikimultihopqa" and chosen["why"] == "the method's own choice"
     again = mh(*ask).json()
     assert again["answer"] == first["answer"] and again["lm"]["calls_from_cache"] == 1
     assert again["lm"]["cached_calls_seconds"] == pytest.approx(first["reader"]["seconds"], abs=0.5)

@@ -124,7 +124,7 @@ class IRCoT(Method):
         budget = settings.demo_budget or lm.context_length // 2
         pool = demonstrations(demos_from, f"gold_with_{settings.distractors}_distractors_context_cot_qa", self.style)
         self.demos = self.packer.choose(pool, budget, settings.max_demos)
-        self.step_demos = demo_choice(settings, context.dataset, len(self.demos), len(pool))
+        self.step_demos = demo_choice(settings, context.dataset, len(self.demos), len(pool), demos_from)
         self.reader = Reader(lm, settings, demos_from, True, context.dataset)
         self._page_demos: list[str] | None = None
 

@@ -82,7 +82,8 @@ class Reader:
         pool = demonstrations(demo_set, f"{context}_{self.kind}_qa", self.style)
         budget = settings.demo_budget or lm.context_length // 2
         self.demos = self.packer.choose(pool, budget, settings.max_demos)
-        self.demo_choice = demo_choice(settings, dataset, len(self.demos), len(pool))
+        # The set the prompt was made from, whatever `dataset` says (or omits): the record never names another.
+        self.demo_choice = demo_choice(settings, dataset, len(self.demos), len(pool), demo_set)
 
     def read(self, meter: Meter, question: str, paragraphs: Sequence[tuple[str, str]]) -> ReaderCall:
         blocks = [paragraph_block(t, x, self.settings.max_paragraph_words) for t, x in paragraphs]

@@ -71,13 +71,19 @@ def demo_set(settings: ReaderSettings, dataset: str | None) -> str:
     return settings.demos_from or prompt_set_for(dataset, DEMO_SETS, DEFAULT_DEMOS)
 
 
-def demo_choice(settings: ReaderSettings, dataset: str | None, used: int, available: int) -> dict[str, Any]:
-    """Which demonstrations a prompt opens with, why those, and how many of the set fit its budget: what the
-    record and the trace say (an own corpus takes MuSiQue's, which nothing said before)."""
+def demo_choice(
+    settings: ReaderSettings, dataset: str | None, used: int, available: int, chosen: str | None = None
+) -> dict[str, Any]:
+    """Which demonstrations a prompt opens with (`chosen`: the set the prompt was made from, where the caller
+    chose it), why those, and how many of the set fit its budget: what the record and the trace say (an own
+    corpus takes MuSiQue's, which nothing said before)."""
+    expected = demo_set(settings, dataset)
     if settings.demos_from:
         why = "--demos-from"
+    elif chosen is not None and chosen != expected:
+        why = "the method's own choice"
     elif prompt_set_for(dataset, DEMO_SETS, ""):
         why = "the corpus's dataset's own"
     else:
         why = f"the default: the corpus's dataset has none of its own (--demos-from {', '.join(DEMO_SETS)})"
-    return {"set": demo_set(settings, dataset), "why": why, "used": used, "available": available}
+    return {"set": chosen or expected, "why": why, "used": used, "available": available}

@@ -45,7 +45,9 @@ class Pivot(Method):
 
     def __init__(self, retriever, lm, settings: PivotSettings, context: MethodContext) -> None:
         super().__init__(retriever, lm, settings, context)
-        self.reader = Reader(lm, settings, demo_set(settings, context.dataset), with_context=True)
+        self.reader = Reader(
+            lm, settings, demo_set(settings, context.dataset), with_context=True, dataset=context.dataset
+        )
 
     def answer(self, query: Query) -> Answer:
         clock, meter = Clock(), Meter(self.lm)
