@@ -179,3 +179,23 @@ def test_a_query_judged_in_two_splits_and_qrels_without_queries_are_refused_neve
     none = mh("corpus", "beir", "-i", tmp_path / "noqueries", "--name", "noqueries")
     assert none.code == 2 and "which is not among the inputs (-i queries.jsonl)" in none.err
     assert not (home / "noqueries").exists()
+
+
+def test_a_beir_folder_keeps_its_answers_and_is_scored_on_both(mh, tmp_path):
+    """BEIR's HotpotQA gives each query its answer in `metadata.answer`: kept, so that `score` (and `eval`) give the
+    answer measures and the ranking ones on the same questions, with no second questions file."""
+    judged = beir_folder(tmp_path / "beir")
+    answers = {r["_id"]: r["answer"] for r in json.loads(HOTPOTQA.read_text())[:QUERIES]}
+    queries = tmp_path / "beir" / "queries.jsonl"
+    rows = [json.loads(line) for line in queries.read_text().splitlines()]
+    queries.write_text("".join(json.dumps({**r, "metadata": {"answer": answers[r["_id"]]}}) + "\n" for r in rows))
+    assert mh("corpus", "beir", "-i", tmp_path / "beir", "--name", "answered").code == 0
+    first = next(iter(answers))
+    gold = [d for q, d, g in sorted(judged, key=lambda j: -j[2]) if q == first and g > 0]  # the best first
+    predictions = tmp_path / "mine.jsonl"
+    predictions.write_text(json.dumps({"id": first, "answer": answers[first], "retrieved": [{"id": d} for d in gold]}))
+    scored = mh("score", predictions, "--questions", "answered", "--json")
+    assert scored.code == 0, scored.err
+    (summary,) = scored.json().values()
+    assert summary["questions"] == 1 and summary["em"] == 1.0 and summary["f1"] == 1.0  # the answer, right
+    assert summary["ndcg_10"] == pytest.approx(1.0) and summary["recall"] == 1.0  # its ranking, ideal

@@ -6,7 +6,8 @@
 - `dpr`: DPR's `psgs_w100.tsv` (`id<TAB>text<TAB>title`, with its header; CSV quoting as DPR reads it).
 - `beir`: a BEIR dataset's `corpus.jsonl`, `queries.jsonl` and `qrels/<split>.tsv`: the questions are
   the queries the qrels judge, their gold paragraphs those judged relevant (score > 0), their split the
-  qrels file's name. BEIR has no answers: `eval` scores retrieval on them.
+  qrels file's name; their answers where `metadata.answer` gives them (BEIR's HotpotQA). Without answers `eval`
+  scores retrieval alone on them; with both, answers and the ranking measures.
 
 Questions for `jsonl` and `dpr`: JSON lines of `{"id", "question", "answers"}` (FlashRAG's
 `golden_answers` too; optional `gold_ids`, `split`), told from paragraphs by their `question` field;
@@ -332,7 +333,9 @@ def convert_beir(
         if qid not in judged:
             return []
         extra = {"split": judged[qid]["split"], "relevance": judged[qid]["relevance"]}
-        return [Question(qid, need(record, "text", str), [], judged[qid]["gold"], "beir", extra)]
+        metadata = record.get("metadata")  # BEIR's HotpotQA gives each query its answer there
+        answers = answers_of(metadata) if isinstance(metadata, dict) else []
+        return [Question(qid, need(record, "text", str), answers, judged[qid]["gold"], "beir", extra)]
 
     for path in queries:
         for where, record in read_records(path, on_bytes):

@@ -339,7 +339,9 @@ def aggregate(
         summary["rounds_per_question"] = sum(float(by_id[q].get("rounds") or 0) for q in questions if q in by_id) / n
     if scores_retrieval(list(questions.values())):  # nothing to answer (BEIR's queries): ranking measures instead
         summary = _ranked(by_id, questions, budget)
-    else:
+    elif retrieves and any(q.get("relevance") for q in questions.values()):  # answers and graded judgements: both
+        summary.update({k: v for k, v in _ranked(by_id, questions, budget).items() if k != "scored"})
+    if "scored" not in summary:
         summary["f1_ci95"] = ci95_half_width([r["f1"] for r in rows])
         # Percentile bootstrap intervals: inside 0-100% by construction, unlike mean ± 1.96 SE.
         summary["f1_interval"] = paired_bootstrap([r["f1"] for r in rows])[1] if len(rows) > 1 else None
