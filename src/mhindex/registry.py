@@ -148,8 +148,8 @@ class Registry(Mapping[str, T], Generic[T]):
         `named_only`, a plug-in not named is left out unimported."""
         found: dict[str, T] = {}
         for name in self:
-            if _named is not None and name not in _named and not self.builtin(name):
-                continue
+            if name in self._refused or (_named is not None and name not in _named and not self.builtin(name)):
+                continue  # refused (and said so once), or not named while the command line builds its commands
             try:
                 found[name] = self.get(name)
             except UsageError as error:

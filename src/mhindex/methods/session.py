@@ -5,7 +5,6 @@ its method, `eval` one for all the methods it compares."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,11 +35,6 @@ def titles(lm: str | None, backend: str) -> tuple[str, str]:
     from mhindex.lm import lm_title
 
     return (lm_title(lm) if lm and lm != "None" else ""), backend_title(backend)
-
-
-def judge_loader(spec: str | None, home: Path | None) -> Callable[[], LanguageModel | None] | None:
-    """What loads the judge `--judge-lm` names, when scoring first needs it (None with no judge)."""
-    return functools.partial(load_judge, spec, ModelOptions(), home) if spec else None
 
 
 def session_of_record(
