@@ -59,6 +59,13 @@ def test_a_corpus_is_built_listed_read_by_id_and_searched(musique):
         assert isinstance(hits[0], mhindex.Hit)
         batch = searcher.batch_search(["Van Hook Township Mountrail County", "Mountrail County Courthouse"], k=3)
         assert [h.id for h in batch[0]] == [h.id for h in hits] and len(batch[1]) == 3
+        # Pyserini's call, queries and their ids: each id's hits
+        by_id = searcher.batch_search(
+            ["Van Hook Township Mountrail County", "Mountrail County Courthouse"], ["a", "b"], 3
+        )
+        assert by_id == {"a": batch[0], "b": batch[1]}
+        with pytest.raises(mhindex.UsageError, match=r"qids must be a list of ids, one a query \(2\)"):
+            searcher.batch_search(["Van Hook Township", "Stanley"], 3)  # type: ignore[call-overload]
         scoped = searcher.search("county seat", k=2, titles=["Mountrail County Courthouse"])
         assert {h.title for h in scoped} == {"Mountrail County Courthouse"}
         with pytest.raises(mhindex.UsageError, match="k must be a whole number"):
@@ -67,7 +74,7 @@ def test_a_corpus_is_built_listed_read_by_id_and_searched(musique):
     # Bad input is the CLI's one line, raised as the documented exceptions (never SystemExit).
     with pytest.raises(mhindex.UsageError, match="no corpus named 'nope'|'nope'"):
         mhindex.corpus("nope", home=home)
-    with pytest.raises(mhindex.UsageError, match="--k3 is an option of"):
+    with pytest.raises(mhindex.UsageError, match="^k3 is an option of"):  # in Python's terms: a keyword, no flag
         opened.searcher("lucene", k3=1.0)
     with pytest.raises(mhindex.UsageError, match="no paragraph 'missing'"):
         opened.paragraph("missing")
@@ -88,12 +95,21 @@ def test_ask_returns_what_ask_json_prints_and_checks_settings_as_the_cli_does(mu
     for field in ("answer", "retrieved", "steps", "method", "lm_calls", "prompt_tokens", "completion_tokens"):
         assert ours[field] == printed[field], field
 
-    with pytest.raises(mhindex.UsageError, match="-k must be at least 1, not 0"):
+    # The CLI's checks, said in Python's terms: keywords, where the CLI names its flags.
+    with pytest.raises(mhindex.UsageError, match="^k must be at least 1, not 0"):
         mhindex.ask("Who?", method="oner", corpus=musique, k=0)
-    with pytest.raises(mhindex.UsageError, match="-k takes int, not '3'"):
+    with pytest.raises(mhindex.UsageError, match="^k takes int, not '3'"):
         mhindex.ask("Who?", method="oner", corpus=musique, k="3")
-    with pytest.raises(mhindex.UsageError, match="--depth is not an option of oner"):
+    with pytest.raises(
+        mhindex.UsageError,
+        match=r"^depth is not an option of oner \(its options: answer_tokens, clean_queries, [a-z_, ]*, k\)$",
+    ):
         mhindex.ask("Who?", method="oner", corpus=musique, depth=3)
+    with pytest.raises(mhindex.UsageError, match="^max_steps is an option of .*ircot.*, not of oner$"):
+        mhindex.ask("Who?", method="oner", corpus=musique, max_steps=2)
+    flagged = [sys.executable, "-m", "mhindex", *args[:6], "--max-steps", "2"]  # ask QUESTION -m oner --max-steps 2
+    said = subprocess.run(flagged, capture_output=True, text=True)
+    assert said.returncode == 2 and "--max-steps is an option of" in said.stderr and "max_steps" not in said.stderr
     with pytest.raises(mhindex.UsageError, match="question 1: field 'question' is missing or empty"):
         mhindex.ask("  ", method="nor", corpus=musique)
 
@@ -165,6 +181,15 @@ def test_evaluate_runs_a_papers_table_with_its_figures_and_again_on_the_same_que
     assert (
         rows["oner@reader=cot"]["paper_row"] == "OneR QA, CoT" and rows["oner@reader=cot"]["paper: F1 (GPT3)"] == 29.4
     )
+    # Scores in percent, as the CLI prints them and beside the paper's; metrics.json keeps fractions.
+    recorded = evaluation.report["methods"]["oner@reader=cot"]
+    assert rows["oner@reader=cot"]["recall"] == pytest.approx(recorded["recall"] * 100) and recorded["recall"] > 0
+    # Several prediction files scored at once, as `mhindex score a.jsonl b.jsonl` does: each by its row's name.
+    files = [tmp_path / "table" / f"{name}.jsonl" for name in ("nor@reader=direct", "oner@reader=cot")]
+    scored = mhindex.score(files, musique.path / "questions.jsonl", home=musique.path.parent)
+    assert set(scored) == {"nor@reader=direct", "oner@reader=cot"}
+    assert scored["oner@reader=cot"]["recall"] == recorded["recall"]
+    assert mhindex.score(files[1], musique.path / "questions.jsonl")["recall"] == recorded["recall"]
     # A new row on exactly the questions that table reported, whatever another seed would draw.
     again = mhindex.evaluate(musique, ["nor"], questions_of=tmp_path / "table", seed=99, out=tmp_path / "again",
                              answer_tokens=8)  # fmt: skip
@@ -173,8 +198,16 @@ def test_evaluate_runs_a_papers_table_with_its_figures_and_again_on_the_same_que
         mhindex.evaluate(musique, ["nor"], questions_of=tmp_path, out=tmp_path / "none")
 
 
+def test_help_of_ask_lists_each_methods_settings():
+    import pydoc
+
+    shown = pydoc.render_doc(mhindex.ask)
+    assert "ircot:" in shown and "max_steps: int = " in shown and "oner:" in shown
+    assert "retrieve:" in pydoc.render_doc(mhindex.Asker) and "\\[" not in shown  # rich's escapes are not shown
+
+
 def test_score_checks_its_values_as_mhindex_score_does(tmp_path):
-    with pytest.raises(mhindex.UsageError, match="--budget must be at least 1, not -5"):
+    with pytest.raises(mhindex.UsageError, match="^budget must be at least 1, not -5"):
         mhindex.score(tmp_path / "any.jsonl", "musique", budget=-5, home=tmp_path)
 
 

@@ -94,4 +94,5 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getatt
     from mhindex.ui import show_progress
 
 
-__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+# help(mhindex.ask) lists the installed methods' settings: read from every method, so not when the CLI imports it
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, prepare={"mhindex._api.answering": "document_settings"})

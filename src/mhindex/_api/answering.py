@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mhindex._api.corpora import Corpus, Question
+from mhindex._api.terms import python_terms, python_terms_class
 from mhindex.backends.base import Retriever
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import UsageError, expect
@@ -78,6 +79,7 @@ class Answer:
 QuestionLike = str | Question | dict[str, Any]
 
 
+@python_terms_class
 class Asker:
     """A method with its corpus's index and its model, opened once for many questions (the model loads
     once; a local model keeps its demonstrations' evaluation). Use it in a `with` block, or close it.
@@ -215,6 +217,7 @@ def _model_options(
     return options
 
 
+@python_terms
 def ask(
     question: QuestionLike, method: str = DEFAULT_METHOD, corpus: Corpus | str | None = None, **options: Any
 ) -> Answer:
@@ -224,9 +227,39 @@ def ask(
         return asker.ask(question)
 
 
+@python_terms
 def ask_many(
     questions: Iterable[QuestionLike], method: str = DEFAULT_METHOD, corpus: Corpus | str | None = None, **options: Any
 ) -> Iterator[Answer]:
     """Answer many questions in order (`workers=N` at once), the model loaded once for all."""
     with Asker(method, corpus, **options) as asker:
         yield from asker.ask_many(questions)
+
+
+def document_settings() -> None:
+    """Each installed method's settings added to the docstrings of ask, ask_many and Asker (`help(mhindex.ask)`):
+    read from the methods (plug-ins too), so done once when `mhindex.ask` is first used, not at import."""
+    text = settings_text()
+    for documented in (ask, ask_many, Asker):
+        documented.__doc__ = (documented.__doc__ or "") + "\n" + text
+
+
+def settings_text() -> str:
+    """Each method's settings with their defaults, bounds and help, as keywords (`mhindex ask --method M --help`
+    shows the same as flags)."""
+    import dataclasses
+
+    from mhindex.methods import settings_types
+    from mhindex.options import declared
+
+    lines = ["Each method's settings, keywords of ask, ask_many and Asker (`mhindex list methods` lists the methods):"]
+    for method, settings_type in sorted(settings_types().items()):
+        lines.append(f"    {method}:")
+        for name, (setting, opt, kind) in declared(settings_type).items():
+            default = "" if setting.default is dataclasses.MISSING else f" = {setting.default!r}"
+            bounds = [f"{opt.min:g} to {opt.max:g}" if opt.min is not None and opt.max is not None else ""]
+            bounds += [f"one of {', '.join(opt.choices)}" if opt.choices else ""]
+            said = "; ".join(bound for bound in bounds if bound)
+            shown = opt.help.replace("\\[", "[")  # the help as rich prints it: its brackets escaped
+            lines.append(f"        {name}: {kind.__name__}{default}  {shown}" + (f" ({said})" if said else ""))
+    return "\n".join(lines)

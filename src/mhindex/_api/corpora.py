@@ -9,8 +9,9 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
+from mhindex._api.terms import python_terms, python_terms_class
 from mhindex.backends.base import Hit, Retriever
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import UsageError, expect
@@ -40,6 +41,7 @@ class Question:
     record: dict[str, Any] = field(repr=False)
 
 
+@python_terms_class
 class Searcher:
     """An open index of a corpus (or a fusion of several, or a served one): `search` and `batch_search`.
     Close it, or use it in a `with` block: an engine holds files and threads."""
@@ -52,11 +54,29 @@ class Searcher:
         _check_k(k)
         return self._retriever.search(query, k, list(titles) if titles is not None else None)
 
-    def batch_search(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
-        """Each query's `k` best paragraphs, in the order given, searched together (Lucene's and FAISS's
-        batches run on the engine's own threads: `corpus.searcher("lucene", threads=4)`)."""
+    @overload
+    def batch_search(self, queries: Sequence[str], qids: None = None, k: int = 10) -> list[list[Hit]]: ...
+
+    @overload
+    def batch_search(self, queries: Sequence[str], qids: Sequence[str], k: int = 10) -> dict[str, list[Hit]]: ...
+
+    def batch_search(
+        self, queries: Sequence[str], qids: Sequence[str] | None = None, k: int = 10
+    ) -> list[list[Hit]] | dict[str, list[Hit]]:
+        """Each query's `k` best paragraphs, searched together (Lucene's and FAISS's batches run on the engine's own
+        threads: `corpus.searcher("lucene", threads=4)`): a list in the order given, or with `qids` (Pyserini's
+        `batch_search(queries, qids, k)`) a dict from each query's id to its hits."""
         _check_k(k)
-        return self._retriever.search_many(list(queries), k)
+        if isinstance(queries, str) or not all(isinstance(query, str) for query in queries):
+            raise UsageError(f"queries must be a list of strings, not {queries!r}")
+        if qids is not None and (isinstance(qids, str | int) or len(qids) != len(queries)):
+            raise UsageError(f"qids must be a list of ids, one a query ({len(queries)}), not {qids!r} (k is k=...)")
+        if qids is not None and len(set(qids)) != len(qids):
+            raise UsageError("qids must not repeat an id: each names one query's hits")
+        found = self._retriever.search_many(list(queries), k)
+        if qids is None:
+            return found
+        return {str(qid): hits for qid, hits in zip(qids, found, strict=True)}
 
     def close(self) -> None:
         self._retriever.close()
@@ -73,6 +93,7 @@ def _check_k(k: int) -> None:
         raise UsageError(f"k must be a whole number of paragraphs, at least 1, not {k!r}")
 
 
+@python_terms_class
 class Corpus:
     """A corpus built under a data root: its paragraphs, its questions and its indexes."""
 
@@ -202,6 +223,7 @@ class Corpus:
         return Searcher(open_retriever(self._folder, spec), spec.label)
 
 
+@python_terms
 def corpus(name: str | None = None, *, home: Path | str | None = None) -> Corpus:
     """The corpus built as `name` under the data root (`home`, else $MHINDEX_HOME, else the default); with
     no name, the only one built (or the one built last)."""
@@ -212,6 +234,7 @@ def corpus(name: str | None = None, *, home: Path | str | None = None) -> Corpus
     return Corpus(found)
 
 
+@python_terms
 def list_corpora(*, home: Path | str | None = None) -> list[Corpus]:
     """Every corpus built under the data root, by name."""
     from mhindex.home import built_corpora
@@ -219,6 +242,7 @@ def list_corpora(*, home: Path | str | None = None) -> list[Corpus]:
     return [Corpus(folder) for folder in built_corpora(resolve_home(home))]
 
 
+@python_terms
 def build(
     dataset: str,
     *,

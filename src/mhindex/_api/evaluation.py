@@ -7,10 +7,11 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, overload
 
 from mhindex._api.answering import Answer, _model_options
 from mhindex._api.corpora import Corpus
+from mhindex._api.terms import python_terms, python_terms_class
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.errors import UsageError, expect
 from mhindex.home import resolve_home
@@ -30,6 +31,27 @@ def _frame(rows: list[dict[str, Any]], as_frame: bool | None) -> Any:
     return pandas.DataFrame(rows)
 
 
+def _in_percent(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of metrics.json with each score (and its interval's half width) in percent, as the table prints it."""
+    from mhindex.eval.report import columns
+
+    scaled = {key for _, key, _, scale in columns() if scale == 100}
+    scaled |= {f"{key}_ci95" for key in scaled}
+    return {
+        key: value * 100 if key in scaled and isinstance(value, int | float) else value for key, value in row.items()
+    }
+
+
+def _difference_in_points(row: dict[str, Any]) -> dict[str, Any]:
+    interval = row.get("ci95")
+    return {
+        **row,
+        "difference": row["difference"] * 100,
+        "ci95": [bound * 100 for bound in interval] if interval else interval,
+    }
+
+
+@python_terms_class
 class Evaluation:
     """An evaluation folder: what `metrics.json` holds (`report`), each method's answers, the report page."""
 
@@ -52,8 +74,9 @@ class Evaluation:
     def table(self, as_frame: bool | None = None) -> Any:
         """The paper-style table: a row per method with its metrics (`f1`, `em`, `recall`, `lm_calls_per_question`,
         `seconds_per_question`...), as a pandas DataFrame where pandas is installed, else a list of dicts
-        (`as_frame=False`: always). A paper's table (`table=`) adds each row's label in the paper (`paper_row`) and
-        the paper's figures beside ours (`paper: F1 (GPT3)`...)."""
+        (`as_frame=False`: always). Scores are in percent, as `mhindex eval` prints them and papers print theirs
+        (`report` holds metrics.json's fractions). A paper's table (`table=`) adds each row's label in the paper
+        (`paper_row`) and the paper's figures beside ours (`paper: F1 (GPT3)`...)."""
         rows = (self.report.get("table") or {}).get("rows") or {}
 
         def beside(name: str) -> dict[str, Any]:
@@ -63,12 +86,13 @@ class Evaluation:
             figures = {f"paper: {label}": value for label, value in (row.get("paper") or {}).items()}
             return {"paper_row": row.get("row"), "added": bool(row.get("added")), **figures}
 
-        return _frame([{"method": n, **beside(n), **row} for n, row in self.report["methods"].items()], as_frame)
+        methods = self.report["methods"].items()
+        return _frame([{"method": n, **beside(n), **_in_percent(row)} for n, row in methods], as_frame)
 
     def paired(self, as_frame: bool | None = None) -> Any:
         """Each pair of methods on the same questions: a minus b's mean difference per metric, its 95% paired
-        bootstrap interval (`ci95`), and how many questions each won."""
-        return _frame([dict(row) for row in self.report.get("paired", [])], as_frame)
+        bootstrap interval (`ci95`), in percentage points as `eval` prints them, and how many questions each won."""
+        return _frame([_difference_in_points(row) for row in self.report.get("paired", [])], as_frame)
 
     def answers(self, method: str) -> list[Answer]:
         """One method's answers, in the order they were written (failed ones with their `error`)."""
@@ -85,6 +109,7 @@ class Evaluation:
         return write_report(build_report([self.folder], resolve_home(self._home), None, title), Path(out))
 
 
+@python_terms
 def read_evaluation(folder: Path | str, *, home: Path | str | None = None) -> Evaluation:
     """An `mhindex eval` output folder (or its metrics.json), read back."""
     from mhindex.eval.browse import read_metrics
@@ -93,6 +118,7 @@ def read_evaluation(folder: Path | str, *, home: Path | str | None = None) -> Ev
     return Evaluation(path if path.is_dir() else path.parent, read_metrics(path), resolve_home(home))
 
 
+@python_terms
 def latest_evaluation(corpus: Corpus | str | None = None, *, home: Path | str | None = None) -> Evaluation:
     """The corpus's evaluation written last (by its metrics.json; `mhindex report` with no folder reads it);
     with no corpus, the default one's."""
@@ -112,6 +138,7 @@ def _method_names(methods: Sequence[str] | str | None, table: str | None) -> lis
     return list(methods or ()) if methods is not None or table is not None else list(DEFAULT_EVAL_METHODS)
 
 
+@python_terms
 def evaluate(
     corpus: Corpus | str,
     methods: Sequence[str] | None = None,
@@ -203,15 +230,37 @@ def rerun_folder(folder: Path, home: Path, out: Path | None = None) -> Any:
     )
 
 
+@overload
 def score(
     predictions: Path | str, questions: Path | str, *, budget: int = 15, home: Path | str | None = None
+) -> dict[str, Any]: ...
+
+
+@overload
+def score(
+    predictions: Sequence[Path | str], questions: Path | str, *, budget: int = 15, home: Path | str | None = None
+) -> dict[str, dict[str, Any]]: ...
+
+
+@python_terms
+def score(
+    predictions: Path | str | Sequence[Path | str],
+    questions: Path | str,
+    *,
+    budget: int = 15,
+    home: Path | str | None = None,
 ) -> dict[str, Any]:
-    """A predictions file (`ask --json` records, one a line) scored against a questions file or a corpus
-    name, as `mhindex score`: its metrics."""
+    """Predictions files (`ask --json` records, one a line) scored against a questions file or a corpus name, as
+    `mhindex score`: one file's metrics, or for a list of files each one's metrics by the name `score` shows it
+    under (as metrics.json's `methods`; `paired` differences are what `mhindex score` adds)."""
     from mhindex.eval.run import score_files
     from mhindex.eval.settings import EvalSettings
     from mhindex.options import settings_from
 
     settings_from(EvalSettings, {"budget": budget}, "score")  # the bounds `mhindex score` checks, with its message
-    scored = score_files([Path(predictions).expanduser()], str(questions), budget, resolve_home(home))
-    return dict(next(iter(scored.methods.values())))
+    one = isinstance(predictions, str | Path)
+    files: list[Any] = [predictions] if one else list(cast(Sequence[Path | str], predictions))
+    if not files or not all(isinstance(file, str | Path) for file in files):
+        raise UsageError(f"predictions must be a path or a list of paths, not {predictions!r}")
+    scored = score_files([Path(file).expanduser() for file in files], str(questions), budget, resolve_home(home))
+    return dict(next(iter(scored.methods.values()))) if one else {name: dict(m) for name, m in scored.methods.items()}

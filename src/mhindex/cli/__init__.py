@@ -10,6 +10,7 @@ import sys
 from typing import Any, cast
 
 from mhindex import ui
+from mhindex._api.terms import on_command_line
 from mhindex.errors import MhindexError
 from mhindex.registry import named_on_command_line, named_only
 
@@ -59,7 +60,8 @@ def _run(argv: list[str] | None, stopped: list[str]) -> int:
 
         help_layout()
     try:
-        code = app(args=argv, prog_name="mhindex", standalone_mode=False)
+        with on_command_line():  # messages name flags, not the Python API's keywords
+            code = app(args=argv, prog_name="mhindex", standalone_mode=False)
         if isinstance(code, int):
             return code
     except MhindexError as error:
