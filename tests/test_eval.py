@@ -569,14 +569,22 @@ def test_an_evaluation_reruns_from_its_folder_to_the_same_answers_and_says_which
     """`mhindex rerun FOLDER`: the recorded corpus (by hash), model, threads, settings (a sweep's variants too)
     and questions, the call cache off, every answer compared with the recorded one, timings aside."""
     first = tmp_path / "first"
-    asked = ["--home", str(root), "--quiet", "eval", "musique", *ARGS, "--sweep", "oner.k=2,3", "--lm-threads", "1"]
-    assert main([*asked, "--out", str(first)]) == 0
+    shared = ["--seed", "7", "--max-demos", "1", "--max-paragraph-words", "60", "--lm-threads", "1"]  # ARGS less -k
+    asked = ["--home", str(root), "--quiet", "eval", "musique", "--limit", "3", *shared, "--out", str(first)]
+    # Two evaluations in one folder: NoR on 3 questions, then OneR's sweep on 2; the second's metrics.json keeps
+    # what the first asked, and the rerun makes both again.
+    assert main([*asked, "--method", "nor"]) == 0
+    assert main([*asked, "--method", "oner", "--sweep", "oner.k=2,3", "--limit", "2"]) == 0
+    metrics = json.loads((first / "metrics.json").read_text())
+    assert list(metrics["methods"]) == ["oner@k=2", "oner@k=3"] and len(metrics["question_ids"]) == 2
+    assert [(e["methods"], len(e["question_ids"])) for e in metrics["earlier"]] == [(["nor"], 3)]
     capsys.readouterr()
     assert main(["--home", str(root), "rerun", str(first), "--out", str(tmp_path / "again"), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["compared"] == {"nor": 3, "oner@k=2": 3, "oner@k=3": 3}
+    assert again["compared"] == {"nor": 3, "oner@k=2": 2, "oner@k=3": 2}
     assert again["differences"] == {"nor": [], "oner@k=2": [], "oner@k=3": []}
     assert json.loads((tmp_path / "again" / "run.json").read_text())["lm_threads"] == 1
+    assert json.loads((tmp_path / "again" / "metrics.json").read_text())["earlier"] == metrics["earlier"]
 
     # An answer that is not what the recorded settings give is named, and the exit code says so.
     predictions = first / "oner@k=2.jsonl"
@@ -585,7 +593,7 @@ def test_an_evaluation_reruns_from_its_folder_to_the_same_answers_and_says_which
     predictions.write_text("".join(json.dumps(r) + "\n" for r in records))
     assert main(["--home", str(root), "rerun", str(first), "--out", str(tmp_path / "moved")]) == 1
     shown = capsys.readouterr().out
-    assert f"oner@k=2: 1 of 3 answers differ from {first}: {records[1]['id']}" in shown
+    assert f"oner@k=2: 1 of 2 answers differ from {first}: {records[1]['id']}" in shown
     assert "nor: 3 of 3 answers as recorded" in shown
 
     # Another corpus under the same name is one line, before any answer.

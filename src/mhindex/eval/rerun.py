@@ -9,6 +9,7 @@ comparison names the questions it moved."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 import orjson
 
 from mhindex.errors import UsageError
-from mhindex.eval.run import EvalPlan, Evaluation, OpenedSession, evaluate, read_predictions
+from mhindex.eval.run import EvalPlan, Evaluation, OpenedSession, check_index, evaluate, read_predictions
 from mhindex.eval.sweep import Variant, base_method
 
 #: what differs between two runs of the same answers without anything having changed: the timings, and why
@@ -65,11 +66,11 @@ def reported_questions(folder: Path) -> list[str]:
     return ids
 
 
-def plan_of(folder: Path, home: Path, out: Path) -> tuple[EvalPlan, dict[str, Any]]:
-    """The evaluation `folder` records, to be made again into `out`, and its run.json (whose backend and model the
-    session opens); one line for what cannot be the same."""
+def plans_of(folder: Path, home: Path, out: Path) -> tuple[list[EvalPlan], dict[str, Any]]:
+    """The evaluations `folder` records (those an earlier `eval` wrote there too, oldest first), each to be made
+    again into `out`, and its run.json (whose backend and model the session opens); one line for what cannot be
+    the same."""
     from mhindex.home import open_corpus
-    from mhindex.methods import method_class
 
     run, metrics = _read(folder / "run.json"), _read(folder / "metrics.json")
     corpus = open_corpus(home, str(run.get("corpus")))
@@ -79,8 +80,18 @@ def plan_of(folder: Path, home: Path, out: Path) -> tuple[EvalPlan, dict[str, An
             f"corpus '{corpus.name}' is not the one {folder} ran on (corpus_sha256 {str(then)[:12]}..., now "
             f"{str(now)[:12]}...): rebuild it from the same inputs and seed (`mhindex info {corpus.name}` shows them)"
         )
+    earlier = [entry for entry in metrics.get("earlier") or [] if isinstance(entry, dict)]
+    recorded = [*earlier, metrics]
+    plans = [_plan(corpus, run, evaluation, out, folder) for evaluation in recorded]
+    return plans, run
+
+
+def _plan(corpus: Any, run: dict[str, Any], metrics: dict[str, Any], out: Path, folder: Path) -> EvalPlan:
+    """One evaluation of the folder (`metrics`: its metrics.json, or what an earlier one kept of it) as a plan."""
+    from mhindex.methods import method_class
+
     settings, variants = {}, []
-    reported = set(metrics.get("methods") or {})  # a tuned run's table: the variants chosen, not the swept others
+    reported = set(metrics.get("methods") or ())  # a tuned run's table: the variants chosen, not the swept others
     for name, recorded in (run.get("settings") or {}).items():
         if reported and name not in reported:
             continue
@@ -91,7 +102,8 @@ def plan_of(folder: Path, home: Path, out: Path) -> tuple[EvalPlan, dict[str, An
         variants.append(Variant(name, method, {}))
     if not variants:
         raise UsageError(f"{folder / 'run.json'} records no method")
-    plan = EvalPlan(
+    searching = any(method_class(variant.method).needs_retriever for variant in variants)
+    return EvalPlan(
         corpus,
         list(dict.fromkeys(v.method for v in variants)),
         str(run.get("backend")),
@@ -99,6 +111,7 @@ def plan_of(folder: Path, home: Path, out: Path) -> tuple[EvalPlan, dict[str, An
         settings,
         variants,
         [],
+        limit=metrics["limit"] if isinstance(metrics.get("limit"), int) else None,  # as recorded; the ids decide
         seed=int(metrics.get("seed", 13370)),
         split=str(metrics.get("split", "auto")),
         out=out,
@@ -106,9 +119,25 @@ def plan_of(folder: Path, home: Path, out: Path) -> tuple[EvalPlan, dict[str, An
         judge=run.get("judge"),
         question_ids=list(metrics.get("question_ids") or []),
         table=metrics.get("table") if isinstance(metrics.get("table"), dict) else None,
-        index=run.get("index") if isinstance(run.get("index"), dict) else None,
+        # the index is checked where the evaluation searches one (not for NoR's alone)
+        index=run.get("index") if isinstance(run.get("index"), dict) and searching else None,
     )
-    return plan, run
+
+
+def _check_indexes(
+    plans: list[EvalPlan], run: dict[str, Any], open_session: Callable[[EvalPlan, dict[str, Any]], OpenedSession]
+) -> None:
+    """With several evaluations to make again, the index is checked before the first: refused before any question
+    is asked, not after the evaluations that search none (one alone is checked by `evaluate` first)."""
+    searching = [plan for plan in plans if plan.index is not None]
+    if len(plans) < 2 or not searching:
+        return
+    probe = dataclasses.replace(searching[-1], methods=["retrieve"])  # a session that opens the index, no model
+    session = open_session(probe, run)
+    try:
+        check_index(searching[-1], session)
+    finally:
+        session.close()
 
 
 def _without_timings(value: Any) -> Any:
@@ -131,13 +160,15 @@ def rerun(
     out = out or folder.with_name(f"{folder.name}.rerun-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} is not empty: give --out a new folder")
-    plan, run = plan_of(folder, home, out)
-    made = evaluate(plan, lambda: open_session(plan, run), home)  # refuses an index other than the recorded one first
+    plans, run = plans_of(folder, home, out)
+    _check_indexes(plans, run, open_session)
     differences, compared = {}, {}
-    for variant in plan.runs:
-        then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}
-        now = {r["id"]: _without_timings(r) for r in read_predictions(out / f"{variant.name}.jsonl")}
-        ids = plan.question_ids or list(now)
-        differences[variant.name] = [i for i in ids if then.get(i) != now.get(i)]
-        compared[variant.name] = len(ids)
+    for plan in plans:  # the last is the folder's metrics.json: its table is the new folder's
+        made = evaluate(plan, functools.partial(open_session, plan, run), home)  # a wrong index: refused first
+        for variant in plan.runs:
+            then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}
+            now = {r["id"]: _without_timings(r) for r in read_predictions(out / f"{variant.name}.jsonl")}
+            ids = plan.question_ids or list(now)
+            differences[variant.name] = [i for i in ids if then.get(i) != now.get(i)]
+            compared[variant.name] = len(ids)
     return Rerun(folder, made, differences, compared)

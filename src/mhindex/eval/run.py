@@ -492,7 +492,7 @@ def evaluate(plan: EvalPlan, open_session: Callable[[], OpenedSession], home: Pa
     session = open_session()
     try:
         try:
-            _check_index(plan, session)
+            check_index(plan, session)
             solvers = {v.name: session.method(v.method, plan.settings[v.name]) for v in plan.runs}
             for name, solver in solvers.items():
                 trained_overlap(name, solver.trained_on(), [*tuning, *questions])
@@ -526,12 +526,13 @@ def evaluate(plan: EvalPlan, open_session: Callable[[], OpenedSession], home: Pa
         "methods": metrics,
         "question_ids": [q["id"] for q in questions],  # the sample scored (mhindex report lists these)
         "paired": paired_differences(predictions, {q["id"]: q for q in questions}, plan.budget),
+        **earlier_evaluations(folder / "metrics.json", set(metrics)),
     }
     _write_report(folder, report, plan, len(questions), titles)
     return Evaluation(folder, report)
 
 
-def _check_index(plan: EvalPlan, session: OpenedSession) -> None:
+def check_index(plan: EvalPlan, session: OpenedSession) -> None:
     """A rerun's index must be the one its record searched: said before any question is asked, not after."""
     if plan.index is None:
         return
@@ -632,6 +633,30 @@ class _Answering:
         tuned = choose_settings(plan.grid, scores, plan.tune_metric, tuning, split, plan.seed)
         chosen = {t["chosen"] for t in tuned.values()}
         return tuned, scores, [v.name for v in plan.runs if v.name in chosen or v not in plan.grid]
+
+
+#: what an earlier evaluation in the same folder keeps of its metrics.json: what `rerun` needs to make it again
+EARLIER_KEYS = ("question_ids", "seed", "split", "budget", "limit", "table")
+
+
+def earlier_evaluations(path: Path, methods: set[str]) -> dict:
+    """The evaluations of other methods written into the same folder before this one (`eval --method nor`, then
+    `eval --method oner --out` the same folder): what their metrics.json said of their questions and sample, as
+    `earlier`, which `rerun` makes again too; the new metrics.json would otherwise forget them. A method this
+    evaluation scores again is its own now."""
+    try:
+        old = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    if not isinstance(old, dict) or not isinstance(old.get("methods"), dict):
+        return {}
+    last = {"methods": list(old["methods"]), **{key: old[key] for key in EARLIER_KEYS if key in old}}
+    kept = []
+    for entry in [*(old.get("earlier") or []), last]:
+        others = [name for name in entry.get("methods") or [] if name not in methods]
+        if others:
+            kept.append({**entry, "methods": others})
+    return {"earlier": kept} if kept else {}
 
 
 def _write_report(folder: Path, report: dict, plan: EvalPlan, questions: int, titles: tuple[str, str]) -> None:
