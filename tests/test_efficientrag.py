@@ -264,7 +264,17 @@ def test_eval_refuses_the_questions_the_models_trained_on(trained, capsys):
     code = main(["--home", str(trained), "eval", "mini", "--method", "efficientrag", "--max-demos", "1"])
     err = capsys.readouterr().err
     assert code == 2 and "questions sampled trained efficientrag's models" in err and "--split dev" in err
-    assert len(err.strip().splitlines()) == 1
+    assert len(err.strip().splitlines()) == 1 and "--questions-of the models' folder" in err
+
+    # A corpus with no train split (the bundled sample's case): evaluated on the questions held out of training.
+    models = trained / "models" / "efficientrag" / "mini"
+    report = orjson.loads((models / "trained.json").read_bytes())
+    held = report["held_out_question_ids"]
+    assert held and not set(held) & set(report["trained_question_ids"])
+    out = trained.parent / "held-out-eval"
+    asked = ["eval", "mini", "--method", "efficientrag", "--max-demos", "1", "--questions-of", str(models)]
+    assert main(["--quiet", "--home", str(trained), *asked, "--out", str(out)]) == 0
+    assert orjson.loads((out / "metrics.json").read_bytes())["question_ids"] == held
 
 
 def test_training_takes_the_train_split_and_says_when_there_is_none(tmp_path, capsys):

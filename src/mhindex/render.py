@@ -183,9 +183,16 @@ def training_summary(result, corpus: str) -> str:
     report = result.report
     shown = ", ".join(f"{key} {value}" for key, value in report.get("held_out", {}).items())
     trained = len(report.get("trained_question_ids") or ()) or report.get("questions")
-    return (
+    said = (
         f"EfficientRAG's models are in {result.folder} (trained on {trained} {report.get('split', '')} questions of "
         f"'{corpus}', {report.get('held_out_questions', 0)} more held out to score them); held out: {shown}"
+    )
+    if report.get("split") == "train":
+        return said
+    # No train split (the bundled sample): the held-out questions are the ones it can be evaluated on.
+    return (
+        f"{said}\nnext: mhindex eval {corpus} --table EfficientRAG --questions-of {result.folder}   (the "
+        f"{report.get('held_out_questions', 0)} questions held out of training; --held-out 0.3 holds out more)"
     )
 
 

@@ -58,7 +58,17 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def reported_questions(folder: Path) -> list[str]:
-    """The ids of the questions an evaluation reported (its folder or metrics.json), in order: `--questions-of`."""
+    """The ids of the questions an evaluation reported (its folder or metrics.json), in order: `--questions-of`.
+    A trained model's folder (or its trained.json, `train efficientrag`'s): the questions held out of training,
+    the ones to evaluate it on where the corpus has no train split."""
+    trained = folder if folder.name == "trained.json" else folder / "trained.json"
+    if trained.is_file() and not (folder / "metrics.json").is_file():
+        held = _read(trained).get("held_out_question_ids")
+        if not isinstance(held, list) or not all(isinstance(i, str) for i in held):
+            raise UsageError(f"{trained} lists no held_out_question_ids: train the models again with this mhindex")
+        if not held:
+            raise UsageError(f"{trained}: no question was held out of training (train with --held-out 0.3)")
+        return held
     metrics = _read(folder if folder.is_file() else folder / "metrics.json")
     ids = metrics.get("question_ids")
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):

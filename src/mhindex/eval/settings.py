@@ -35,7 +35,8 @@ class EvalSettings:
     questions_of: Path | None = option(
         None,
         "Ask exactly the questions an earlier evaluation reported (its folder or metrics.json), whatever --limit, "
-        "--seed and --tune-on would draw: a new row on the same questions as a table made before.",
+        "--seed and --tune-on would draw: a new row on the same questions as a table made before. A trained "
+        "model's folder (or its trained.json): the questions held out of its training.",
         metavar="EVAL_DIR",
     )
     out: Path | None = option(

@@ -44,5 +44,6 @@ def trained_overlap(method: str, trained_ids: set[str], questions: Sequence[dict
     if seen:
         raise UsageError(
             f"{len(seen)} of the {len(questions)} questions sampled trained {method}'s models (first: {seen[0]}; "
-            "their trained.json lists them): evaluate on other questions (--split dev), or train on another split"
+            "their trained.json lists them): evaluate on other questions (--split dev), or train on another split, "
+            "or evaluate on those held out of training (--questions-of the models' folder)"
         )

@@ -699,6 +699,8 @@ def _finish(
         "held_out_questions": sum(held_out(q, settings.held_out) for q in questions),
         # The questions the models learnt from (not those held out to score them): eval refuses them.
         "trained_question_ids": sorted(q for q in questions if not held_out(q, settings.held_out)),
+        # ... and those held out, which `eval --questions-of` this folder asks (a corpus with no train split)
+        "held_out_question_ids": sorted(q for q in questions if held_out(q, settings.held_out)),
         "encoder": recorded["encoder"],
         "settings": {k: v for k, v in recorded.items() if k not in ("data_sha256",)},
         "data_sha256": recorded["data_sha256"],
