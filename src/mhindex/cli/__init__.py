@@ -45,7 +45,7 @@ def _usage_problem(error: BaseException) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising, so tests can call it in-process."""
-    with ui.stop_signals() as stopped:
+    with ui.stop_signals() as stopped, on_command_line():  # messages name flags, not the Python API's keywords
         code = _run(argv, stopped)
     if code == 130 and stopped:  # Typer turns a KeyboardInterrupt into a bare 130: the one line is said here
         print(f"mhindex: {stopped[-1]}", file=sys.stderr)
@@ -60,8 +60,7 @@ def _run(argv: list[str] | None, stopped: list[str]) -> int:
 
         help_layout()
     try:
-        with on_command_line():  # messages name flags, not the Python API's keywords
-            code = app(args=argv, prog_name="mhindex", standalone_mode=False)
+        code = app(args=argv, prog_name="mhindex", standalone_mode=False)
         if isinstance(code, int):
             return code
     except MhindexError as error:

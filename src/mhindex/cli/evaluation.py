@@ -88,10 +88,8 @@ def eval_(
 
     model = dataclasses.asdict(model_from(model_options))
     with ui.graceful_interrupts():
-        result = evaluate(
-            name, methods, table=table, **eval_options, backend=backend, backend_options=backend_options,
-            workers=workers, home=root, **model, **(method_options or {}),
-        )  # fmt: skip
+        result = evaluate(name, methods, table=table, **eval_options, backend=backend, backend_options=backend_options,
+                          workers=workers, home=root, **model, **(method_options or {}))  # fmt: skip
     _show(output, result.report, evaluation_view(result.report, name, backend, result.folder, table_format,
                                                  output.terminal))  # fmt: skip
     if result.failed:  # as `ask -`: the table is written, and the exit code says it is not whole

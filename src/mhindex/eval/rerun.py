@@ -9,12 +9,11 @@ comparison names the questions it moved."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -134,20 +133,18 @@ def _plan(corpus: Any, run: dict[str, Any], metrics: dict[str, Any], out: Path, 
     )
 
 
-def _check_indexes(
-    plans: list[EvalPlan], run: dict[str, Any], open_session: Callable[[EvalPlan, dict[str, Any]], OpenedSession]
-) -> None:
-    """With several evaluations to make again, the index is checked before the first: refused before any question
-    is asked, not after the evaluations that search none (one alone is checked by `evaluate` first)."""
-    searching = [plan for plan in plans if plan.index is not None]
-    if len(plans) < 2 or not searching:
-        return
-    probe = dataclasses.replace(searching[-1], methods=["retrieve"])  # a session that opens the index, no model
-    session = open_session(probe, run)
-    try:
-        check_index(searching[-1], session)
-    finally:
-        session.close()
+class _Shared:
+    """The one session all the evaluations of a rerun are made with (the index opened and the model loaded once):
+    `evaluate` closes what it is handed, so this closes only when the rerun is done."""
+
+    def __init__(self, session: OpenedSession) -> None:
+        self.session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+    def close(self) -> None:
+        pass
 
 
 def _without_timings(value: Any) -> Any:
@@ -171,14 +168,21 @@ def rerun(
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} is not empty: give --out a new folder")
     plans, run = plans_of(folder, home, out)
-    _check_indexes(plans, run, open_session)
+    every = list(dict.fromkeys(method for plan in plans for method in plan.methods))
+    session = open_session(dataclasses.replace(plans[-1], methods=every), run)
     differences, compared = {}, {}
-    for plan in plans:  # the last is the folder's metrics.json: its table is the new folder's
-        made = evaluate(plan, functools.partial(open_session, plan, run), home)  # a wrong index: refused first
-        for variant in plan.runs:
-            then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}
-            now = {r["id"]: _without_timings(r) for r in read_predictions(out / f"{variant.name}.jsonl")}
-            ids = plan.question_ids or list(now)
-            differences[variant.name] = [i for i in ids if then.get(i) != now.get(i)]
-            compared[variant.name] = len(ids)
+    try:
+        for plan in plans:  # a wrong index is refused before any evaluation is made again
+            check_index(plan, session)
+        shared = cast(OpenedSession, _Shared(session))
+        for plan in plans:  # the last is the folder's metrics.json: its table is the new folder's
+            made = evaluate(plan, lambda: shared, home)
+            for variant in plan.runs:
+                then = {r["id"]: _without_timings(r) for r in read_predictions(folder / f"{variant.name}.jsonl")}
+                now = {r["id"]: _without_timings(r) for r in read_predictions(out / f"{variant.name}.jsonl")}
+                ids = plan.question_ids or list(now)
+                differences[variant.name] = [i for i in ids if then.get(i) != now.get(i)]
+                compared[variant.name] = len(ids)
+    finally:
+        session.close()
     return Rerun(folder, made, differences, compared)
