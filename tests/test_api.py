@@ -87,6 +87,11 @@ def test_ask_returns_what_ask_json_prints_and_checks_settings_as_the_cli_does(mu
     assert answer.ok and answer.method == "oner" and answer.id == QUESTION_ID and answer.lm_calls == 1
     assert len(answer.paragraph_ids) == 3 and answer.prompt_tokens > 0
     assert [step["title"] for step in answer.trace()][-1] == "Reader"
+    hops = answer.hops(question)  # MuSiQue's two hops: OneR's one retrieval is step 1 for whichever it found
+    assert [hop["hop"] for hop in hops] == [1, 2] and all(hop["step"] in (1, None) for hop in hops)
+    assert [hop["kept"] for hop in hops] == [
+        h["paragraph_ids"][0] in answer.paragraph_ids for h in question.record["gold_hops"]
+    ]
 
     args = ["--home", str(home), "ask", question.question, "-m", "oner", "-k", "3", "--answer-tokens", "16", "--json"]
     run = subprocess.run([sys.executable, "-m", "mhindex", *args], capture_output=True, text=True, check=True)

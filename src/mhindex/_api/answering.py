@@ -71,6 +71,14 @@ class Answer:
 
         return trace_of(self._record, self.method) if self.ok else []
 
+    def hops(self, question: Question | dict[str, Any], budget: int = 15) -> list[dict[str, Any]] | None:
+        """Which of `question`'s gold hops this answer found (eval/hops.py): for each, whether its paragraph is among
+        the first `budget` kept, and the step, query and rank that first retrieved it; None for a question without
+        hops (an own corpus's)."""
+        from mhindex.eval.hops import diagnose
+
+        return diagnose(self._record, question.record if isinstance(question, Question) else question, budget)
+
     def to_dict(self) -> dict[str, Any]:
         """The record `mhindex ask --json` prints for the same question (an error record for a failure)."""
         return dict(self._record)

@@ -3,7 +3,8 @@ abstracts release (a tar of bz2 JSON-lines files, one page a line), as IRCoT use
 
 Corpus: every abstract and every context paragraph (sentences joined with spaces, as IRCoT
 does); the same paragraph under many questions is kept once by the corpus builder.
-Gold paragraphs: those of the question's context whose titles appear in `supporting_facts`.
+Gold paragraphs: those of the question's context whose titles appear in `supporting_facts`; its hops
+(`gold_hops`, for eval/hops.py): one a supporting page, in the order of the facts.
 """
 
 from __future__ import annotations
@@ -72,15 +73,19 @@ def context_question(record: dict, dataset: str, keep: tuple[str, ...]) -> list:
     """A record in HotpotQA's layout (also 2WikiMultihopQA's): its context paragraphs, then the
     question with gold ids from the supporting-fact titles and the fields named in `keep`."""
     paragraphs = context_paragraphs(record)
-    gold, unmapped = gold_by_titles(paragraphs, supporting_titles(record))
+    titles = supporting_titles(record)
+    gold, unmapped = gold_by_titles(paragraphs, titles)
     answer = optional(record, "answer", str)
+    # One hop a supporting page, in the order the release lists its facts (a comparison's two are parallel).
+    pages = [{"title": title, "paragraph_ids": gold_by_titles(paragraphs, [title])[0]} for title in titles]
+    hops = {"gold_hops": pages} if pages else {}
     question = Question(
         id=need(record, "_id", str),
         question=need(record, "question", str),
         answers=[answer] if answer is not None else [],
         gold_ids=gold,
         dataset=dataset,
-        extra={k: record[k] for k in keep if isinstance(record.get(k), (str, list))},
+        extra={k: record[k] for k in keep if isinstance(record.get(k), (str, list))} | hops,
         unmapped=unmapped,
     )
     return [*paragraphs, question]

@@ -3,8 +3,8 @@
 All files given go into one corpus, as in IRCoT. Gold paragraphs are those marked
 `is_supporting`; answers are the answer plus its aliases; the hop count and the question
 decomposition are kept, each hop with the id of its supporting paragraph (`paragraph_id`, for
-training EfficientRAG's models from it). A question id seen in an earlier file (the full variant repeats the
-answerable questions) is kept once by the corpus builder.
+training EfficientRAG's models from it), and as `gold_hops` (eval/hops.py). A question id seen in an earlier
+file (the full variant repeats the answerable questions) is kept once by the corpus builder.
 """
 
 from __future__ import annotations
@@ -48,10 +48,25 @@ def convert_question(record: dict) -> list:
         extra["hops"] = int(hops.group(1))
     if isinstance(decomposition := record.get("question_decomposition"), list):
         extra["decomposition"] = [_with_paragraph_id(hop, paragraphs) for hop in decomposition]
+        extra["gold_hops"] = gold_hops(extra["decomposition"])
     if isinstance(record.get("answerable"), bool):
         extra["answerable"] = record["answerable"]
     question = Question(qid, need(record, "question", str), answers, gold, NAME, extra)
     return [*paragraphs, question]
+
+
+def gold_hops(decomposition: list) -> list[dict]:
+    """The hops in order, each its sub-question, its answer and its supporting paragraph (eval/hops.py); a hop
+    whose paragraph the release does not name has none."""
+    return [
+        {
+            "question": hop.get("question") if isinstance(hop.get("question"), str) else "",
+            "answer": hop.get("answer") if isinstance(hop.get("answer"), str) else "",
+            "paragraph_ids": [hop["paragraph_id"]] if "paragraph_id" in hop else [],
+        }
+        for hop in decomposition
+        if isinstance(hop, dict)
+    ]
 
 
 def _with_paragraph_id(hop, paragraphs: list[Paragraph]):

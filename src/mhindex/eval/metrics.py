@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mhindex.eval.hops import hop_summary
 from mhindex.eval.ranking import RANKING_METRICS, ranking_scores, scores_retrieval
 from mhindex.text import normalize_answer
 
@@ -359,6 +360,8 @@ def aggregate(
             **{f"lm_{part}_seconds_per_question": value / n for part, value in split.items()},
         }
     )
+    if retrieves and (hops := hop_summary(by_id, questions, budget)):  # which hop was missed (eval/hops.py)
+        summary["hops"] = hops
     return summary
 
 

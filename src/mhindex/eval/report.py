@@ -626,14 +626,51 @@ def scored_view(scored: Scored, files: Sequence[Path], form: str, terminal: bool
         bar_chart({scored.questions_file.parent.name: scored.methods}, chart, title)
     view = metrics_view(scored.methods, title, form, terminal, chart, scored.paper)
     if not isinstance(view, str):
-        timed = lm_time_table(scored.methods)
+        timed, hops = lm_time_table(scored.methods), hop_table(scored.methods)
         view = [
             *view,
             *([timed] if timed is not None else []),
+            *([hops] if hops is not None else []),
             *([paired_table(scored.paired)] if scored.paired else []),
         ]
     data = {"methods": scored.methods, "paired": scored.paired, **({"table": scored.paper} if scored.paper else {})}
     return (data if len(files) > 1 or scored.paper else scored.methods), view
+
+
+def hop_table(metrics: dict[str, dict]) -> Any:
+    """Which hop each method missed (eval/hops.py): the recall of each hop's gold paragraph and of all of them,
+    the step each was first found at, and the steps taken where a hop was missed; None where no row has hops."""
+    from rich.table import Table
+
+    rows = {name: summary["hops"] for name, summary in metrics.items() if summary.get("hops")}
+    if not rows:
+        return None
+    depth = max(len(hops["recall"]) - 1 for hops in rows.values())
+    budget = next(iter(metrics.values())).get("paragraph_budget")
+    grid = Table(
+        title=f"Hops: each hop's gold paragraph among the first {budget} kept, and the step it was first found at",
+        title_justify="left",
+        caption="hop n: in the order the release lists them (MuSiQue's decomposition; HotpotQA's and 2WikiMQA's "
+        "supporting pages); steps/miss: steps taken where a hop was missed",
+        caption_justify="left",
+    )
+    labels = [f"hop {n}" for n in range(1, depth + 1)]
+    for column in ("Method", "n", *labels, "all hops", *(f"{label} step" for label in labels), "steps/miss"):
+        grid.add_column(column, justify="left" if column == "Method" else "right")
+
+    def shown(value: float | None, scale: float = 100, form: str = "{:.1f}") -> str:
+        return "-" if value is None else form.format(value * scale)
+
+    for name, hops in rows.items():
+        grid.add_row(
+            method_name(name),
+            str(hops["questions"]),
+            *(shown(hops["recall"].get(str(n))) for n in range(1, depth + 1)),
+            shown(hops["recall"]["all"]),
+            *(shown(hops["first_step"].get(str(n)), 1, "{:.2f}") for n in range(1, depth + 1)),
+            shown(hops["steps_when_missed"], 1),
+        )
+    return grid
 
 
 def lm_time_table(metrics: dict[str, dict]) -> Any:
@@ -667,10 +704,11 @@ def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form:
     shown = metrics_view(report["methods"], " ".join(title.split()), form, terminal, paper=report.get("table"))
     if isinstance(shown, str):
         return shown
-    timed = lm_time_table(report["methods"])
+    timed, hops = lm_time_table(report["methods"]), hop_table(report["methods"])
     return [
         *shown,
         *([timed] if timed is not None else []),
+        *([hops] if hops is not None else []),
         *([paired_table(report["paired"])] if report["paired"] else []),
         *(f"{method}: {tuned_summary(tuned)}" for method, tuned in report.get("tuned", {}).items()),
         f"[dim]predictions, metrics.json and chart.png in {folder}[/dim]",
