@@ -88,6 +88,7 @@ def test_an_ircot_answer_is_diagnosed_hop_by_hop():
     summary = hop_summary({"q": missed, "r": {**found, "id": "r"}}, questions, 15)
     assert summary == {
         "questions": 2,
+        "with_hop": {"1": 2, "2": 2},
         "recall": {"1": 1.0, "2": 0.5, "all": 0.5},
         "first_step": {"1": 1.0, "2": 2.0},
         "missed": 1,

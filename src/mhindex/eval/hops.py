@@ -66,8 +66,10 @@ def hop_summary(
     depth = max(len(found) for found in diagnosed.values())
     recall: dict[str, float | None] = {}
     first_step: dict[str, float | None] = {}
+    counts: dict[str, int] = {}
     for number in range(1, depth + 1):
         nth = [found[number - 1] for found in diagnosed.values() if len(found) >= number]
+        counts[str(number)] = len(nth)
         recall[str(number)] = _mean([float(hop["kept"]) for hop in nth])
         first_step[str(number)] = _mean([float(hop["step"]) for hop in nth if hop["step"] is not None])
     recall["all"] = _mean([float(all(hop["kept"] for hop in found)) for found in diagnosed.values()])
@@ -75,6 +77,7 @@ def hop_summary(
     steps_when_missed = [float(len((predictions.get(qid) or {}).get("steps") or [])) for qid in missed]
     return {
         "questions": len(diagnosed),
+        "with_hop": counts,  # how many questions have an n-th hop
         "recall": recall,
         "first_step": first_step,
         "missed": len(missed),

@@ -654,8 +654,11 @@ def hop_table(metrics: dict[str, dict]) -> Any:
         "supporting pages); steps/miss: steps taken where a hop was missed",
         caption_justify="left",
     )
-    labels = [f"hop {n}" for n in range(1, depth + 1)]
-    for column in ("Method", "n", *labels, "all hops", *(f"{label} step" for label in labels), "steps/miss"):
+    counts = max((hops.get("with_hop") or {} for hops in rows.values()), key=len)
+    # the deeper hops only some questions have: how many
+    numbers = range(1, depth + 1)
+    labels = [f"hop {n}" + (f" (n={counts[str(n)]})" if n > 2 and str(n) in counts else "") for n in numbers]
+    for column in ("Method", "n", *labels, "all hops", *(f"hop {n} step" for n in range(1, depth + 1)), "steps/miss"):
         grid.add_column(column, justify="left" if column == "Method" else "right")
 
     def shown(value: float | None, scale: float = 100, form: str = "{:.1f}") -> str:
