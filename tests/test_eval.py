@@ -578,6 +578,7 @@ def test_an_evaluation_reruns_from_its_folder_to_the_same_answers_and_says_which
     metrics = json.loads((first / "metrics.json").read_text())
     assert list(metrics["methods"]) == ["oner@k=2", "oner@k=3"] and len(metrics["question_ids"]) == 2
     assert [(e["methods"], len(e["question_ids"])) for e in metrics["earlier"]] == [(["nor"], 3)]
+    assert metrics["methods"]["oner@k=2"]["hops"]["questions"] == 2  # which hop was missed (eval/hops.py)
     capsys.readouterr()
     assert main(["--home", str(root), "rerun", str(first), "--out", str(tmp_path / "again"), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)

@@ -114,6 +114,8 @@ def test_report_writes_one_page_with_tables_and_questions_and_escapes_markup(rep
     assert "Questions: MuSiQue (20)" in text and "Questions: CWQ (20)" in text
     assert html.count('<a class="open" href="#q/0/') == 20
     assert html.count('<div class="gold-answer">gold: ') == 40  # each listed question with its gold answers
+    # Each MuSiQue answer with its hops (kept or missed, and at which step); CWQ's questions have none.
+    assert html.count('title="each gold hop') >= 40 and "hops 1✓@1 2" in text
 
 
 def test_report_names_what_is_missing(mh, tmp_path, home):

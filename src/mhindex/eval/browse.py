@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from mhindex.errors import UsageError
+from mhindex.eval.hops import diagnose
 from mhindex.eval.metrics import (
     FEWEST_FOR_AN_INTERVAL,
     KDCOT_METRICS,
@@ -27,10 +28,13 @@ from mhindex.eval.metrics import (
     score_one,
 )
 from mhindex.eval.report import (
+    HOP_CAPTION,
+    HOP_TITLE,
     PAIRED_LABELS,
     bar_chart,
     budget_curve,
     dataset_name,
+    hop_cells,
     method_name,
     paper_notes,
     read_metrics,
@@ -202,6 +206,7 @@ def build_report(folders: list[Path], home: Path, questions_file: Path | None = 
         payload=payload,
         version=__version__,
         fewest=FEWEST_FOR_AN_INTERVAL,
+        hop_caption=HOP_CAPTION,
     )
 
 
@@ -356,6 +361,8 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "paper": paper_notes(run.report.get("table")),
                 "labels": 2 if run.report.get("table") else 1,  # the method, and the paper's row: not numbers
                 "paired": _paired_rows(run, gold),
+                "hops": hop_cells(report["methods"]),
+                "hop_title": HOP_TITLE.format(budget=report.get("budget") or 15),
                 "configuration": _configuration(report),
                 "tuned": {method: tuned_summary(t) for method, t in (report.get("tuned") or {}).items()},
                 "charts": _charts(run, f"{view.name}-{len(tables)}"),
@@ -390,6 +397,7 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                     "lm_calls": record.get("lm_calls") or 0,
                     "tokens": (record.get("prompt_tokens") or 0) + (record.get("completion_tokens") or 0),
                     "seconds": record.get("seconds") or 0,
+                    "hops": _hop_strip(record, question, int(view.runs[0].report.get("budget") or 15)),
                 }
             )
         question_rows.append(
@@ -411,6 +419,14 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
         "facets": facets,
         "rows": question_rows,
     }
+
+
+def _hop_strip(record: dict, question: dict, budget: int) -> str:
+    """One answer's hops in a line: ✓ a hop whose paragraph it kept (with the step that found it), ✗ one it
+    missed; empty for a question without hops."""
+    found = diagnose(record, question, budget) or []
+    return " ".join(f"{hop['hop']}{'✓' if hop['kept'] else '✗'}" + (f"@{hop['step']}" if hop["step"] else "")
+                    for hop in found)  # fmt: skip
 
 
 def _column_name(column: str) -> str:

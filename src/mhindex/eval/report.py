@@ -450,6 +450,8 @@ def metrics_problem(report: dict) -> str | None:
         for key, value in summary.items():
             if key == "scored" and value == "retrieval":  # eval/ranking.py: scored on its ranking, not answers
                 continue
+            if key == "hops" and isinstance(value, dict):  # eval/hops.py: numbers, and numbers by hop
+                value = [v for part in value.values() for v in (part.values() if isinstance(part, dict) else [part])]
             if not _numbers(value):
                 return f"field 'methods.{name}.{key}' should be a number, not {value!r}"[:200]
     paired = report.get("paired", [])
@@ -637,42 +639,57 @@ def scored_view(scored: Scored, files: Sequence[Path], form: str, terminal: bool
     return (data if len(files) > 1 or scored.paper else scored.methods), view
 
 
-def hop_table(metrics: dict[str, dict]) -> Any:
-    """Which hop each method missed (eval/hops.py): the recall of each hop's gold paragraph and of all of them,
-    the step each was first found at, and the steps taken where a hop was missed; None where no row has hops."""
-    from rich.table import Table
+HOP_TITLE = "Hops: each hop's gold paragraph among the first {budget} kept, and the step it was first found at"
+HOP_CAPTION = (
+    "hop n: in the order the release lists them (MuSiQue's decomposition; HotpotQA's and 2WikiMQA's supporting "
+    "pages); steps/miss: steps taken where a hop was missed"
+)
 
+
+def hop_cells(metrics: dict[str, dict]) -> tuple[list[str], list[list[str]]] | None:
+    """The hop table's header and rows (eval/hops.py), for the terminal and the report alike; None where no row
+    has hops."""
     rows = {name: summary["hops"] for name, summary in metrics.items() if summary.get("hops")}
     if not rows:
         return None
     depth = max(len(hops["recall"]) - 1 for hops in rows.values())
-    budget = next(iter(metrics.values())).get("paragraph_budget")
-    grid = Table(
-        title=f"Hops: each hop's gold paragraph among the first {budget} kept, and the step it was first found at",
-        title_justify="left",
-        caption="hop n: in the order the release lists them (MuSiQue's decomposition; HotpotQA's and 2WikiMQA's "
-        "supporting pages); steps/miss: steps taken where a hop was missed",
-        caption_justify="left",
-    )
     counts = max((hops.get("with_hop") or {} for hops in rows.values()), key=len)
-    # the deeper hops only some questions have: how many
     numbers = range(1, depth + 1)
+    # the deeper hops only some questions have: how many
     labels = [f"hop {n}" + (f" (n={counts[str(n)]})" if n > 2 and str(n) in counts else "") for n in numbers]
-    for column in ("Method", "n", *labels, "all hops", *(f"hop {n} step" for n in range(1, depth + 1)), "steps/miss"):
-        grid.add_column(column, justify="left" if column == "Method" else "right")
+    header = ["Method", "n", *labels, "all hops", *(f"hop {n} step" for n in numbers), "steps/miss"]
 
     def shown(value: float | None, scale: float = 100, form: str = "{:.1f}") -> str:
         return "-" if value is None else form.format(value * scale)
 
-    for name, hops in rows.items():
-        grid.add_row(
+    return header, [
+        [
             method_name(name),
             str(hops["questions"]),
-            *(shown(hops["recall"].get(str(n))) for n in range(1, depth + 1)),
+            *(shown(hops["recall"].get(str(n))) for n in numbers),
             shown(hops["recall"]["all"]),
-            *(shown(hops["first_step"].get(str(n)), 1, "{:.2f}") for n in range(1, depth + 1)),
+            *(shown(hops["first_step"].get(str(n)), 1, "{:.2f}") for n in numbers),
             shown(hops["steps_when_missed"], 1),
-        )
+        ]
+        for name, hops in rows.items()
+    ]
+
+
+def hop_table(metrics: dict[str, dict]) -> Any:
+    """Which hop each method missed, as the terminal shows it; None where no row has hops."""
+    from rich.table import Table
+
+    cells = hop_cells(metrics)
+    if cells is None:
+        return None
+    budget = next(iter(metrics.values())).get("paragraph_budget")
+    grid = Table(title=HOP_TITLE.format(budget=budget), title_justify="left", caption=HOP_CAPTION,
+                 caption_justify="left")  # fmt: skip
+    header, rows = cells
+    for column in header:
+        grid.add_column(column, justify="left" if column == "Method" else "right")
+    for row in rows:
+        grid.add_row(*row)
     return grid
 
 
