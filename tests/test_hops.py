@@ -9,7 +9,7 @@ from conftest import SAMPLES, read_jsonl
 from mhindex.cli import main
 from mhindex.corpora.records import Paragraph
 from mhindex.eval.hops import diagnose, hop_summary
-from mhindex.eval.metrics import aggregate
+from mhindex.eval.metrics import aggregate, paired_differences
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 HOTPOT = SAMPLES / "hotpotqa" / "hotpot_dev_distractor_v1.sample.json"
@@ -97,3 +97,8 @@ def test_an_ircot_answer_is_diagnosed_hop_by_hop():
     # In the metrics eval and score write, beside recall; a failed answer found no hop.
     metrics = aggregate([missed], questions, 15)
     assert metrics["hops"]["recall"] == {"1": 0.5, "2": 0.0, "all": 0.0}
+
+    # Paired, as the other metrics: every hop kept or not, question by question.
+    paired = paired_differences({"found": [found], "missed": [missed]}, {"q": QUESTION}, 15)
+    row = next(row for row in paired if row["metric"] == "hops_all")
+    assert (row["difference"], row["a_better"], row["b_better"]) == (1.0, 1, 0)

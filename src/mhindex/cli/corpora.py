@@ -11,28 +11,25 @@ from mhindex._api.corpora import build_and_index
 from mhindex.backends.registry import DEFAULT_BACKEND
 from mhindex.cli.app import BackendOption, Output, PreflightOption, arg, backend_options, command, flag, opt
 from mhindex.corpora import DATASETS
+from mhindex.corpora import settings_types as corpora_settings
 from mhindex.corpora.build import CorpusOptions
 from mhindex.home import built_corpora, downloads_dir, open_corpus
 from mhindex.methods import resumable_work
+from mhindex.options import with_options
 
 DatasetArgument = Annotated[str, arg(f"One of: {', '.join(DATASETS)}.")]
 
 
-def corpus_options(command):
-    """The options of building a corpus (corpora.build.CorpusOptions) and each dataset's converter
-    options (its `Settings`), as options of corpus and build."""
-    from mhindex.corpora import settings_types
-    from mhindex.options import with_options
-
-    command = with_options("converter_options", settings_types, panel="Dataset options")(command)
-    corpus = with_options(
-        "corpus_options", lambda: {"corpus": CorpusOptions}, panel="Corpus options", checked_as="corpus"
-    )
-    return corpus(command)
+#: The options of building a corpus (corpora.build.CorpusOptions) and each dataset's converter options (its
+#: `Settings`), as options of corpus and build.
+converter_options = with_options("converter_options", corpora_settings, panel="Dataset options")
+corpus_options = with_options("corpus_options", lambda: {"corpus": CorpusOptions}, panel="Corpus options",
+                              checked_as="corpus")  # fmt: skip
 
 
 @command()
 @corpus_options
+@converter_options
 def corpus(
     dataset: DatasetArgument,
     force: Annotated[bool, flag("Rebuild even if inputs and seed are unchanged.")] = False,
@@ -123,6 +120,7 @@ def info(name: Annotated[str, arg("Corpus name.")], *, root: Path, output: Outpu
 @command()
 @backend_options
 @corpus_options
+@converter_options
 def build(
     dataset: DatasetArgument,
     backend: BackendOption = DEFAULT_BACKEND,

@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def diagnose(prediction: Mapping[str, Any], question: Mapping[str, Any], budget: int) -> list[dict[str, Any]] | None:
+def diagnose(
+    prediction: Mapping[str, Any], question: Mapping[str, Any], budget: int | None
+) -> list[dict[str, Any]] | None:
     """Each gold hop of `question` in `prediction`: {"hop", "kept", "step", "query", "rank"} (step, query and rank
     None where no step retrieved it); None for a question with no hops."""
     hops = question.get("gold_hops")

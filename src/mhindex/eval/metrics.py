@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mhindex.eval.hops import hop_summary
+from mhindex.eval.hops import diagnose, hop_summary
 from mhindex.eval.ranking import RANKING_METRICS, ranking_scores, scores_retrieval
 from mhindex.text import normalize_answer
 
@@ -276,6 +276,8 @@ def score_one(prediction: dict, question: dict, budget: int | None = None, verdi
             paper["cover_em_generated_unnamed"] = paper["cover_em_generated"]
     if verdict is not None:
         paper["accuracy_llm"] = float(verdict)
+    if (hops := diagnose(prediction, question, budget)) is not None:  # every hop's paragraph kept, for paired rows
+        paper["hops_all"] = float(all(hop["kept"] for hop in hops))
     return {
         **{m.key: best(m.score, answer, answers, dataset) for m in answer_metrics()},
         **paper,
@@ -380,7 +382,7 @@ def _ranked(predictions: dict[str, dict], questions: dict[str, dict], budget: in
 
 #: What paired comparisons compare: the answer's F1 and EM, and recall of gold paragraphs; for a retrieval
 #: evaluation, its ranking measures and recall.
-PAIRED_METRICS = ("f1", "em", "recall")
+PAIRED_METRICS = ("f1", "em", "recall", "hops_all")  # hops_all: where the questions have hops (eval/hops.py)
 PAIRED_RANKING_METRICS = (*(key for key, *_ in RANKING_METRICS), "recall")
 BOOTSTRAP_RESAMPLES = 10_000
 
@@ -444,7 +446,7 @@ def paired_differences(
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             for metric in PAIRED_RANKING_METRICS if ranking else PAIRED_METRICS:
-                if metric in PAIRED_RANKING_METRICS and not (retrieves[first] and retrieves[second]):
+                if metric in (*PAIRED_RANKING_METRICS, "hops_all") and not (retrieves[first] and retrieves[second]):
                     continue
                 pairs = [
                     (rows[first][qid][metric], rows[second][qid][metric])

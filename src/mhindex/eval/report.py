@@ -231,7 +231,10 @@ def table(metrics: dict[str, dict], title: str, paper: dict | None = None):
     return grid
 
 
-PAIRED_LABELS = {"f1": "F1", "em": "EM", "recall": "Recall", **{key: column for key, column, _ in RANKING_METRICS}}
+PAIRED_LABELS = {
+    "f1": "F1", "em": "EM", "recall": "Recall", "hops_all": "All hops",
+    **{key: column for key, column, _ in RANKING_METRICS},
+}  # fmt: skip
 
 
 def tuned_summary(tuned: dict) -> str:
