@@ -253,15 +253,20 @@ def document_settings() -> None:
 
 
 def settings_text() -> str:
-    """Each method's settings with their defaults, bounds and help, as keywords (`mhindex ask --method M --help`
-    shows the same as flags)."""
+    """Each built-in method's settings with their defaults, bounds and help, as keywords (`mhindex ask --method M
+    --help` shows the same as flags). Plug-ins are not imported for a docstring (a slow or broken one would hold
+    up the first `mhindex.ask`): the line says where theirs are."""
     import dataclasses
 
-    from mhindex.methods import settings_types
+    from mhindex.methods import METHODS, method_class
     from mhindex.options import declared
 
-    lines = ["Each method's settings, keywords of ask, ask_many and Asker (`mhindex list methods` lists the methods):"]
-    for method, settings_type in sorted(settings_types().items()):
+    lines = [
+        "Each method's settings, keywords of ask, ask_many and Asker (a plug-in method's: `mhindex ask --method NAME "
+        "--help`; `mhindex list methods` lists them all):"
+    ]
+    for method in sorted(name for name in METHODS if METHODS.builtin(name)):
+        settings_type = method_class(method).Settings
         lines.append(f"    {method}:")
         for name, (setting, opt, kind) in declared(settings_type).items():
             default = "" if setting.default is dataclasses.MISSING else f" = {setting.default!r}"
