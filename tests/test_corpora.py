@@ -432,5 +432,8 @@ def test_long_work_in_a_pipe_says_how_far_it_is_now_and_then(mh, home, monkeypat
     lines = [json.loads(line) for line in built.err.splitlines() if '"done"' in line]
     assert lines and all(line["message"].startswith("converting musique: ") for line in lines)
     assert lines[-1]["done"] == lines[-1]["total"] > 0 and lines[-1]["message"].endswith(" bytes")
+    # With a total, each line says the time left at the pace so far (none once the work is done).
+    assert lines[-1]["seconds_left"] == 0 and all(line["seconds_left"] >= 0 for line in lines)
+    assert all(" left" in line["message"] for line in lines if line["done"] < line["total"])
     quiet = mh("--quiet", "corpus", "musique", "--force")
     assert quiet.code == 0 and quiet.err == ""

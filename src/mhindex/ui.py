@@ -67,9 +67,20 @@ class _PipeTask:
             + (f" of {self.total:,.0f}" if self.total else "")
             + (f" {self.unit}" if self.unit else "")
         )
+        elapsed = now - self.started
+        # The time left at the pace so far: what a bar's column shows, for a log reader of a long eval too.
+        left = (self.total - self.done) * elapsed / self.done if self.total and self.done else None
+        said = f", about {_duration(left)} left" if left else ""
         self.reporter.info(
-            f"{self.description}: {shown}", done=self.done, total=self.total, seconds=round(now - self.started, 1)
-        )
+            f"{self.description}: {shown}{said}", done=self.done, total=self.total, seconds=round(elapsed, 1),
+            seconds_left=None if left is None else round(left, 1),
+        )  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 class _RichTask:
