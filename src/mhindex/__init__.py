@@ -44,6 +44,7 @@ _EXPORTS = {
     "read_evaluation": "mhindex._api.evaluation",
     "latest_evaluation": "mhindex._api.evaluation",
     "score": "mhindex._api.evaluation",
+    "diff": "mhindex._api.evaluation",
     "show_progress": "mhindex.ui",
     "Hit": "mhindex.backends.base",
     "Completion": "mhindex.lm.base",
@@ -73,6 +74,7 @@ __all__ = [
     "read_evaluation",
     "latest_evaluation",
     "score",
+    "diff",
     "show_progress",
     "Hit",
     "Completion",
@@ -87,7 +89,7 @@ __all__ = [
 if TYPE_CHECKING:  # what a type checker and an editor see; at run time __getattr__ imports on first use
     from mhindex._api.answering import Answer, Asker, ask, ask_many
     from mhindex._api.corpora import Corpus, Paragraph, Question, Searcher, build, corpus, list_corpora
-    from mhindex._api.evaluation import Evaluation, evaluate, latest_evaluation, read_evaluation, score
+    from mhindex._api.evaluation import Evaluation, diff, evaluate, latest_evaluation, read_evaluation, score
     from mhindex.backends.base import Hit
     from mhindex.errors import BadInput, Interrupted, MhindexError, UsageError
     from mhindex.lm.base import Completion, LanguageModel, LMError

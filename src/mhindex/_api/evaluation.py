@@ -264,3 +264,14 @@ def score(
         raise UsageError(f"predictions must be a path or a list of paths, not {predictions!r}")
     scored = score_files([Path(file).expanduser() for file in files], str(questions), budget, resolve_home(home))
     return dict(next(iter(scored.methods.values()))) if one else {name: dict(m) for name, m in scored.methods.items()}
+
+
+@python_terms
+def diff(first: Path | str, second: Path | str) -> list[str]:
+    """What differs between two evaluations' environments, from their folders' run.json: the corpus (sha256), the
+    backend and every index setting that changes a ranking, the model, its context and threads, and each method's
+    settings; one line a difference, [] when they are comparable."""
+    from mhindex.eval.environment import compare
+
+    differences: list[str] = compare(Path(first), Path(second))["differences"]
+    return differences

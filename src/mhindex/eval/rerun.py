@@ -44,7 +44,7 @@ class Rerun:
         return any(self.differences.values())
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_record(path: Path) -> dict[str, Any]:
     try:
         found = orjson.loads(path.read_bytes())
     except FileNotFoundError:
@@ -62,13 +62,13 @@ def reported_questions(folder: Path) -> list[str]:
     the ones to evaluate it on where the corpus has no train split."""
     trained = folder if folder.name == "trained.json" else folder / "trained.json"
     if trained.is_file() and not (folder / "metrics.json").is_file():
-        held = _read(trained).get("held_out_question_ids")
+        held = read_record(trained).get("held_out_question_ids")
         if not isinstance(held, list) or not all(isinstance(i, str) for i in held):
             raise UsageError(f"{trained} lists no held_out_question_ids: train the models again with this mhindex")
         if not held:
             raise UsageError(f"{trained}: no question was held out of training (train with --held-out 0.3)")
         return held
-    metrics = _read(folder if folder.is_file() else folder / "metrics.json")
+    metrics = read_record(folder if folder.is_file() else folder / "metrics.json")
     ids = metrics.get("question_ids")
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         raise UsageError(f"{folder}: its metrics.json lists no question_ids to ask again")
@@ -81,7 +81,7 @@ def plans_of(folder: Path, home: Path, out: Path) -> tuple[list[EvalPlan], dict[
     the same."""
     from mhindex.home import open_corpus
 
-    run, metrics = _read(folder / "run.json"), _read(folder / "metrics.json")
+    run, metrics = read_record(folder / "run.json"), read_record(folder / "metrics.json")
     corpus = open_corpus(home, str(run.get("corpus")))
     now, then = corpus.manifest().get("corpus_sha256"), run.get("corpus_sha256")
     if now != then:

@@ -1,0 +1,69 @@
+"""Whether two evaluations searched the same retrieval environment, and answered with the same model: the
+question reproduction threads across the field end on ("the retriever setup differs"). Read from what each
+evaluation folder's run.json records: the corpus (its sha256), the backend and every index setting that changes
+a ranking (k1 and b, the encoder, the index type and its parameters), the model with its context and threads,
+and each method's settings. Each difference is one line; none means the two are comparable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mhindex.errors import UsageError
+
+#: Index settings that change no ranking (how many threads search, how vectors were batched while encoding);
+#: the index's own corpus_sha256 repeats the corpus's, compared once.
+NOT_RANKING = frozenset({"threads", "batch_size", "shard_size", "mmap", "corpus_sha256"})
+#: What decides the answers besides the retrieval: compared between two evaluations.
+ANSWERING = ("lm", "lm_context", "lm_threads", "judge")
+
+
+def environment_of(folder: Path) -> dict[str, Any]:
+    """What an evaluation folder's run.json records of its environment."""
+    from mhindex.eval.rerun import read_record
+
+    run = read_record(folder.expanduser() / "run.json")
+    index: dict[str, Any] = run["index"] if isinstance(run.get("index"), dict) else {}
+    return {
+        "corpus": run.get("corpus"),
+        "corpus_sha256": run.get("corpus_sha256"),
+        "backend": run.get("backend"),
+        "index": {key: value for key, value in index.items() if key not in NOT_RANKING},
+        **{key: run.get(key) for key in ANSWERING},
+        "settings": run.get("settings") if isinstance(run.get("settings"), dict) else {},
+    }
+
+
+def _flat(prefix: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {key: found for name, part in value.items() for key, found in _flat(f"{prefix}.{name}", part).items()}
+    return {prefix: value}
+
+
+def differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """Each way the two environments differ, one line each ("index.k1: 1.2 in the first, 0.9 in the second"); the
+    methods' settings are compared for the methods both ran (one only the first or second ran is said so)."""
+    said = []
+    for key in ("corpus_sha256", "backend", "index", *ANSWERING):
+        a, b = _flat(key, first.get(key)), _flat(key, second.get(key))
+        for name in sorted(a.keys() | b.keys()):
+            if a.get(name) != b.get(name):
+                said.append(f"{name}: {a.get(name)!r} in the first, {b.get(name)!r} in the second")
+    ran_a, ran_b = first.get("settings") or {}, second.get("settings") or {}
+    for method in sorted(ran_a.keys() ^ ran_b.keys()):
+        said.append(f"method {method}: only in the {'first' if method in ran_a else 'second'}")
+    for method in sorted(ran_a.keys() & ran_b.keys()):
+        a, b = _flat(method, ran_a[method]), _flat(method, ran_b[method])
+        for name in sorted(a.keys() | b.keys()):
+            if a.get(name) != b.get(name):
+                said.append(f"{name}: {a.get(name)!r} in the first, {b.get(name)!r} in the second")
+    return said
+
+
+def compare(first: Path, second: Path) -> dict[str, Any]:
+    """Two evaluation folders' environments and their differences (`differences`: [] when the same)."""
+    if not first.expanduser().is_dir() or not second.expanduser().is_dir():
+        missing = first if not first.expanduser().is_dir() else second
+        raise UsageError(f"{missing}: no such folder (give two folders `mhindex eval` wrote)")
+    a, b = environment_of(first), environment_of(second)
+    return {"first": a, "second": b, "differences": differences(a, b)}
