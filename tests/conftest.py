@@ -94,15 +94,13 @@ def musique_lucene(tmp_path_factory):
 
 def serve_index(corpus, retriever, api_key=None, **limits):
     """`mhindex serve`'s application over a corpus's open retriever, as the serve command makes it."""
-    from mhindex.server.app import Limits, make_app
+    from mhindex.backends import BackendSpec, open_index
+    from mhindex.server.app import Limits, index_info, make_app
     from mhindex.server.protocols import corpus_lines
 
-    info = {
-        "corpus": corpus.name,
-        "dataset": corpus.manifest()["dataset"],
-        "backend": "lucene",
-        "paragraphs": corpus.manifest()["counts"]["paragraphs"],
-    }
+    opened = open_index(corpus, BackendSpec.parse("lucene"))  # for what /info says of the index, as `serve` says it
+    opened.close()
+    info = index_info(corpus, "lucene", opened.settings)
     return make_app(retriever, info, Limits(**limits), api_key, corpus_lines(corpus), access_log=False)
 
 

@@ -50,6 +50,26 @@ def ids(hits) -> list[str]:
     return [h.id for h in hits]
 
 
+def test_a_served_index_and_an_evaluation_are_compared_on_their_retrieval(served, tmp_path, monkeypatch):
+    """`mhindex.diff` with a server: its /info against an evaluation's run.json, the retrieval alone (a server
+    answers nothing, so no model or method is compared); a ranking setting that differs is one line."""
+    import mhindex
+
+    urls, _, corpus = served
+    about = httpx.get(urls["open"] + "/info").json()
+    assert about["corpus_sha256"] == corpus.manifest()["corpus_sha256"] and about["index"]["k1"] == 1.2
+    run = {"corpus_sha256": about["corpus_sha256"], "backend": "lucene", "index": about["index"], "lm": "local:x"}
+    (tmp_path / "run.json").write_text(json.dumps({**run, "settings": {"oner": {"k": 5}}}))
+    assert mhindex.diff(urls["open"], tmp_path) == [] and mhindex.diff(urls["open"], urls["open"]) == []
+    (tmp_path / "run.json").write_text(json.dumps({**run, "index": {**about["index"], "b": 0.4, "threads": 9}}))
+    assert mhindex.diff(tmp_path, urls["open"]) == ["index.b: 0.4 in the first, 0.75 in the second"]
+    monkeypatch.delenv("MHINDEX_API_KEY", raising=False)
+    with pytest.raises(mhindex.UsageError, match="no /info of a served index there"):
+        mhindex.diff(urls["locked"], tmp_path)  # no key for it: one line, not a traceback
+    monkeypatch.setenv("MHINDEX_API_KEY", KEY)
+    assert mhindex.diff(urls["locked"], urls["open"]) == []  # with its key from the environment
+
+
 def test_own_api_answers_as_the_index_does_in_process(served):
     urls, retriever, corpus = served
     url = urls["open"]

@@ -268,10 +268,11 @@ def score(
 
 @python_terms
 def diff(first: Path | str, second: Path | str) -> list[str]:
-    """What differs between two evaluations' environments, from their folders' run.json: the corpus (sha256), the
-    backend and every index setting that changes a ranking, the model, its context and threads, and each method's
-    settings; one line a difference, [] when they are comparable."""
+    """What differs between two evaluations' environments, from their folders' run.json (or a served index's
+    /info, `http://HOST:PORT`): the corpus (sha256), the backend and every index setting that changes a ranking,
+    and between two evaluations the model, its context and threads, and each method's settings; one line a
+    difference, [] when they are comparable."""
     from mhindex.eval.environment import compare
 
-    differences: list[str] = compare(Path(first), Path(second))["differences"]
+    differences: list[str] = compare(first, second)["differences"]
     return differences

@@ -1,8 +1,9 @@
 """Whether two evaluations searched the same retrieval environment, and answered with the same model: the
 question reproduction threads across the field end on ("the retriever setup differs"). Read from what each
-evaluation folder's run.json records: the corpus (its sha256), the backend and every index setting that changes
-a ranking (k1 and b, the encoder, the index type and its parameters), the model with its context and threads,
-and each method's settings. Each difference is one line; none means the two are comparable."""
+evaluation folder's run.json records, or a served index's /info (its retrieval alone): the corpus (its sha256),
+the backend and every index setting that changes a ranking (k1 and b, the encoder, the index type and its
+parameters), the model with its context and threads, and each method's settings. Each difference is one line;
+none means the two are comparable."""
 
 from __future__ import annotations
 
@@ -18,19 +19,47 @@ NOT_RANKING = frozenset({"threads", "batch_size", "shard_size", "mmap", "corpus_
 ANSWERING = ("lm", "lm_context", "lm_threads", "judge")
 
 
-def environment_of(folder: Path) -> dict[str, Any]:
-    """What an evaluation folder's run.json records of its environment."""
+def _served(address: str) -> dict[str, Any]:
+    """A served index's /info (`mhindex serve`), its key from $MHINDEX_API_KEY where it needs one."""
+    import os
+
+    import httpx
+
+    from mhindex.http import client
+
+    key = os.environ.get("MHINDEX_API_KEY")
+    try:
+        with client(timeout=10.0, retries=1, headers={"Authorization": f"Bearer {key}"} if key else None) as http:
+            reply = http.get(address.rstrip("/") + "/info")
+            reply.raise_for_status()
+            found = reply.json()
+    except (httpx.HTTPError, ValueError) as error:
+        raise UsageError(f"{address}: no /info of a served index there ({type(error).__name__}: {error})") from None
+    if not isinstance(found, dict):
+        raise UsageError(f"{address}/info: not a JSON object")
+    return {"server": True, **found}
+
+
+def environment_of(source: str | Path) -> dict[str, Any]:
+    """What an evaluation folder's run.json, or a served index's /info, records of its environment."""
     from mhindex.eval.rerun import read_record
 
-    run = read_record(folder.expanduser() / "run.json")
+    text = str(source)
+    if text.startswith(("http://", "https://")):
+        run = _served(text)
+    elif Path(text).expanduser().is_dir():
+        run = read_record(Path(text).expanduser() / "run.json")
+    else:
+        raise UsageError(f"{text}: no such folder (give folders `mhindex eval` wrote, or a served index's address)")
     index: dict[str, Any] = run["index"] if isinstance(run.get("index"), dict) else {}
     return {
         "corpus": run.get("corpus"),
         "corpus_sha256": run.get("corpus_sha256"),
         "backend": run.get("backend"),
         "index": {key: value for key, value in index.items() if key not in NOT_RANKING},
-        **{key: run.get(key) for key in ANSWERING},
+        **({} if run.get("server") else {key: run.get(key) for key in ANSWERING}),
         "settings": run.get("settings") if isinstance(run.get("settings"), dict) else {},
+        "server": bool(run.get("server")),
     }
 
 
@@ -44,12 +73,15 @@ def differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
     """Each way the two environments differ, one line each ("index.k1: 1.2 in the first, 0.9 in the second"); the
     methods' settings are compared for the methods both ran (one only the first or second ran is said so)."""
     said = []
-    for key in ("corpus_sha256", "backend", "index", *ANSWERING):
+    answering = () if first.get("server") or second.get("server") else ANSWERING  # a server answers nothing
+    for key in ("corpus_sha256", "backend", "index", *answering):
         a, b = _flat(key, first.get(key)), _flat(key, second.get(key))
         for name in sorted(a.keys() | b.keys()):
             if a.get(name) != b.get(name):
                 said.append(f"{name}: {a.get(name)!r} in the first, {b.get(name)!r} in the second")
     ran_a, ran_b = first.get("settings") or {}, second.get("settings") or {}
+    if not answering:
+        return said
     for method in sorted(ran_a.keys() ^ ran_b.keys()):
         said.append(f"method {method}: only in the {'first' if method in ran_a else 'second'}")
     for method in sorted(ran_a.keys() & ran_b.keys()):
@@ -60,10 +92,8 @@ def differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
     return said
 
 
-def compare(first: Path, second: Path) -> dict[str, Any]:
-    """Two evaluation folders' environments and their differences (`differences`: [] when the same)."""
-    if not first.expanduser().is_dir() or not second.expanduser().is_dir():
-        missing = first if not first.expanduser().is_dir() else second
-        raise UsageError(f"{missing}: no such folder (give two folders `mhindex eval` wrote)")
+def compare(first: str | Path, second: str | Path) -> dict[str, Any]:
+    """Two environments (evaluation folders, or served indexes' addresses) and their differences (`differences`:
+    [] when the same): with a server, the retrieval alone is compared."""
     a, b = environment_of(first), environment_of(second)
     return {"first": a, "second": b, "differences": differences(a, b)}

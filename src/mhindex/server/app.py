@@ -49,6 +49,7 @@ def index_info(corpus: Any, backend: str, settings: Any) -> dict[str, Any]:
         "corpus": corpus.name,
         "dataset": manifest.get("dataset"),
         "paragraphs": manifest.get("counts", {}).get("paragraphs"),
+        "corpus_sha256": manifest.get("corpus_sha256"),  # which corpus: `mhindex.diff` compares it
         "backend": backend,
         "index": settings,
     }
