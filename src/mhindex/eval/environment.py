@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mhindex.errors import UsageError
+from mhindex.errors import UsageError, redact
 
 #: Index settings that change no ranking (how many threads search, how vectors were batched while encoding);
 #: the index's own corpus_sha256 repeats the corpus's, compared once.
@@ -34,7 +34,8 @@ def _served(address: str) -> dict[str, Any]:
             reply.raise_for_status()
             found = reply.json()
     except (httpx.HTTPError, ValueError) as error:
-        raise UsageError(f"{address}: no /info of a served index there ({type(error).__name__}: {error})") from None
+        said = redact(f"{address}: no /info of a served index there ({type(error).__name__}: {error})", [key or ""])
+        raise UsageError(said) from None
     if not isinstance(found, dict):
         raise UsageError(f"{address}/info: not a JSON object")
     return {"server": True, **found}
