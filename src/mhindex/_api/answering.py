@@ -245,8 +245,8 @@ def ask_many(
 
 
 def document_settings() -> None:
-    """Each installed method's settings added to the docstrings of ask, ask_many and Asker (`help(mhindex.ask)`):
-    read from the methods (plug-ins too), so done once when `mhindex.ask` is first used, not at import."""
+    """Each built-in method's settings added to the docstrings of ask, ask_many and Asker (`help(mhindex.ask)`):
+    read from the methods, so done once when `mhindex.ask` is first used, not when the CLI imports this module."""
     text = settings_text()
     for documented in (ask, ask_many, Asker):
         documented.__doc__ = (documented.__doc__ or "") + "\n" + text
