@@ -211,6 +211,25 @@ def test_help_of_ask_lists_each_methods_settings():
     assert "retrieve:" in pydoc.render_doc(mhindex.Asker) and "\\[" not in shown  # rich's escapes are not shown
 
 
+def test_a_stored_evaluation_reads_back_in_percent_as_eval_prints_it():
+    """Evaluation.table() and paired(): scores, half widths, intervals and differences in percent (metrics.json
+    keeps fractions), on a stored 30-question run."""
+    from pathlib import Path
+
+    folder = Path(__file__).parents[1] / "benchmarks" / "results" / "qwen2.5-1.5b-paper-tables" / "efficientrag"
+    evaluation = mhindex.read_evaluation(folder / "hotpotqa")
+    row = {r["method"]: r for r in evaluation.table(as_frame=False)}["direct-r"]
+    recorded = evaluation.report["methods"]["direct-r"]
+    assert row["f1"] == pytest.approx(recorded["f1"] * 100) and row["f1_ci95"] == pytest.approx(
+        recorded["f1_ci95"] * 100
+    )
+    assert row["f1_interval"] == [pytest.approx(bound * 100) for bound in recorded["f1_interval"]]
+    assert row["lm_calls_per_question"] == recorded["lm_calls_per_question"]  # a count, not a score
+    pair, kept = evaluation.paired(as_frame=False)[0], evaluation.report["paired"][0]
+    assert pair["difference"] == pytest.approx(kept["difference"] * 100)
+    assert pair["ci95"] == [pytest.approx(bound * 100) for bound in kept["ci95"]]
+
+
 def test_score_checks_its_values_as_mhindex_score_does(tmp_path):
     with pytest.raises(mhindex.UsageError, match="^budget must be at least 1, not -5"):
         mhindex.score(tmp_path / "any.jsonl", "musique", budget=-5, home=tmp_path)

@@ -32,14 +32,22 @@ def _frame(rows: list[dict[str, Any]], as_frame: bool | None) -> Any:
 
 
 def _in_percent(row: dict[str, Any]) -> dict[str, Any]:
-    """A row of metrics.json with each score (and its interval's half width) in percent, as the table prints it."""
+    """A row of metrics.json with each score, its interval's half width and its interval in percent, as the table
+    prints them."""
     from mhindex.eval.report import columns
 
-    scaled = {key for _, key, _, scale in columns() if scale == 100}
-    scaled |= {f"{key}_ci95" for key in scaled}
-    return {
-        key: value * 100 if key in scaled and isinstance(value, int | float) else value for key, value in row.items()
-    }
+    scores = {key for _, key, _, scale in columns() if scale == 100}
+    scaled = scores | {f"{key}_ci95" for key in scores}
+    bounds = {f"{key}_interval" for key in scores}
+
+    def shown(key: str, value: Any) -> Any:
+        if key in scaled and isinstance(value, int | float) and not isinstance(value, bool):
+            return value * 100
+        if key in bounds and isinstance(value, list):
+            return [bound * 100 for bound in value]
+        return value
+
+    return {key: shown(key, value) for key, value in row.items()}
 
 
 def _difference_in_points(row: dict[str, Any]) -> dict[str, Any]:
