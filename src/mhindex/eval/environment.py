@@ -70,26 +70,28 @@ def _flat(prefix: str, value: Any) -> dict[str, Any]:
     return {prefix: value}
 
 
+def _said(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return [
+        f"{name}: {a.get(name)!r} in the first, {b.get(name)!r} in the second"
+        for name in sorted(a.keys() | b.keys())
+        if a.get(name) != b.get(name)
+    ]
+
+
 def differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
     """Each way the two environments differ, one line each ("index.k1: 1.2 in the first, 0.9 in the second"); the
     methods' settings are compared for the methods both ran (one only the first or second ran is said so)."""
-    said = []
     answering = () if first.get("server") or second.get("server") else ANSWERING  # a server answers nothing
-    for key in ("corpus_sha256", "backend", "index", *answering):
-        a, b = _flat(key, first.get(key)), _flat(key, second.get(key))
-        for name in sorted(a.keys() | b.keys()):
-            if a.get(name) != b.get(name):
-                said.append(f"{name}: {a.get(name)!r} in the first, {b.get(name)!r} in the second")
-    ran_a, ran_b = first.get("settings") or {}, second.get("settings") or {}
+    said = [line for key in ("corpus_sha256", "backend", "index", *answering)
+            for line in _said(_flat(key, first.get(key)), _flat(key, second.get(key)))]  # fmt: skip
     if not answering:
         return said
-    for method in sorted(ran_a.keys() ^ ran_b.keys()):
-        said.append(f"method {method}: only in the {'first' if method in ran_a else 'second'}")
+    ran_a, ran_b = first.get("settings") or {}, second.get("settings") or {}
+    said += [
+        f"method {m}: only in the {'first' if m in ran_a else 'second'}" for m in sorted(ran_a.keys() ^ ran_b.keys())
+    ]
     for method in sorted(ran_a.keys() & ran_b.keys()):
-        a, b = _flat(method, ran_a[method]), _flat(method, ran_b[method])
-        for name in sorted(a.keys() | b.keys()):
-            if a.get(name) != b.get(name):
-                said.append(f"{name}: {a.get(name)!r} in the first, {b.get(name)!r} in the second")
+        said += _said(_flat(method, ran_a[method]), _flat(method, ran_b[method]))
     return said
 
 
