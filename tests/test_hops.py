@@ -4,9 +4,6 @@ diagnosis of an answer's steps checked by hand."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import pytest
 
 from conftest import SAMPLES, read_jsonl
 from mhindex.cli import main
@@ -105,31 +102,3 @@ def test_an_ircot_answer_is_diagnosed_hop_by_hop():
     paired = paired_differences({"found": [found], "missed": [missed]}, {"q": QUESTION}, 15)
     row = next(row for row in paired if row["metric"] == "hops_all")
     assert (row["difference"], row["a_better"], row["b_better"]) == (1.0, 1, 0)
-
-
-def test_two_evaluations_environments_are_compared_line_by_line(tmp_path):
-    """`mhindex.diff`: nothing between a folder and its copy; a ranking setting, the model and a method's setting
-    each one line; threads, which change no ranking, nothing."""
-    import shutil
-
-    import mhindex
-
-    source = Path(__file__).parents[1] / "benchmarks" / "results" / "qwen2.5-1.5b-paper-tables" / "searchain"
-    first = shutil.copytree(source / "hotpotqa", tmp_path / "first", ignore=shutil.ignore_patterns("*.jsonl", "*.png"))
-    second = shutil.copytree(first, tmp_path / "second")
-    assert mhindex.diff(first, second) == []
-    run = json.loads((second / "run.json").read_text())
-    was = json.loads((first / "run.json").read_text())
-    run["index"] = {**run["index"], "k1": 0.9, "threads": 8}
-    run["lm"] = "local:qwen2.5-0.5b"
-    run["settings"]["searchain"]["rounds"] = 99
-    del run["settings"]["direct@prompt=zero-shot"]
-    (second / "run.json").write_text(json.dumps(run))
-    assert mhindex.diff(first, second) == [
-        f"index.k1: {was['index']['k1']!r} in the first, 0.9 in the second",
-        f"lm: {was['lm']!r} in the first, 'local:qwen2.5-0.5b' in the second",
-        "method direct@prompt=zero-shot: only in the first",
-        f"searchain.rounds: {was['settings']['searchain']['rounds']!r} in the first, 99 in the second",
-    ]
-    with pytest.raises(mhindex.UsageError, match="no such folder"):
-        mhindex.diff(first, tmp_path / "none")

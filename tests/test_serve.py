@@ -58,11 +58,15 @@ def test_a_served_index_and_an_evaluation_are_compared_on_their_retrieval(served
     urls, _, corpus = served
     about = httpx.get(urls["open"] + "/info").json()
     assert about["corpus_sha256"] == corpus.manifest()["corpus_sha256"] and about["index"]["k1"] == 1.2
+    assert (
+        about["fingerprint"]["corpus"]["sha256"] == about["corpus_sha256"]
+        and "Porter" in about["fingerprint"]["retrieval"]["queries"]
+    )
     run = {"corpus_sha256": about["corpus_sha256"], "backend": "lucene", "index": about["index"], "lm": "local:x"}
     (tmp_path / "run.json").write_text(json.dumps({**run, "settings": {"oner": {"k": 5}}}))
     assert mhindex.diff(urls["open"], tmp_path) == [] and mhindex.diff(urls["open"], urls["open"]) == []
     (tmp_path / "run.json").write_text(json.dumps({**run, "index": {**about["index"], "b": 0.4, "threads": 9}}))
-    assert mhindex.diff(tmp_path, urls["open"]) == ["index.b: 0.4 in the first, 0.75 in the second"]
+    assert mhindex.diff(tmp_path, urls["open"]) == ["retrieval.b: 0.4 in the first, 0.75 in the second"]
     monkeypatch.delenv("MHINDEX_API_KEY", raising=False)
     with pytest.raises(mhindex.UsageError, match="no /info of a served index there"):
         mhindex.diff(urls["locked"], tmp_path)  # no key for it: one line, not a traceback

@@ -51,6 +51,14 @@ def resolve_encoder(name: str | None) -> str:
     return str(packaged_encoder()) if not name or name == PACKAGED_ENCODER else name
 
 
+def encoder_digest(name: str | None, cache: Path) -> str | None:
+    """The sha256 of the encoder's files (`content_digest`), or None for a hub name read from the hub's cache."""
+    from mhindex.files import content_digest
+
+    folder = Path(resolve_encoder(name)).expanduser()
+    return content_digest(folder, cache) if folder.exists() else None
+
+
 class Encoder:
     """Texts to vectors with a transformers checkpoint: DPR encoders pool CLS, others the mean."""
 

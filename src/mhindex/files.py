@@ -4,6 +4,7 @@ half-written behind."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -15,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from mhindex.errors import MhindexError, UsageError
 
 
@@ -24,6 +27,39 @@ def file_digest(path: Path, algorithm: str = "sha256", chunk: int = 1 << 20) -> 
         while block := handle.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+_DIGESTS: dict[str, str] = {}  # this process's digests, by what `content_digest` keys them on
+
+
+def content_digest(path: Path, cache: Path | None = None) -> str:
+    """The sha256 of a file, or of a folder (each file's relative path and sha256, in order): what a model or an
+    encoder was, for the environment's fingerprint. Hashing a model of gigabytes takes seconds, so a digest is
+    remembered by the path, size and modification time, in this process and in `cache`/digests.json where a
+    cache folder is given (a data root's; nothing is written anywhere else, and a cache that cannot be written
+    is only slower)."""
+    path = path.resolve()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    key = f"{path}|" + "|".join(f"{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+    stored = cache / "digests.json" if cache else None
+    remembered: dict[str, str] = {}
+    if stored and stored.is_file():
+        with contextlib.suppress(OSError, orjson.JSONDecodeError, AttributeError):
+            remembered = {k: v for k, v in orjson.loads(stored.read_bytes()).items() if isinstance(v, str)}
+    if key not in _DIGESTS and key in remembered:
+        _DIGESTS[key] = remembered[key]
+    elif key not in _DIGESTS:
+        if path.is_dir():
+            parts = "\n".join(f"{p.relative_to(path)} {file_digest(p)}" for p in files)
+            _DIGESTS[key] = hashlib.sha256(parts.encode()).hexdigest()
+        else:
+            _DIGESTS[key] = file_digest(path)
+    if stored and key not in remembered:
+        with contextlib.suppress(OSError):
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_file(stored) as handle:
+                handle.write(orjson.dumps({**remembered, key: _DIGESTS[key]}))
+    return _DIGESTS[key]
 
 
 class OutsideRoot(MhindexError):

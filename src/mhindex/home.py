@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -119,6 +120,22 @@ class CorpusDir:
         with open(self.corpus, "rb") as handle:
             for line in handle:
                 yield id_key(orjson.loads(line)["id"])
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What decides this corpus's paragraphs, the retrieval environment's first part (`mhindex diff`): its
+        sha256 and paragraph count, and what explains a different sha256 (the dataset, its release files'
+        sha256, the paragraphs added from other datasets, the converter's options, the shuffle's seed)."""
+        manifest = self.manifest()
+        return {
+            "name": self.name,
+            "sha256": manifest.get("corpus_sha256"),
+            "paragraphs": (manifest.get("counts") or {}).get("paragraphs"),
+            "dataset": manifest.get("dataset"),
+            "inputs": {Path(str(i.get("path"))).name: i.get("sha256") for i in manifest.get("inputs") or []},
+            "added": [source.get("dataset") for source in manifest.get("sources") or []][1:],
+            "converter_options": manifest.get("options") or {},
+            "seed": manifest.get("seed"),
+        }
 
     def summary(self) -> dict:
         """What `mhindex list` and `info` show: counts, indexes, size on disk."""

@@ -24,6 +24,10 @@ from mhindex.errors import UsageError
 
 #: `Opt.before` of an option that existed from the first run.json on
 ALWAYS = object()
+#: Index settings that change no ranking (how many threads search, how vectors were batched while encoding, whether
+#: the index is memory-mapped), left out of the retrieval environment's fingerprint; the index's corpus_sha256
+#: repeats the corpus's, compared once.
+RANK_NEUTRAL = frozenset({"threads", "batch_size", "shard_size", "mmap", "corpus_sha256"})
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,29 @@ def corpus_info(summary: dict) -> str:
     lines.append(f"  seed: {manifest['seed']}, built {manifest['created_at']} by mhindex {manifest['tool_version']}")
     lines += [f"  input: {item['path']} (sha256 {item['sha256'][:12]}…)" for item in manifest["inputs"]]
     lines.append(f"  indexes: {', '.join(summary['indexes']) or 'none (run mhindex index ' + summary['name'] + ')'}")
+    found = summary.get("fingerprint") or {}
+    corpus = found.get("corpus") or {}
+    lines.append(f"  fingerprint: corpus sha256 {corpus.get('sha256')}, {corpus.get('paragraphs'):,} paragraphs")
+    for backend, index in (found.get("indexes") or {}).items():
+        shown = ", ".join(f"{key} {_fingerprint_value(value)}" for key, value in index.items() if key != "backend")
+        lines.append(f"    {backend}: {shown}")
     return "\n".join(lines)
+
+
+def _fingerprint_value(value: Any) -> str:
+    return f"{value[:12]}…" if isinstance(value, str) and len(value) == 64 else str(value)
+
+
+def differences(compared: dict) -> str:
+    """`mhindex diff`: each difference on a line; what only one side records, said after them."""
+    from rich.markup import escape
+
+    said = [escape(line) for line in compared["differences"]] or ["the same environment: corpus, retrieval" +
+                                       ("" if compared["first"]["server"] or compared["second"]["server"]
+                                        else ", model and the methods both ran")]  # fmt: skip
+    if compared["unrecorded"]:
+        said.append(f"[dim]recorded by one only, not compared: {escape(', '.join(compared['unrecorded']))}[/dim]")
+    return "\n".join(said)
 
 
 def hits_table(hits: Sequence, expand: bool):

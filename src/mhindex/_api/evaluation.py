@@ -276,10 +276,11 @@ def score(
 
 @python_terms
 def diff(first: Path | str, second: Path | str) -> list[str]:
-    """What differs between two evaluations' environments, from their folders' run.json (or a served index's
-    /info, `http://HOST:PORT`): the corpus (sha256), the backend and every index setting that changes a ranking,
-    and between two evaluations the model, its context and threads, and each method's settings; one line a
-    difference, [] when they are comparable."""
+    """What differs between two evaluations' environments, from the fingerprint their folders' run.json record (or
+    a served index's /info, `http://HOST:PORT`): the corpus (sha256, release files, converter options), the
+    backend with every setting that changes a ranking and how queries are read, and between two evaluations the
+    model (its file's and chat template's sha256, its context) and each method's settings; one line a difference,
+    [] when they are comparable (what only one side records is not compared: `mhindex diff` lists it)."""
     from mhindex.eval.environment import compare
 
     differences: list[str] = compare(first, second)["differences"]

@@ -107,6 +107,8 @@ class Backend:
     #: its settings, a frozen dataclass of `option(...)` fields (as a method's and a dataset's), each saying
     #: when it takes effect
     Settings: ClassVar[type]
+    #: how a query is read before ranking (its analyzer or tokenizer), in the retrieval environment's fingerprint
+    queries: ClassVar[str] = "as given"
     #: False for an index that lives elsewhere (a served one): nothing is built or recorded here,
     #: and `open` gets no index folder and no manifest.
     builds_index: ClassVar[bool] = True

@@ -49,6 +49,7 @@ def _engine() -> tuple[Any, Any]:
 class Bm25sBackend(Backend):
     name = "bm25s"
     title = "BM25 (bm25s)"
+    queries = "bm25s.tokenize: English stop words, Snowball English stemming"
     Settings = Bm25sOptions
     builds_index = True
     requirements = (package("bm25s backend", "bm25s", "bm25s", "pip install 'mhindex[bm25s]'"),)

@@ -175,6 +175,7 @@ def _resolve_checkpoint(asked: str, home: Path) -> tuple[Path, bool]:
 class ColbertBackend(Backend):
     name = "colbert"
     title = "ColBERTv2"
+    queries = "ColBERT's query tokenizer ([Q] marker, padded with [MASK] to query_maxlen)"
     Settings = ColbertOptions
     builds_index = True
     requirements = (package("ColBERT backend", "colbert", "colbert-ai", "pip install 'mhindex[colbert]'"),)

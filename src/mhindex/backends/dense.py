@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.backends.base import Backend, BackendContext, Footprint, Hit, search_within_titles
-from mhindex.encoders import PACKAGED_ENCODER, RUNTIME_HELP, RUNTIMES, Encoder, OnnxEncoder, make_encoder
+from mhindex.encoders import (
+    PACKAGED_ENCODER,
+    RUNTIME_HELP,
+    RUNTIMES,
+    Encoder,
+    OnnxEncoder,
+    encoder_digest,
+    make_encoder,
+)
 from mhindex.errors import BadInput, MhindexError, UsageError
 from mhindex.files import inside
 from mhindex.home import CorpusDir
@@ -352,6 +360,7 @@ def read_faiss_index(faiss: Any, path: Path, memory_map: bool) -> Any:
 class DenseBackend(Backend):
     name = "dense"
     title = "dense (FAISS)"
+    queries = "the query encoder's tokenizer, no instruction prefix, truncated at max_length"
     Settings = DenseOptions
     builds_index = True
     requirements = (
@@ -418,6 +427,8 @@ class DenseBackend(Backend):
             "paragraphs": index.ntotal,
             "dim": encoder.dim,
             "encoder": name,
+            # the encoder's weights, for the environment's fingerprint: a name may hold another checkpoint later
+            "encoder_sha256": encoder_digest(name, context.cache),
             "pooling": encoder.pooling,
             "normalized": encoder.normalize,
             "resumed_shards": resumed,

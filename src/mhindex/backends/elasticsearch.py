@@ -356,6 +356,7 @@ def _unreachable(error: Exception, options: ElasticsearchOptions) -> Elasticsear
 class ElasticsearchBackend(Backend):
     name = "elasticsearch"
     title = "BM25 (Elasticsearch)"
+    queries = "Elasticsearch's english analyzer on title and paragraph_text (IRCoT's mapping)"
     Settings = ElasticsearchOptions
     builds_index = True
     requirements = (

@@ -151,6 +151,7 @@ class HybridBackend(Backend):
     them (a hybrid has no index of its own: each part is built as itself)."""
 
     name = "hybrid"
+    queries = "each part's own"
     title = "fusion"
     Settings = HybridOptions
     builds_index = False

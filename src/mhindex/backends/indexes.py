@@ -20,7 +20,7 @@ from mhindex.errors import MhindexError, UsageError, one_line
 from mhindex.files import atomic_directory, refuse_unless_room
 from mhindex.home import CorpusDir
 from mhindex.locks import changing
-from mhindex.options import declared
+from mhindex.options import RANK_NEUTRAL, declared
 
 
 def recorded_options(options: Any) -> dict[str, Any]:
@@ -217,6 +217,8 @@ class OpenedIndex:
 
     retriever: Retriever
     settings: dict[str, Any]
+    #: the retrieval environment (`index_fingerprint`): what `mhindex diff` compares
+    fingerprint: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def close(self) -> None:
         self.retriever.close()
@@ -231,7 +233,8 @@ def open_index(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
     if not spec.builds_index:
         options = spec.search_options()
         context = BackendContext(corpus.root.parent if corpus else Path("."))
-        return OpenedIndex(engine.connect(corpus, options, context), _in_effect(options, {}))
+        settings = _in_effect(options, {})
+        return OpenedIndex(engine.connect(corpus, options, context), settings, index_fingerprint(spec, settings, {}))
     if corpus is None:
         raise UsageError(f"the {spec.name} backend searches a built corpus; name one with --corpus")
     target = corpus.index_dir(spec.name)
@@ -254,9 +257,11 @@ def open_index(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
         raise
     except Exception as error:  # noqa: BLE001 - a damaged index file, whatever the engine raises
         raise IndexDamaged(f"{what} cannot be opened ({one_line(error)}); {_rebuild(corpus, spec.name)}") from None
+    settings = _in_effect(options, manifest)
     return OpenedIndex(
         _Checked(opened, f"searching {what}", _rebuild(corpus, spec.name), _paragraphs(corpus)),
-        _in_effect(options, manifest),
+        settings,
+        index_fingerprint(spec, settings, manifest),
     )
 
 
@@ -279,7 +284,12 @@ def _open_hybrid(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
             o.close()
         raise
     parts = {part.name: o.settings for part, o in zip(spec.parts, opened)}
-    return OpenedIndex(retriever, {**_in_effect(options, {}), "parts": parts})
+    fused = _in_effect(options, {})
+    fingerprint = {
+        **index_fingerprint(spec, fused, {}),
+        "parts": {part.name: o.fingerprint for part, o in zip(spec.parts, opened)},
+    }
+    return OpenedIndex(retriever, {**fused, "parts": parts}, fingerprint)
 
 
 def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -288,6 +298,39 @@ def _in_effect(options: Any, manifest: Mapping[str, Any]) -> dict[str, Any]:
         k: v for k, v in dataclasses.asdict(options).items() if k in fields and fields[k][1].stage != "connection"
     }
     return {**effective, **{k: manifest[k] for k in ("encoder", "checkpoint", "corpus_sha256") if k in manifest}}
+
+
+#: What the index records of its model besides its options: the encoder's weights and how vectors are made.
+_MODEL_FACTS = ("encoder_sha256", "pooling", "normalized", "dim", "vectors")
+
+
+def index_fingerprint(spec: BackendSpec, settings: dict[str, Any], manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The retrieval environment of an opened index, as `mhindex diff` compares it: the backend, every setting
+    that changes a ranking (k1 and b, the encoder and its weights' sha256, pooling and normalisation, the index
+    type and its parameters), and how queries are read (the backend's analyzer)."""
+    return {
+        "backend": spec.label,
+        **{key: value for key, value in settings.items() if key not in RANK_NEUTRAL},
+        **{key: manifest[key] for key in _MODEL_FACTS if key in manifest},
+        "queries": spec.backend().queries,
+    }
+
+
+def corpus_environment(corpus: CorpusDir) -> dict[str, Any]:
+    """The corpus's fingerprint (`CorpusDir.fingerprint`) and each index built of it, by backend, as
+    `index_fingerprint` gives it with the search options at their defaults (what `mhindex info` shows); an index
+    of an unknown backend or a damaged one is left out."""
+    found: dict[str, dict[str, Any]] = {}
+    for folder in sorted(corpus.indexes.iterdir()) if corpus.indexes.is_dir() else []:
+        manifest = _read_manifest(folder) if folder.is_dir() and not folder.name.startswith(".") else None
+        try:
+            spec = BackendSpec.parse(folder.name) if manifest else None
+        except UsageError:  # a plug-in's index, its package gone
+            spec = None
+        if spec and manifest:
+            settings = _in_effect(spec.search_options(manifest.get("options") or {}, corpus.name), manifest)
+            found[folder.name] = index_fingerprint(spec, settings, manifest)
+    return {"corpus": corpus.fingerprint(), "indexes": found}
 
 
 def open_retriever(corpus: CorpusDir | None, spec: BackendSpec) -> Retriever:

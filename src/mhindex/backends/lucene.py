@@ -291,6 +291,7 @@ def _jar(home: Path) -> str:
 class LuceneBackend(Backend):
     name = "lucene"
     title = "BM25 (Lucene)"
+    queries = "Anserini's DefaultEnglishAnalyzer (Porter stemming, English stop words), at most 1,024 terms"
     Settings = LuceneOptions
     builds_index = True
     requirements = (

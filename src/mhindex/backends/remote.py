@@ -52,6 +52,7 @@ class RemoteOptions:
 class RemoteBackend(Backend):
     name = "remote"
     title = "a served index"
+    queries = "as the server reads them (its /info fingerprint)"
     Settings = RemoteOptions
     builds_index = False
     #: `--backend http://HOST:PORT` is this backend, the address given as this option

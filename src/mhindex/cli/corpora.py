@@ -111,9 +111,12 @@ def gc(
 
 @command()
 def info(name: Annotated[str, arg("Corpus name.")], *, root: Path, output: Output) -> None:
-    """Show one corpus: its manifest (inputs, hashes, seed, counts) and indexes."""
+    """Show one corpus: its manifest (inputs, hashes, seed, counts), its indexes, and the retrieval environment's
+    fingerprint of each (what `mhindex diff` compares)."""
+    from mhindex.backends.indexes import corpus_environment
+
     found = open_corpus(root, name)
-    summary = {**found.summary(), "manifest": found.manifest()}
+    summary = {**found.summary(), "manifest": found.manifest(), "fingerprint": corpus_environment(found)}
     output.show(summary, render.corpus_info(summary))
 
 

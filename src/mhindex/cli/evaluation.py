@@ -115,10 +115,9 @@ def score(
     With --json: one file's metrics by its name; several (or --table) as metrics.json has them."""
     from mhindex.eval.report import scored_view
     from mhindex.eval.run import score_files
-    from mhindex.lm import ModelOptions
 
     with ui.graceful_interrupts(kept="the judge's calls so far are cached"):
-        scored = score_files(predictions, questions, budget, root, judge_lm, ModelOptions(), table)
+        scored = score_files(predictions, questions, budget, root, judge_lm, table=table)
     _show(output, *scored_view(scored, predictions, table_format, output.terminal, chart))
 
 
@@ -141,6 +140,26 @@ def rerun(
         again = rerun_folder(folder, root, page)
     output.show(again.record(), *render.rerun_summary(again))
     if again.moved:
+        raise typer.Exit(1)
+
+
+@command()
+def diff(
+    first: Annotated[
+        str, arg("An evaluation folder (what `mhindex eval` wrote), or a served index's http://HOST:PORT.")
+    ],
+    second: Annotated[str, arg("The other, likewise (a served index's key from $MHINDEX_API_KEY).")],
+    *,
+    root: Path,
+    output: Output,
+) -> None:
+    """Whether two evaluations (or served indexes) had the same environment: the corpus, every setting that changes a
+    ranking, the model and each method's settings; one line per difference, exit code 1 when any."""
+    from mhindex.eval.environment import compare
+
+    compared = compare(first, second)
+    output.show(compared, render.differences(compared))
+    if compared["differences"]:
         raise typer.Exit(1)
 
 

@@ -1,9 +1,10 @@
 """Whether two evaluations searched the same retrieval environment, and answered with the same model: the
-question reproduction threads across the field end on ("the retriever setup differs"). Read from what each
-evaluation folder's run.json records, or a served index's /info (its retrieval alone): the corpus (its sha256),
-the backend and every index setting that changes a ranking (k1 and b, the encoder, the index type and its
-parameters), the model with its context and threads, and each method's settings. Each difference is one line;
-none means the two are comparable."""
+question reproduction threads across the field end on ("the retriever setup differs"). Read from the fingerprint
+each evaluation folder's run.json records, or a served index's /info (its corpus and retrieval alone): the corpus
+(its sha256 and paragraph count, its release files, the converter's options, the seed), the backend with every
+setting that changes a ranking (k1 and b, the encoder and its weights' sha256, pooling, the index type and its
+parameters) and how queries are read, the model (its file's and chat template's sha256, its context), and each
+method's settings. Each difference is one line; none means the two are comparable."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.errors import UsageError, redact
+from mhindex.options import RANK_NEUTRAL
 
-#: Index settings that change no ranking (how many threads search, how vectors were batched while encoding);
-#: the index's own corpus_sha256 repeats the corpus's, compared once.
-NOT_RANKING = frozenset({"threads", "batch_size", "shard_size", "mmap", "corpus_sha256"})
-#: What decides the answers besides the retrieval: compared between two evaluations.
-ANSWERING = ("lm", "lm_context", "lm_threads", "judge")
+#: The environment's parts: what decides the paragraphs, the rankings, and (between evaluations) the answers.
+PARTS = ("corpus", "retrieval", "answering")
+#: Recorded to tell corpora apart by name, not compared: two names for one sha256 are one corpus.
+NOT_COMPARED = frozenset({"corpus.name"})
 
 
 def _served(address: str) -> dict[str, Any]:
@@ -42,7 +43,9 @@ def _served(address: str) -> dict[str, Any]:
 
 
 def environment_of(source: str | Path) -> dict[str, Any]:
-    """What an evaluation folder's run.json, or a served index's /info, records of its environment."""
+    """The fingerprint an evaluation folder's run.json, or a served index's /info, records (its `fingerprint`,
+    PARTS), completed from the fields every run.json has (a folder from before the fingerprint: the corpus's
+    sha256, the backend and index settings, the model and its context), and each method's settings."""
     from mhindex.eval.rerun import read_record
 
     text = str(source)
@@ -53,50 +56,73 @@ def environment_of(source: str | Path) -> dict[str, Any]:
     else:
         raise UsageError(f"{text}: no such folder (give folders `mhindex eval` wrote, or a served index's address)")
     index: dict[str, Any] = run["index"] if isinstance(run.get("index"), dict) else {}
+    fields: dict[str, dict[str, Any] | None] = {
+        "corpus": {"name": run.get("corpus"), "sha256": run.get("corpus_sha256")},
+        "retrieval": {"backend": run.get("backend"), **{k: v for k, v in index.items() if k not in RANK_NEUTRAL}},
+        "answering": None if run.get("server") else {"lm": run.get("lm"), "context": run.get("lm_context"),
+                                                     "judge": run.get("judge")},
+    }  # fmt: skip
+    recorded: dict[str, Any] = run["fingerprint"] if isinstance(run.get("fingerprint"), dict) else {}
     return {
-        "corpus": run.get("corpus"),
-        "corpus_sha256": run.get("corpus_sha256"),
-        "backend": run.get("backend"),
-        "index": {key: value for key, value in index.items() if key not in NOT_RANKING},
-        **({} if run.get("server") else {key: run.get(key) for key in ANSWERING}),
+        **{part: None if (field := fields[part]) is None else {**field, **(recorded.get(part) or {})}
+           for part in PARTS},
         "settings": run.get("settings") if isinstance(run.get("settings"), dict) else {},
         "server": bool(run.get("server")),
-    }
+    }  # fmt: skip
 
 
-def _flat(prefix: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return {key: found for name, part in value.items() for key, found in _flat(f"{prefix}.{name}", part).items()}
-    return {prefix: value}
+_ABSENT = object()
 
 
-def _said(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    return [
-        f"{name}: {a.get(name)!r} in the first, {b.get(name)!r} in the second"
-        for name in sorted(a.keys() | b.keys())
-        if a.get(name) != b.get(name)
-    ]
+def _shown(value: Any) -> str:
+    return "nothing" if value is _ABSENT else repr(value)
 
 
-def differences(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
-    """Each way the two environments differ, one line each ("index.k1: 1.2 in the first, 0.9 in the second"); the
-    methods' settings are compared for the methods both ran (one only the first or second ran is said so)."""
-    answering = () if first.get("server") or second.get("server") else ANSWERING  # a server answers nothing
-    said = [line for key in ("corpus_sha256", "backend", "index", *answering)
-            for line in _said(_flat(key, first.get(key)), _flat(key, second.get(key)))]  # fmt: skip
-    if not answering:
-        return said
+def _walk(prefix: str, a: Any, b: Any, top: bool = True) -> tuple[list[str], list[str]]:
+    """How `a` and `b` differ, a line each (dicts key by key), and, at the top, the keys only one records (an older
+    mhindex's folder has no encoder sha256): those are not compared. Deeper, a key one lacks is a difference (an
+    index part, a converter option, a release file one has and the other has not)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        differs = a != b and prefix not in NOT_COMPARED
+        return [f"{prefix}: {_shown(a)} in the first, {_shown(b)} in the second"] if differs else [], []
+    said: list[str] = []
+    unrecorded = sorted(f"{prefix}.{key}" for key in a.keys() ^ b.keys()) if top else []
+    for key in sorted(a.keys() & b.keys() if top else a.keys() | b.keys()):
+        lines, one_side = _walk(f"{prefix}.{key}", a.get(key, _ABSENT), b.get(key, _ABSENT), top=False)
+        said += lines
+        unrecorded += one_side
+    return said, unrecorded
+
+
+def _compared(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """The parts both record: the retrieval alone when either is a server (a server answers nothing)."""
+    return [part for part in PARTS if first.get(part) is not None and second.get(part) is not None]
+
+
+def differences(first: dict[str, Any], second: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Each way the two environments differ, one line each ("retrieval.k1: 1.2 in the first, 0.9 in the
+    second"), on what both record, and what only one records; the methods' settings are compared between two
+    evaluations, for the methods both ran (one only the first or second ran is said so)."""
+    said: list[str] = []
+    unrecorded: list[str] = []
+    for part in _compared(first, second):
+        lines, one_side = _walk(part, first[part], second[part])
+        said, unrecorded = said + lines, unrecorded + one_side
+    if first.get("server") or second.get("server"):
+        return said, unrecorded
     ran_a, ran_b = first.get("settings") or {}, second.get("settings") or {}
     said += [
         f"method {m}: only in the {'first' if m in ran_a else 'second'}" for m in sorted(ran_a.keys() ^ ran_b.keys())
     ]
     for method in sorted(ran_a.keys() & ran_b.keys()):
-        said += _said(_flat(method, ran_a[method]), _flat(method, ran_b[method]))
-    return said
+        lines, one_side = _walk(method, ran_a[method], ran_b[method])
+        said, unrecorded = said + lines, unrecorded + one_side
+    return said, unrecorded
 
 
 def compare(first: str | Path, second: str | Path) -> dict[str, Any]:
-    """Two environments (evaluation folders, or served indexes' addresses) and their differences (`differences`:
-    [] when the same): with a server, the retrieval alone is compared."""
+    """Two environments (evaluation folders, or served indexes' addresses), their differences (`differences`:
+    [] when the same; with a server, the corpus and the retrieval alone) and what only one records."""
     a, b = environment_of(first), environment_of(second)
-    return {"first": a, "second": b, "differences": differences(a, b)}
+    said, unrecorded = differences(a, b)
+    return {"first": a, "second": b, "differences": said, "unrecorded": unrecorded}

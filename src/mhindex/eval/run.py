@@ -585,6 +585,11 @@ def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, 
         },
         "tool_version": __version__,
         **({"judge": plan.judge} if plan.judge else {}),
+        "fingerprint": {
+            "corpus": plan.corpus.fingerprint(),
+            "retrieval": session.index.fingerprint if session.index else None,
+            "answering": session.lm.fingerprint() if session.lm else None,
+        },
     }
     with evaluating(folder, None, "recording an evaluation's settings"):
         return claim_folder(folder, configuration)

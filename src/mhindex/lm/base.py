@@ -162,6 +162,11 @@ class LanguageModel(ABC):
         """What makes two instances give the same outputs (name plus weights), for the call cache."""
         return self.name
 
+    def fingerprint(self) -> dict[str, Any]:
+        """What decides this model's answers besides the prompts, for the environment's fingerprint (`mhindex
+        diff`): its name and context here; a local model adds its file's sha256 and its chat template's."""
+        return {"lm": self.name, "context": self.context_length}
+
     @property
     def parameters(self) -> int | None:
         """The model's parameter count where the runtime tells it (None: unknown). Methods choose

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -119,6 +120,9 @@ class CachedModel(LanguageModel):
     @property
     def parameters(self) -> int | None:
         return self.inner.parameters
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.inner.fingerprint()
 
     @property
     def seq2seq(self) -> bool:

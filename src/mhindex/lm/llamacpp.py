@@ -204,6 +204,8 @@ class LlamaCppModel(LanguageModel):
             raise LMError(f"no GGUF model file at {path}")
         self.path = Path(path)
         self.name = name or f"gguf:{path}"
+        #: where the file's sha256 is remembered (`fingerprint`): the data root's cache, set by `_load`
+        self.digests: Path | None = None
         threads = threads or default_threads()
         self.slots = max(1, slots)
         # Openings are aligned, and kept on disk, for a model of one slot (several slots share out
@@ -252,6 +254,22 @@ class LlamaCppModel(LanguageModel):
             except Exception:  # noqa: BLE001 - unknown is an answer
                 self._parameters = 0
         return self._parameters or None
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The GGUF file's sha256 (remembered under the data root's cache once computed) and the sha256 of the
+        chat template llama.cpp applies, as its server's /props reports it."""
+        from mhindex.files import content_digest
+
+        try:
+            template = str(self._client().get("/props").json().get("chat_template") or "")
+        except Exception:  # noqa: BLE001 - a template unknown is recorded so, not a failed evaluation
+            template = ""
+        return {
+            **super().fingerprint(),
+            "file": self.path.name,
+            "sha256": content_digest(self.path, self.digests),
+            "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
+        }
 
     def _client(self) -> httpx.Client:
         import httpx
@@ -559,7 +577,7 @@ class LlamaCppModel(LanguageModel):
 def _load(path: Path, request: LoadRequest) -> LlamaCppModel:
     # Prompt openings kept evaluated on disk (lm/state.py); this process's own without the cache.
     states = unlinked(request.home / "cache" / "llama-state")
-    return LlamaCppModel(
+    model = LlamaCppModel(
         path,
         name=request.spec,
         threads=request.threads,
@@ -567,6 +585,8 @@ def _load(path: Path, request: LoadRequest) -> LlamaCppModel:
         slots=request.slots,
         state_folder=states if request.cache else private_folder(states),
     )
+    model.digests = request.home / "cache"
+    return model
 
 
 def _packaged(name: str, request: LoadRequest) -> LlamaCppModel:

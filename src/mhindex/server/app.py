@@ -42,16 +42,18 @@ def checked_key(given: str | None, environment: dict[str, str]) -> str | None:
     return given
 
 
-def index_info(corpus: Any, backend: str, settings: Any) -> dict[str, Any]:
-    """What `/info` (and each protocol's metadata) says of the served index."""
+def index_info(corpus: Any, backend: str, settings: Any, fingerprint: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What `/info` (and each protocol's metadata) says of the served index; its `fingerprint` (the corpus and
+    the retrieval environment) is what `mhindex diff` compares."""
     manifest = corpus.manifest()
     return {
         "corpus": corpus.name,
         "dataset": manifest.get("dataset"),
         "paragraphs": manifest.get("counts", {}).get("paragraphs"),
-        "corpus_sha256": manifest.get("corpus_sha256"),  # which corpus: `mhindex.diff` compares it
+        "corpus_sha256": manifest.get("corpus_sha256"),
         "backend": backend,
         "index": settings,
+        "fingerprint": {"corpus": corpus.fingerprint(), "retrieval": fingerprint},
     }
 
 
@@ -261,7 +263,7 @@ def serve_corpus(corpus: Any, spec: Any, host: str, port: int, limits: Limits, a
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
     log.info(f"serving {corpus.name} ({spec.label}) on http://{host}:{port}  (Ctrl-C stops)")
-    info = index_info(corpus, spec.label, opened.settings)
+    info = index_info(corpus, spec.label, opened.settings, opened.fingerprint)
     try:
         app = make_app(opened.retriever, info, limits, api_key, corpus_lines(corpus), access_log=not log.quiet)
         serve(app, sock)
