@@ -1,0 +1,449 @@
+"""Milvus: the dense backend's vectors in a Milvus collection, for corpora whose vectors outgrow one machine
+(21M passages x 768 dimensions is 64 GB as float32). With --milvus-uri, a Milvus server or cluster (its token
+from $MHINDEX_MILVUS_TOKEN, never on the command line); without, Milvus Lite embedded under the data root.
+
+The vectors are the dense backend's own (the same encoder, shards and `--vectors`), inserted in corpus order
+with the paragraph's position as the primary key and its title's key (lower-cased, as IRCoT compares titles) as
+a field, so a search within titles is a filter expression inside Milvus, not a widening of the ranking. The
+collection is named from the corpus's name, its sha256 and what decides the vectors and the index (encoder,
+index type and parameters): two corpora, or two encodings of one, never share one. A build is resumable: the
+rows inserted so far are recorded after each flushed shard, and a resumed build deletes any past that mark
+before it goes on. Tested against a real Milvus server (the `milvus` wheel's) in tests/test_milvus.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mhindex.backends.base import Backend, BackendContext, Footprint, Hit, title_key
+from mhindex.encoders import PACKAGED_ENCODER, RUNTIME_HELP, RUNTIMES, encoder_digest, make_encoder
+from mhindex.errors import MhindexError, UsageError, one_line, redact
+from mhindex.files import inside
+from mhindex.home import CorpusDir
+from mhindex.options import option
+from mhindex.requirements import package
+from mhindex.ui import reporter
+
+TOKEN_VARIABLE = "MHINDEX_MILVUS_TOKEN"
+WORK_PREFIX = ".milvus-work-"
+LITE_FILE = "milvus.db"
+#: Milvus's names for the index types, by the option's values.
+INDEX_TYPES = {"flat": "FLAT", "hnsw": "HNSW", "ivfpq": "IVF_PQ"}
+LITE_TYPES = ("flat", "hnsw")  # what Milvus Lite 3.2 builds (its IVF_PQ is "reserved for a future phase")
+
+
+@dataclass(frozen=True)
+class MilvusOptions:
+    milvus_uri: str | None = option(
+        None,
+        f"Milvus: a server's or cluster's address (http://HOST:19530), its token from ${TOKEN_VARIABLE} "
+        "\\[default: Milvus Lite, embedded in the index's folder].",
+        metavar="URI",
+        stage="connection",
+    )
+    milvus_timeout: int = option(
+        30, "Milvus: seconds a request may take, its retries included.", min=1, max=3600, stage="connection"
+    )
+    encoder: str = option(
+        PACKAGED_ENCODER,
+        "Dense: encoder folder or cached hub name (the packaged all-MiniLM-L6-v2 by default).",
+        stage="index",
+    )
+    query_encoder: str | None = option(
+        None, "Dense: question encoder of a DPR pair \\[default: --encoder].", stage="index"
+    )
+    encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
+    milvus_index: str = option(
+        "flat",
+        "Milvus: flat (exact), hnsw or ivfpq (a server's; Milvus Lite builds flat and hnsw).",
+        choices=tuple(INDEX_TYPES),
+        stage="index",
+    )
+    hnsw_m: int = option(32, "Dense HNSW: links per node.", min=2, stage="index")
+    ef_construction: int = option(100, "HNSW: candidates kept while linking a new vector.", min=2, stage="index")
+    ef_search: int = option(128, "Dense HNSW: search breadth.", min=1, stage="search")
+    ivf_lists: int | None = option(None, "Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", min=1, stage="index")
+    pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
+    nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
+    vectors: str | None = option(
+        None, "Dense: build from vectors computed elsewhere (see the dense backend).", metavar="FILE", stage="index"
+    )
+    vectors_dim: int | None = option(
+        None, "Dense --vectors: the dimension of a raw vectors file.", min=1, stage="index"
+    )
+    vectors_dtype: str = option(
+        "float32", "Dense --vectors: the numbers of a raw file.", choices=("float32", "float16"), stage="index"
+    )
+    vector_ids: str | None = option(
+        None, "Dense --vectors: the vectors' paragraph ids, one a line, in their order.", metavar="FILE", stage="index"
+    )
+    milvus_batch: int = option(1000, "Milvus: rows per insert request.", min=1, max=100_000, stage="index")
+    batch_size: int = option(32, "Dense: paragraphs encoded per batch.", min=1, stage="both")
+    shard_size: int = option(10_000, "Dense: paragraphs per resumable shard.", min=1, stage="both")
+    threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
+    max_length: int = 256
+    mmap: bool = False  # the dense backend's shards are read as its own builds read them
+    ivf_train: int | None = None
+
+
+class MilvusError(MhindexError):
+    pass
+
+
+def _pymilvus() -> Any:
+    try:
+        import pymilvus
+    except ImportError:
+        raise MilvusError("the milvus backend needs its client: pip install 'mhindex[milvus]'") from None
+    return pymilvus
+
+
+def collection_name(corpus: CorpusDir, options: MilvusOptions) -> str:
+    """The corpus's name (as Milvus allows names: letters, digits, underscores) and a key of its sha256 and of
+    what decides the vectors and the index built on them."""
+    shape = [
+        corpus.manifest()["corpus_sha256"],
+        options.encoder,
+        options.query_encoder,
+        options.encoder_runtime,
+        options.max_length,
+        options.vectors,
+        *(index_params(options, 0).items()),
+    ]
+    key = hashlib.sha256(json.dumps(shape, default=str).encode()).hexdigest()[:16]
+    return f"mhindex_{re.sub(r'[^0-9A-Za-z_]', '_', corpus.name)[:180]}_{key}"
+
+
+def index_params(options: MilvusOptions, paragraphs: int) -> dict[str, Any]:
+    """Milvus's index type and build parameters, as recorded in the manifest and keyed into the collection (with
+    `paragraphs` 0, IVF-PQ's lists as given: its default follows the corpus, whose sha256 the key holds)."""
+    kind = INDEX_TYPES[options.milvus_index]
+    if kind == "HNSW":
+        return {"index_type": kind, "M": options.hnsw_m, "efConstruction": options.ef_construction}
+    if kind == "IVF_PQ":
+        lists = options.ivf_lists or (max(1, round(4 * paragraphs**0.5)) if paragraphs else None)
+        return {"index_type": kind, "nlist": lists, "m": options.pq_m, "nbits": 8}
+    return {"index_type": kind}
+
+
+def connect(options: MilvusOptions, lite: Path | None) -> Any:
+    """A MilvusClient: the server at --milvus-uri (its token from the environment), else Milvus Lite in `lite`."""
+    pymilvus = _pymilvus()
+    uri = options.milvus_uri or (str(lite) if lite else None)
+    if uri is None:
+        raise UsageError("the milvus backend needs --milvus-uri, or an index built with Milvus Lite")
+    token = os.environ.get(TOKEN_VARIABLE, "") if options.milvus_uri else ""
+    import logging
+
+    # pymilvus logs each failed call at ERROR, a traceback's worth of lines, before raising: the error is said once,
+    # in one line, by the caller. Milvus Lite serves in this process: its gRPC server logs the calls it does not
+    # implement (AllocTimestamp, which the client then does without) as tracebacks.
+    for name in ["grpc._server", *(n for n in logging.root.manager.loggerDict if n.startswith("pymilvus"))]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)  # pymilvus sets its modules' loggers' levels itself
+    try:
+        return pymilvus.MilvusClient(uri=uri, token=token, timeout=options.milvus_timeout)
+    except Exception as error:  # noqa: BLE001 - pymilvus raises its own and grpc's: one line either way
+        raise MilvusError(redact(f"cannot reach Milvus at {uri}: {one_line(error)}", [token])) from None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def local_server(folder: Path) -> Iterator[str]:
+    """Milvus's own server, from PyPI's `milvus` wheel (2.3.5: the gRPC protocol of a Milvus cluster), with its
+    files under `folder`, on free loopback ports; yields its address (for --milvus-uri) and stops it, its
+    processes and all, on the way out, a failure's too. For the tests and benchmarks, and to try a server here.
+
+    Milvus's embedded etcd keeps its peer port at 2380, which its template does not name: two servers on one
+    machine would meet there, so an etcd configuration file gives it a free one too (`etcd.config.path`, which
+    Milvus reads when etcd is embedded)."""
+    try:
+        from milvus import MilvusServer
+    except ImportError:
+        raise MilvusError("a local Milvus server needs the milvus wheel: pip install 'mhindex[milvus]'") from None
+    server = MilvusServer()
+    server.set_base_dir(str(folder))
+    # Every port from the system's free ones: the wheel's own choice (the first free above each default) races
+    # when two servers start at once, and both take the same.
+    for key in [k for k in server.config.configurable_items if k.endswith("_port")]:
+        server.config.set(key, _free_port())
+    server.webservice_port = _free_port()  # its health and metrics (9091 and up by default)
+    client, peer = int(server.config.get("etcd_port")), _free_port()
+    etcd = folder / "etcd.yaml"
+    etcd.write_text(
+        f"listen-peer-urls: http://127.0.0.1:{peer}\ninitial-advertise-peer-urls: http://127.0.0.1:{peer}\n"
+        f"listen-client-urls: http://127.0.0.1:{client}\nadvertise-client-urls: http://127.0.0.1:{client}\n"
+        f"initial-cluster: default=http://127.0.0.1:{peer}\n"
+    )
+    write_config, embedded = server.config.write_config, "  use:\n    embed: true"
+
+    def with_etcd_config() -> None:
+        write_config()
+        path = folder / "configs" / "milvus.yaml"
+        text = path.read_text()
+        if embedded not in text:
+            raise MilvusError(f"{path}: the milvus wheel's configuration has no embedded etcd to give a port")
+        path.write_text(text.replace(embedded, f"  config:\n    path: {etcd}\n{embedded}", 1))
+
+    server.config.write_config = with_etcd_config
+    try:
+        server.start()
+        yield f"http://127.0.0.1:{server.listen_port}"
+    finally:
+        server.stop()
+
+
+def disconnect(client: Any, lite: Path | None) -> None:
+    """Close the client, and stop Milvus Lite's in-process server of `lite`: until then it holds the database's
+    lock, and the index could not be opened again in this process (a build, then a search, from Python)."""
+    client.close()
+    if lite is not None:
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(str(lite))
+
+
+def _schema(pymilvus: Any, dim: int) -> Any:
+    schema = pymilvus.MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("position", pymilvus.DataType.INT64, is_primary=True)
+    schema.add_field("title_key", pymilvus.DataType.VARCHAR, max_length=65_535)
+    schema.add_field("vector", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
+    return schema
+
+
+def _progress(work: Path) -> int:
+    """The rows a build inserted and flushed so far (0 for a new build)."""
+    try:
+        return int((work / "inserted").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+class MilvusBackend(Backend):
+    name = "milvus"
+    title = "dense (Milvus)"
+    queries = "the query encoder's tokenizer, no instruction prefix, truncated at max_length"
+    Settings = MilvusOptions
+    builds_index = True
+    requirements = (
+        package("milvus backend", "pymilvus", "pymilvus", "pip install 'mhindex[milvus]'"),
+        package("Milvus server (tests, a local server)", "milvus", "milvus", "pip install 'mhindex[milvus]'"),
+    )
+
+    def footprint(self, paragraphs: int, corpus_bytes: int, options: MilvusOptions) -> Footprint | None:
+        # Counted: this process holds the encoder's runtime and one shard of vectors at a time (the index lives
+        # in Milvus); on disk, the encoded shards until the load is done, and with Milvus Lite its database.
+        from mhindex.backends.dense import ASSUMED_DIMENSION, ENCODER_RUNTIME, ONNX_EXPORT_DISK, encoder_dimension
+
+        dim = options.vectors_dim or encoder_dimension(options.encoder) or ASSUMED_DIMENSION
+        vectors = paragraphs * dim * 4
+        shards = 0 if options.vectors else vectors
+        lite = 0 if options.milvus_uri else vectors + paragraphs * (options.hnsw_m * 8 + 64)
+        export = ONNX_EXPORT_DISK if options.encoder_runtime == "onnx-int8" and not options.vectors else 0
+        where = "the server's" if options.milvus_uri else "Milvus Lite's database in the index folder"
+        return Footprint(
+            int(ENCODER_RUNTIME + min(paragraphs, options.shard_size) * dim * 4), int(shards + lite + export),
+            f"{dim}-dimensional float32 vectors encoded to disk a shard at a time, then loaded into {where}; the "
+            f"encoder's runtime about {ENCODER_RUNTIME / 2**30:.1f} GB (the server's own memory is not counted)",
+        )  # fmt: skip
+
+    def build(self, corpus: CorpusDir, target: Path, options: MilvusOptions, context: BackendContext) -> dict[str, Any]:
+        if not options.milvus_uri and options.milvus_index not in LITE_TYPES:
+            raise UsageError(
+                f"--milvus-index {options.milvus_index} needs a Milvus server (--milvus-uri): Milvus Lite builds "
+                f"{' and '.join(LITE_TYPES)}"
+            )
+        name = collection_name(corpus, options)
+        work = inside(context.home, corpus.indexes / f"{WORK_PREFIX}{name.rsplit('_', 1)[-1]}")
+        work.mkdir(parents=True, exist_ok=True)
+        vectors, encoder = _vectors(corpus, options, context, work)
+        lite = None if options.milvus_uri else work / LITE_FILE
+        client = connect(options, lite)
+        try:
+            count = sum(vectors.lengths)
+            params = index_params(options, count)
+            _load(client, name, vectors, options, work, params, corpus)
+        finally:
+            disconnect(client, lite)
+        if not options.milvus_uri:  # the embedded database moves into the index's folder with its manifest
+            shutil.move(str(work / LITE_FILE), str(target / LITE_FILE))
+        shutil.rmtree(work, ignore_errors=True)
+        return {
+            "paragraphs": count,
+            "dim": encoder.dim,
+            "collection": name,
+            "server": redact(options.milvus_uri, []) if options.milvus_uri else None,
+            **params,
+            "encoder": options.encoder,
+            "encoder_sha256": encoder_digest(options.encoder, context.cache),
+            "pooling": encoder.pooling,
+            "normalized": encoder.normalize,
+        }
+
+    def open(
+        self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: MilvusOptions,
+        context: BackendContext,
+    ) -> MilvusRetriever:  # fmt: skip
+        if bool(manifest.get("server")) != bool(options.milvus_uri):
+            where = f"on the Milvus server {manifest['server']}" if manifest.get("server") else "in Milvus Lite"
+            raise UsageError(
+                f"the milvus index of '{corpus.name}' was built {where}: "
+                + (f"pass --milvus-uri {manifest['server']}" if manifest.get("server") else "leave out --milvus-uri")
+            )
+        lite = None if options.milvus_uri else index_dir / LITE_FILE
+        client = connect(options, lite)
+        try:
+            return MilvusRetriever(corpus, client, manifest, options, context, lite)
+        except BaseException:
+            disconnect(client, lite)
+            raise
+
+
+def _as_dense(options: MilvusOptions) -> Any:
+    """The dense backend's options of the same encoding: its shards and `--vectors` checks are reused."""
+    from mhindex.backends.dense import DenseOptions
+
+    shared = {f.name: getattr(options, f.name) for f in dataclasses.fields(DenseOptions) if hasattr(options, f.name)}
+    return DenseOptions(**shared)
+
+
+def _vectors(corpus: CorpusDir, options: MilvusOptions, context: BackendContext, work: Path) -> tuple[Any, Any]:
+    """The corpus's vectors in corpus order (encoded into resumable shards, or `--vectors`), and the encoder."""
+    from mhindex.backends.dense import DenseBackend, Vectors, given_vectors
+
+    dense = _as_dense(options)
+    encoder = make_encoder(options.encoder, options.encoder_runtime, options.max_length, options.threads,
+                           context.models)  # fmt: skip
+    if options.vectors:
+        return given_vectors(corpus, dense, encoder.dim), encoder
+    paragraphs = corpus.paragraphs()
+    try:
+        shards, _ = DenseBackend._encode(paragraphs, encoder, work, dense)
+    finally:
+        paragraphs.close()
+    return Vectors.of_shards(shards, encoder.dim), encoder
+
+
+def _load(
+    client: Any, name: str, vectors: Any, options: MilvusOptions, work: Path, params: dict[str, Any], corpus: CorpusDir
+) -> None:
+    """Insert the vectors into a staging collection from where the last build stopped (its rows past the last mark
+    deleted), index it, then put it in the place of the collection of that name, if any: searches of the index
+    being replaced never see a half-loaded collection."""
+    pymilvus, staging = _pymilvus(), f"{name}_staging"
+    done = _progress(work) if client.has_collection(staging) else 0
+    if not done:
+        if client.has_collection(staging):
+            client.drop_collection(staging)
+        client.create_collection(staging, schema=_schema(pymilvus, vectors.dim), consistency_level="Strong")
+    else:  # rows inserted after the last mark are at most one shard's; by key, as an unloaded collection allows
+        client.delete(staging, ids=list(range(done, done + max(vectors.lengths))))
+        reporter().info(f"resuming the Milvus load of {name}: {done:,} rows already in")
+    _insert(client, staging, vectors, options, work, done, corpus)
+    index = client.prepare_index_params()
+    index.add_index(field_name="vector", index_type=params["index_type"], metric_type="IP",
+                    params={k: v for k, v in params.items() if k != "index_type"})  # fmt: skip
+    client.create_index(staging, index)
+    if client.has_collection(name):
+        client.drop_collection(name)
+    client.rename_collection(staging, name)
+    client.load_collection(name)
+
+
+def _insert(
+    client: Any, staging: str, vectors: Any, options: MilvusOptions, work: Path, done: int, corpus: CorpusDir
+) -> None:
+    """The vectors from row `done` on, `milvus_batch` rows a request, flushed and the rows in recorded after each
+    shard of them."""
+    import numpy as np
+
+    from mhindex.files import atomic_file
+
+    total, first = sum(vectors.lengths), 0
+    paragraphs = corpus.paragraphs()
+    try:
+        with reporter().progress(f"loading {total:,} vectors into Milvus", total=total) as bar:
+            bar.advance(min(done, total))
+            for number in range(len(vectors.lengths)):
+                chunk = vectors.chunk(number)
+                for start in range(max(0, done - first), len(chunk), options.milvus_batch):
+                    rows, at = chunk[start : start + options.milvus_batch], first + start
+                    if not np.isfinite(rows).all():
+                        raise MilvusError(f"a vector of paragraphs {at:,} to {at + len(rows) - 1:,} is NaN or infinite")
+                    keys = [title_key(paragraphs[at + i]["title"]) for i in range(len(rows))]
+                    client.insert(staging, [{"position": at + i, "title_key": key, "vector": row.tolist()}
+                                            for i, (key, row) in enumerate(zip(keys, rows, strict=True))])  # fmt: skip
+                    bar.advance(len(rows))
+                first += len(chunk)
+                # A flush seals a segment: one a shard (--shard-size rows), not one a request, keeps them few.
+                client.flush(staging)
+                with atomic_file(work / "inserted", "w") as handle:
+                    handle.write(str(first))
+    finally:
+        paragraphs.close()
+
+
+class MilvusRetriever:
+    def __init__(
+        self, corpus: CorpusDir, client: Any, manifest: dict[str, Any], options: MilvusOptions, context: BackendContext,
+        lite: Path | None = None,
+    ) -> None:  # fmt: skip
+        self._client, self._name, self._timeout = client, manifest["collection"], options.milvus_timeout
+        self._lite = lite
+        self._where = manifest.get("server") or "Milvus Lite"
+        kind = manifest.get("index_type", "FLAT")
+        self._params = {"HNSW": {"ef": options.ef_search}, "IVF_PQ": {"nprobe": options.nprobe}}.get(kind, {})
+        try:
+            client.load_collection(self._name, timeout=self._timeout)
+        except Exception as error:  # noqa: BLE001 - a collection gone from the server: one line
+            raise MilvusError(f"the Milvus collection {self._name} at {self._where}: {one_line(error)}") from None
+        self._paragraphs = corpus.paragraphs()
+        self._encoder = make_encoder(options.query_encoder or options.encoder, options.encoder_runtime,
+                                     options.max_length, options.threads, context.models)  # fmt: skip
+
+    def _search(self, vectors: Any, k: int, titles: Sequence[str] | None = None) -> list[list[Hit]]:
+        # Milvus's string literals escape as JSON's do (a quote, a backslash); other characters go as they are.
+        keys = json.dumps(sorted({title_key(t) for t in titles or ()}), ensure_ascii=False)
+        where = f"title_key in {keys}" if titles is not None else ""
+        try:
+            found = self._client.search(
+                self._name, data=[v.tolist() for v in vectors], limit=k, filter=where, anns_field="vector",
+                search_params={"metric_type": "IP", "params": self._params}, output_fields=[], timeout=self._timeout,
+                # The collection no longer changes once built: "Strong" would wait out Milvus's 200 ms time tick.
+                consistency_level="Eventually",
+            )  # fmt: skip
+        except Exception as error:  # noqa: BLE001 - a server gone, a timeout: one line, not a traceback
+            raise MilvusError(f"searching {self._name} at {self._where}: {one_line(error)}") from None
+        return [[self._hit(hit) for hit in hits] for hits in found]
+
+    def _hit(self, hit: dict[str, Any]) -> Hit:
+        record = self._paragraphs[int(hit.get("id", hit.get("position", -1)))]  # Milvus Lite names it by its field
+        return Hit(record["id"], record["title"], record["text"], float(hit["distance"]))
+
+    def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
+        if titles is not None and not titles:
+            return []
+        return self._search(self._encoder.encode_queries([query]), k, titles)[0]
+
+    def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        return self._search(self._encoder.encode_queries(list(queries)), k) if queries else []
+
+    def close(self) -> None:
+        self._paragraphs.close()
+        disconnect(self._client, self._lite)

@@ -1,0 +1,215 @@
+"""The milvus backend against a real Milvus server: Milvus's own, from PyPI's `milvus` wheel (2.3.5), started on
+127.0.0.1 on free ports with its files under the test's tmp folder, and stopped at the end even on failure
+(mhindex.backends.milvus.local_server).
+Builds, searches (exactly FAISS's for a flat index, within 0.01 of its recall@15 for HNSW, title scopes as
+filter expressions), a hybrid with Lucene, a killed build resumed, and a server that goes away mid-search."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import read_jsonl, small_wiki_corpus
+from mhindex.backends.milvus import local_server as milvus_server
+from mhindex.cli import main
+
+pytest.importorskip("faiss", reason="the vectors are the dense backend's (scripts/setup.sh installs faiss-cpu)")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A Milvus server, and a data root with the small 2WikiMQA corpus indexed by FAISS (flat, the exact search)
+    and by Milvus on that server (flat and HNSW), the same encoder's vectors."""
+    home = small_wiki_corpus(tmp_path_factory.mktemp("milvus-home"))
+    with milvus_server(tmp_path_factory.mktemp("milvus-server")) as uri:
+        assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "dense"]) == 0
+        assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "milvus", "--milvus-uri", uri]) == 0
+        yield home, uri
+
+
+def searcher(home, backend, **options):
+    from mhindex.backends import BackendSpec, open_retriever
+    from mhindex.home import corpus_dir
+
+    return open_retriever(corpus_dir(home, "wiki"), BackendSpec.parse(backend, options))
+
+
+def questions(home):
+    return [q["question"] for q in read_jsonl(home / "wiki" / "questions.jsonl")]
+
+
+def test_flat_on_a_real_server_ranks_as_faiss_exact_search(served):
+    home, uri = served
+    manifest = json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
+    assert (
+        manifest["server"] == uri
+        and manifest["index_type"] == "FLAT"
+        and manifest["collection"].startswith("mhindex_wiki_")
+    )
+    milvus, faiss = searcher(home, "milvus", milvus_uri=uri), searcher(home, "dense")
+    try:
+        for question in questions(home):
+            got, exact = milvus.search(question, 10), faiss.search(question, 10)
+            assert [h.id for h in got] == [h.id for h in exact], question
+            assert [h.score for h in got] == pytest.approx([h.score for h in exact], abs=1e-4)
+        # A title scope is a filter inside Milvus: the same paragraphs FAISS's widened ranking finds.
+        titles = [h.title for h in faiss.search(questions(home)[0], 5)[::2]] + ["A page that is not there"]
+        for question in questions(home)[:5]:
+            scoped = milvus.search(question, 5, titles)
+            assert [h.id for h in scoped] == [h.id for h in faiss.search(question, 5, titles)]
+            assert {h.title.lower() for h in scoped} <= {t.lower() for t in titles}
+        assert milvus.search(questions(home)[0], 5, []) == []
+        batched = milvus.search_many(questions(home)[:4], 3)
+        assert [[h.id for h in hits] for hits in batched] == [
+            [h.id for h in faiss.search(q, 3)] for q in questions(home)[:4]
+        ]
+    finally:
+        milvus.close()
+        faiss.close()
+
+
+def test_hnsw_recall_at_15_is_within_001_of_exact_search(served, tmp_path):
+    home, uri = served
+    options = ["--milvus-uri", uri, "--milvus-index", "hnsw", "--hnsw-m", "16"]
+    assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "milvus", *options, "--force"]) == 0
+    manifest = json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
+    assert manifest["index_type"] == "HNSW" and manifest["M"] == 16 and manifest["efConstruction"] == 100
+    gold = {q["question"]: set(q["gold_ids"]) for q in read_jsonl(home / "wiki" / "questions.jsonl")}
+    milvus, faiss = searcher(home, "milvus", milvus_uri=uri), searcher(home, "dense")
+    try:
+
+        def recall(retriever):
+            return sum(len({h.id for h in retriever.search(q, 15)} & ids) / len(ids) for q, ids in gold.items())
+
+        assert abs(recall(milvus) - recall(faiss)) / len(gold) <= 0.01
+    finally:
+        milvus.close()
+        faiss.close()
+    # Back to flat, for the other tests of the module (a rebuild replaces the collection only when complete).
+    assert (
+        main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "milvus", "--milvus-uri", uri, "--force"])
+        == 0
+    )
+
+
+def test_cli_search_hybrid_with_lucene_and_a_wrong_address_say_one_line(served, capsys):
+    home, uri = served
+    asked = ["--home", str(home), "search", "wiki", questions(home)[0], "-k", "4", "--json"]
+    assert main([*asked, "--backend", "milvus", "--milvus-uri", uri]) == 0
+    milvus_hits = [h["id"] for h in json.loads(capsys.readouterr().out)["hits"]]
+    assert len(milvus_hits) == 4
+    assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "lucene"]) == 0
+    capsys.readouterr()
+    assert main([*asked, "--backend", "lucene+milvus", "--milvus-uri", uri]) == 0
+    fused = [h["id"] for h in json.loads(capsys.readouterr().out)["hits"]]
+    assert len(fused) == 4 and set(fused) & set(milvus_hits)
+    # Built on a server, searched without its address: one line that says which address.
+    assert main([*asked, "--backend", "milvus"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and f"pass --milvus-uri {uri}" in error[0]
+
+
+def test_serve_answers_search_r1s_retrieve_from_milvus(served):
+    """`mhindex serve` over the Milvus index, for real on 127.0.0.1: Search-R1's /retrieve gives Milvus's hits,
+    and /info its fingerprint (the index type, the encoder's sha256)."""
+    import httpx
+
+    from mhindex.backends import BackendSpec, open_index
+    from mhindex.home import corpus_dir
+    from mhindex.server.app import Limits, index_info, make_app
+    from mhindex.server.protocols import corpus_lines
+    from servers import Uvicorn
+
+    home, uri = served
+    corpus = corpus_dir(home, "wiki")
+    opened = open_index(corpus, BackendSpec.parse("milvus", {"milvus_uri": uri}))
+    info = index_info(corpus, "milvus", opened.settings, opened.fingerprint)
+    try:
+        with Uvicorn(make_app(opened.retriever, info, Limits(), None, corpus_lines(corpus), access_log=False)) as web:
+            asked = questions(home)[:3]
+            reply = httpx.post(web.url + "/retrieve", json={"queries": asked, "topk": 3, "return_scores": True})
+            found = [[hit["document"]["id"] for hit in hits] for hits in reply.json()["result"]]
+            assert found == [[h.id for h in opened.retriever.search(q, 3)] for q in asked]
+            about = httpx.get(web.url + "/info").json()["fingerprint"]["retrieval"]
+            assert (
+                about["backend"] == "milvus" and about["milvus_index"] == "flat" and len(about["encoder_sha256"]) == 64
+            )
+    finally:
+        opened.close()
+
+
+def test_a_killed_build_resumes_where_it_stopped(served, tmp_path):
+    """Killed while loading (its rows flushed a shard at a time), the same command goes on from the last shard
+    recorded, and the collection holds each paragraph once."""
+    from pymilvus import MilvusClient
+
+    home, uri = served
+    options = ["--milvus-uri", uri, "--milvus-batch", "10", "--shard-size", "20", "--force"]
+    command = [sys.executable, "-m", "mhindex", "--home", str(home), "index", "wiki", "--backend", "milvus", *options]
+    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    while time.time() < deadline and victim.poll() is None:
+        marks = list((home / "wiki" / "indexes").glob(".milvus-work-*/inserted"))
+        if marks and int(marks[0].read_text() or 0) >= 50:
+            break
+        time.sleep(0.2)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    assert marks and 50 <= int(marks[0].read_text()) < len(read_jsonl(home / "wiki" / "corpus.jsonl"))
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming the Milvus load" in resumed.stderr
+    manifest = json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
+    client = MilvusClient(uri=uri)
+    try:
+        count = client.query(manifest["collection"], filter="", output_fields=["count(*)"])[0]["count(*)"]
+        assert count == manifest["paragraphs"] == len(read_jsonl(home / "wiki" / "corpus.jsonl"))
+        assert not client.has_collection(manifest["collection"] + "_staging")
+    finally:
+        client.close()
+    assert not list((home / "wiki" / "indexes").glob(".milvus-work-*"))  # what the build kept to resume: gone
+
+
+def test_a_server_that_goes_away_mid_search_is_one_line(tmp_path, capsys):
+    (tmp_path / "home").mkdir()
+    home = small_wiki_corpus(tmp_path / "home")
+    with milvus_server(tmp_path / "server") as uri:
+        assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "milvus", "--milvus-uri", uri]) == 0
+        retriever = searcher(home, "milvus", milvus_uri=uri, milvus_timeout=3)
+        assert len(retriever.search("Who directed the film?", 3)) == 3
+    from mhindex.errors import MhindexError
+
+    with pytest.raises(MhindexError, match="searching mhindex_wiki_.* at http://127.0.0.1"):
+        retriever.search("Who directed the film?", 3)
+    capsys.readouterr()
+    asked = ["--home", str(home), "search", "wiki", "Who directed the film?", "--backend", "milvus"]
+    assert main([*asked, "--milvus-uri", uri, "--milvus-timeout", "3"]) == 1
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "Milvus" in error[0] and "Traceback" not in error[0]
+
+
+def test_without_an_address_milvus_lite_is_embedded_in_the_index_folder(served, tmp_path, capsys):
+    """No --milvus-uri: Milvus Lite, its database in the index's own folder (replaced with the index, removed with
+    it), the same exact ranking as FAISS; an index type it cannot build is one line, before any vector."""
+    home, _ = served
+    lite = tmp_path / "home"
+    lite.mkdir()
+    small_wiki_corpus(lite)
+    assert main(["--home", str(lite), "index", "wiki", "--backend", "milvus", "--milvus-index", "ivfpq"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "needs a Milvus server (--milvus-uri)" in error[0]
+    assert main(["--quiet", "--home", str(lite), "index", "wiki", "--backend", "milvus"]) == 0
+    assert (lite / "wiki" / "indexes" / "milvus" / "milvus.db").is_dir()
+    assert not list((lite / "wiki" / "indexes").glob(".milvus-work-*"))
+    milvus, faiss = searcher(lite, "milvus"), searcher(home, "dense")
+    try:
+        for question in questions(lite)[:8]:
+            assert [h.id for h in milvus.search(question, 5)] == [h.id for h in faiss.search(question, 5)]
+    finally:
+        milvus.close()
+        faiss.close()
