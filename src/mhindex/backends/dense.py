@@ -63,7 +63,10 @@ def encoder_dimension(name: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class DenseOptions:
+class DenseEncoding:
+    """How a corpus's dense vectors are made (the encoder, its runtime, resumable shards, or vectors computed
+    elsewhere): shared by the backends that store them, FAISS's (`DenseOptions`) and Milvus's."""
+
     encoder: str = option(
         PACKAGED_ENCODER,
         "Dense: encoder folder or cached hub name (the packaged all-MiniLM-L6-v2 by default).",
@@ -71,22 +74,6 @@ class DenseOptions:
     )
     query_encoder: str | None = option(
         None, "Dense: question encoder of a DPR pair \\[default: --encoder].", stage="index"
-    )
-    faiss_index: str = option(
-        "flat", "Dense: flat (exact), hnsw or ivfpq.", choices=("flat", "hnsw", "ivfpq"), stage="index"
-    )
-    hnsw_m: int = option(32, "Dense HNSW: links per node.", min=2, stage="index")
-    ef_search: int = option(128, "Dense HNSW: search breadth.", min=1, stage="search")
-    ivf_lists: int | None = option(None, "Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", min=1, stage="index")
-    pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
-    nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
-    ivf_train: int | None = option(
-        None, "Dense IVF-PQ: vectors sampled to train on \\[default: 64 per list].", min=1, stage="index"
-    )
-    # Off by default: measured on 500k vectors, a memory-mapped search took about 8x as long (p50 1.56 vs 0.18 ms),
-    # and IVF-PQ codes are small (133 MB for 5.2M paragraphs at --pq-m 16); it is for indexes beyond memory.
-    mmap: bool = option(
-        False, "Dense IVF-PQ: search the index memory-mapped from disk, for indexes larger than memory.", stage="search"
     )
     encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
     vectors: str | None = option(
@@ -110,6 +97,26 @@ class DenseOptions:
     shard_size: int = option(10_000, "Dense: paragraphs per resumable shard.", min=1, stage="both")
     threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
     max_length: int = 256
+
+
+@dataclass(frozen=True)
+class DenseOptions(DenseEncoding):
+    faiss_index: str = option(
+        "flat", "Dense: flat (exact), hnsw or ivfpq.", choices=("flat", "hnsw", "ivfpq"), stage="index"
+    )
+    hnsw_m: int = option(32, "Dense HNSW: links per node.", min=2, stage="index")
+    ef_search: int = option(128, "Dense HNSW: search breadth.", min=1, stage="search")
+    ivf_lists: int | None = option(None, "Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", min=1, stage="index")
+    pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
+    nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
+    ivf_train: int | None = option(
+        None, "Dense IVF-PQ: vectors sampled to train on \\[default: 64 per list].", min=1, stage="index"
+    )
+    # Off by default: measured on 500k vectors, a memory-mapped search took about 8x as long (p50 1.56 vs 0.18 ms),
+    # and IVF-PQ codes are small (133 MB for 5.2M paragraphs at --pq-m 16); it is for indexes beyond memory.
+    mmap: bool = option(
+        False, "Dense IVF-PQ: search the index memory-mapped from disk, for indexes larger than memory.", stage="search"
+    )
 
 
 def recorded_runtime(options: Any, manifest: dict[str, Any]) -> Any:
@@ -270,7 +277,7 @@ def build_faiss_index(faiss: Any, vectors: Vectors, options: DenseOptions) -> An
     return index
 
 
-def given_vectors(corpus: CorpusDir, options: DenseOptions, dim: int) -> Vectors:
+def given_vectors(corpus: CorpusDir, options: DenseEncoding, dim: int) -> Vectors:
     """`--vectors FILE`, checked against the corpus and the encoder, in corpus order."""
     import numpy as np
 
@@ -437,7 +444,7 @@ class DenseBackend(Backend):
 
     @staticmethod
     def _encode(
-        paragraphs: Any, encoder: Encoder | OnnxEncoder, work: Path, options: DenseOptions
+        paragraphs: Any, encoder: Encoder | OnnxEncoder, work: Path, options: DenseEncoding
     ) -> tuple[list[Path], int]:
         """Encode the corpus into .npy shards of `shard_size` vectors; a shard already on disk (an
         interrupted run's) is kept. Only one shard's paragraphs are in memory at a time."""

@@ -13,7 +13,6 @@ before it goes on. Tested against a real Milvus server (the `milvus` wheel's) in
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -26,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.backends.base import Backend, BackendContext, Footprint, Hit, title_key
-from mhindex.encoders import PACKAGED_ENCODER, RUNTIME_HELP, RUNTIMES, encoder_digest, make_encoder
+from mhindex.backends.dense import DenseEncoding
+from mhindex.encoders import encoder_digest, make_encoder
 from mhindex.errors import MhindexError, UsageError, one_line, redact
 from mhindex.files import inside
 from mhindex.home import CorpusDir
@@ -43,7 +43,9 @@ LITE_TYPES = ("flat", "hnsw")  # what Milvus Lite 3.2 builds (its IVF_PQ is "res
 
 
 @dataclass(frozen=True)
-class MilvusOptions:
+class MilvusOptions(DenseEncoding):
+    """The dense backend's encoding (its encoder, shards and --vectors), and where and how Milvus holds them."""
+
     milvus_uri: str | None = option(
         None,
         f"Milvus: a server's or cluster's address (http://HOST:19530), its token from ${TOKEN_VARIABLE} "
@@ -54,15 +56,6 @@ class MilvusOptions:
     milvus_timeout: int = option(
         30, "Milvus: seconds a request may take, its retries included.", min=1, max=3600, stage="connection"
     )
-    encoder: str = option(
-        PACKAGED_ENCODER,
-        "Dense: encoder folder or cached hub name (the packaged all-MiniLM-L6-v2 by default).",
-        stage="index",
-    )
-    query_encoder: str | None = option(
-        None, "Dense: question encoder of a DPR pair \\[default: --encoder].", stage="index"
-    )
-    encoder_runtime: str = option("onnx-int8", RUNTIME_HELP, choices=RUNTIMES, stage="index")
     milvus_index: str = option(
         "flat",
         "Milvus: flat (exact), hnsw or ivfpq (a server's; Milvus Lite builds flat and hnsw).",
@@ -75,25 +68,7 @@ class MilvusOptions:
     ivf_lists: int | None = option(None, "Dense IVF-PQ: lists \\[default: 4 sqrt(paragraphs)].", min=1, stage="index")
     pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
     nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
-    vectors: str | None = option(
-        None, "Dense: build from vectors computed elsewhere (see the dense backend).", metavar="FILE", stage="index"
-    )
-    vectors_dim: int | None = option(
-        None, "Dense --vectors: the dimension of a raw vectors file.", min=1, stage="index"
-    )
-    vectors_dtype: str = option(
-        "float32", "Dense --vectors: the numbers of a raw file.", choices=("float32", "float16"), stage="index"
-    )
-    vector_ids: str | None = option(
-        None, "Dense --vectors: the vectors' paragraph ids, one a line, in their order.", metavar="FILE", stage="index"
-    )
     milvus_batch: int = option(1000, "Milvus: rows per insert request.", min=1, max=100_000, stage="index")
-    batch_size: int = option(32, "Dense: paragraphs encoded per batch.", min=1, stage="both")
-    shard_size: int = option(10_000, "Dense: paragraphs per resumable shard.", min=1, stage="both")
-    threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
-    max_length: int = 256
-    mmap: bool = False  # the dense backend's shards are read as its own builds read them
-    ivf_train: int | None = None
 
 
 class MilvusError(MhindexError):
@@ -315,26 +290,17 @@ class MilvusBackend(Backend):
             raise
 
 
-def _as_dense(options: MilvusOptions) -> Any:
-    """The dense backend's options of the same encoding: its shards and `--vectors` checks are reused."""
-    from mhindex.backends.dense import DenseOptions
-
-    shared = {f.name: getattr(options, f.name) for f in dataclasses.fields(DenseOptions) if hasattr(options, f.name)}
-    return DenseOptions(**shared)
-
-
 def _vectors(corpus: CorpusDir, options: MilvusOptions, context: BackendContext, work: Path) -> tuple[Any, Any]:
     """The corpus's vectors in corpus order (encoded into resumable shards, or `--vectors`), and the encoder."""
     from mhindex.backends.dense import DenseBackend, Vectors, given_vectors
 
-    dense = _as_dense(options)
     encoder = make_encoder(options.encoder, options.encoder_runtime, options.max_length, options.threads,
                            context.models)  # fmt: skip
     if options.vectors:
-        return given_vectors(corpus, dense, encoder.dim), encoder
+        return given_vectors(corpus, options, encoder.dim), encoder
     paragraphs = corpus.paragraphs()
     try:
-        shards, _ = DenseBackend._encode(paragraphs, encoder, work, dense)
+        shards, _ = DenseBackend._encode(paragraphs, encoder, work, options)
     finally:
         paragraphs.close()
     return Vectors.of_shards(shards, encoder.dim), encoder
