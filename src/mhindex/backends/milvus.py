@@ -40,6 +40,14 @@ LITE_FILE = "milvus.db"
 #: Milvus's names for the index types, by the option's values.
 INDEX_TYPES = {"flat": "FLAT", "hnsw": "HNSW", "ivfpq": "IVF_PQ"}
 LITE_TYPES = ("flat", "hnsw")  # what Milvus Lite 3.2 builds (its IVF_PQ is "reserved for a future phase")
+MODES = ("vectors", "bm25")
+#: Milvus's analyzer for BM25: its standard tokenizer, lower-cased, English stop words and stemming (Milvus Lite
+#: 3.2 applies the lower-casing; recall@15 within 0.02 of Lucene's on the three samples: tests/test_milvus.py).
+BM25_ANALYZER = {
+    "tokenizer": "standard",
+    "filter": ["lowercase", {"type": "stop", "stop_words": ["_english_"]}, {"type": "stemmer", "language": "english"}],
+}
+TEXT_BYTES = 65_535  # a VARCHAR's limit: a longer paragraph is indexed by its first 64 KB
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,16 @@ class MilvusOptions(DenseEncoding):
     pq_m: int = option(16, "Dense IVF-PQ: sub-quantizers, dividing the dimension.", min=1, stage="index")
     nprobe: int = option(16, "Dense IVF-PQ: lists probed.", min=1, stage="search")
     milvus_batch: int = option(1000, "Milvus: rows per insert request.", min=1, max=100_000, stage="index")
+    milvus_mode: str = option(
+        "vectors",
+        "Milvus: vectors (the dense encoder's) or bm25 (Milvus's own full-text BM25 over title and text: Milvus Lite, "
+        "or a server of 2.5 or later).",
+        choices=MODES,
+        stage="index",
+    )
+    # Milvus fixes BM25's parameters in the index when it builds it, as Elasticsearch does.
+    k1: float = option(1.2, "BM25 k1.", min=0, stage="index")
+    b: float = option(0.75, "BM25 b.", min=0, max=1, stage="index")
 
 
 class MilvusError(MhindexError):
@@ -94,6 +112,7 @@ def collection_name(corpus: CorpusDir, options: MilvusOptions) -> str:
         options.max_length,
         options.vectors,
         *(index_params(options, 0).items()),
+        *((options.milvus_mode, options.k1, options.b) if options.milvus_mode == "bm25" else ()),
     ]
     key = hashlib.sha256(json.dumps(shape, default=str).encode()).hexdigest()[:16]
     return f"mhindex_{re.sub(r'[^0-9A-Za-z_]', '_', corpus.name)[:180]}_{key}"
@@ -102,6 +121,8 @@ def collection_name(corpus: CorpusDir, options: MilvusOptions) -> str:
 def index_params(options: MilvusOptions, paragraphs: int) -> dict[str, Any]:
     """Milvus's index type and build parameters, as recorded in the manifest and keyed into the collection (with
     `paragraphs` 0, IVF-PQ's lists as given: its default follows the corpus, whose sha256 the key holds)."""
+    if options.milvus_mode == "bm25":
+        return {"index_type": "SPARSE_INVERTED_INDEX", "bm25_k1": options.k1, "bm25_b": options.b}
     kind = INDEX_TYPES[options.milvus_index]
     if kind == "HNSW":
         return {"index_type": kind, "M": options.hnsw_m, "efConstruction": options.ef_construction}
@@ -194,12 +215,64 @@ def disconnect(client: Any, lite: Path | None) -> None:
         server_manager_instance.release_server(str(lite))
 
 
-def _schema(pymilvus: Any, dim: int) -> Any:
+def _schema(pymilvus: Any, dim: int | None) -> Any:
+    """The collection's fields: the paragraph's position (its key) and title key, and its vector (`dim`), or its
+    text with Milvus's BM25 function making the sparse vector Milvus searches (`dim` None)."""
     schema = pymilvus.MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("position", pymilvus.DataType.INT64, is_primary=True)
     schema.add_field("title_key", pymilvus.DataType.VARCHAR, max_length=65_535)
-    schema.add_field("vector", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
+    if dim is not None:
+        schema.add_field("vector", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
+        return schema
+    schema.add_field("text", pymilvus.DataType.VARCHAR, max_length=TEXT_BYTES, enable_analyzer=True,
+                     analyzer_params=BM25_ANALYZER)  # fmt: skip
+    schema.add_field("sparse", pymilvus.DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_function(pymilvus.Function(name="bm25", function_type=pymilvus.FunctionType.BM25,
+                                          input_field_names=["text"], output_field_names=["sparse"]))  # fmt: skip
     return schema
+
+
+@dataclass
+class _Rows:
+    """What a build loads, a chunk (a shard's worth) at a time: the chunks' lengths, a chunk's rows from `start`
+    to `stop`, and the collection's vector dimension (None: BM25's text)."""
+
+    lengths: list[int]
+    rows: Any  # (chunk number, start, stop) -> list of row dicts
+    dim: int | None
+
+
+def _vector_rows(vectors: Any, paragraphs: Any) -> _Rows:
+    import numpy as np
+
+    firsts = [sum(vectors.lengths[:i]) for i in range(len(vectors.lengths))]
+    held: dict[int, Any] = {}
+
+    def rows(number: int, start: int, stop: int) -> list[dict[str, Any]]:
+        chunk = held[number] if number in held else held.setdefault(number, vectors.chunk(number))
+        held.pop(number - 1, None)
+        at = firsts[number]
+        if not np.isfinite(chunk[start:stop]).all():
+            raise MilvusError(f"a vector of paragraphs {at + start:,} to {at + stop - 1:,} is NaN or infinite")
+        return [{"position": at + i, "title_key": title_key(paragraphs[at + i]["title"]), "vector": chunk[i].tolist()}
+                for i in range(start, stop)]  # fmt: skip
+
+    return _Rows(vectors.lengths, rows, vectors.dim)
+
+
+def _text_rows(paragraphs: Any, shard: int) -> _Rows:
+    total = len(paragraphs)
+    lengths = [min(shard, total - first) for first in range(0, total, shard)]
+
+    def rows(number: int, start: int, stop: int) -> list[dict[str, Any]]:
+        found = []
+        for position in range(number * shard + start, number * shard + stop):
+            record = paragraphs[position]
+            text = f"{record['title']} {record['text']}".encode()[:TEXT_BYTES].decode(errors="ignore")
+            found.append({"position": position, "title_key": title_key(record["title"]), "text": text})
+        return found
+
+    return _Rows(lengths, rows, None)
 
 
 def _progress(work: Path) -> int:
@@ -213,7 +286,10 @@ def _progress(work: Path) -> int:
 class MilvusBackend(Backend):
     name = "milvus"
     title = "dense (Milvus)"
-    queries = "the query encoder's tokenizer, no instruction prefix, truncated at max_length"
+    queries = (
+        "vectors: the query encoder's tokenizer, no instruction prefix, truncated at max_length; bm25: Milvus's "
+        "standard tokenizer, lower-cased (its analyzer's stop words and stemmer as the server applies them)"
+    )
     Settings = MilvusOptions
     builds_index = True
     requirements = (
@@ -226,6 +302,11 @@ class MilvusBackend(Backend):
         # in Milvus); on disk, the encoded shards until the load is done, and with Milvus Lite its database.
         from mhindex.backends.dense import ASSUMED_DIMENSION, ENCODER_RUNTIME, ONNX_EXPORT_DISK, encoder_dimension
 
+        if options.milvus_mode == "bm25":  # a shard of texts at a time here; Milvus Lite's inverted index on disk
+            lite = 0 if options.milvus_uri else 2 * corpus_bytes
+            return Footprint(int(200 * 2**20 + corpus_bytes / max(paragraphs, 1) * options.shard_size * 4), lite,
+                             "the paragraphs' texts sent a shard at a time; with Milvus Lite, its index on disk "
+                             "(about twice the corpus)")  # fmt: skip
         dim = options.vectors_dim or encoder_dimension(options.encoder) or ASSUMED_DIMENSION
         vectors = paragraphs * dim * 4
         shards = 0 if options.vectors else vectors
@@ -247,29 +328,25 @@ class MilvusBackend(Backend):
         name = collection_name(corpus, options)
         work = inside(context.home, corpus.indexes / f"{WORK_PREFIX}{name.rsplit('_', 1)[-1]}")
         work.mkdir(parents=True, exist_ok=True)
-        vectors, encoder = _vectors(corpus, options, context, work)
+        dense = options.milvus_mode == "vectors"
+        vectors, encoder = _vectors(corpus, options, context, work) if dense else (None, None)
         lite = None if options.milvus_uri else work / LITE_FILE
-        client = connect(options, lite)
+        client, paragraphs = connect(options, lite), corpus.paragraphs()
         try:
-            count = sum(vectors.lengths)
-            params = index_params(options, count)
-            _load(client, name, vectors, options, work, params, corpus)
+            rows = _vector_rows(vectors, paragraphs) if dense else _text_rows(paragraphs, options.shard_size)
+            params = index_params(options, sum(rows.lengths))
+            _load(client, name, rows, options, work, params)
         finally:
+            paragraphs.close()
             disconnect(client, lite)
         if not options.milvus_uri:  # the embedded database moves into the index's folder with its manifest
             shutil.move(str(work / LITE_FILE), str(target / LITE_FILE))
         shutil.rmtree(work, ignore_errors=True)
-        return {
-            "paragraphs": count,
-            "dim": encoder.dim,
-            "collection": name,
-            "server": redact(options.milvus_uri, []) if options.milvus_uri else None,
-            **params,
-            "encoder": options.encoder,
-            "encoder_sha256": encoder_digest(options.encoder, context.cache),
-            "pooling": encoder.pooling,
-            "normalized": encoder.normalize,
-        }
+        made = {"analyzer": BM25_ANALYZER} if encoder is None else {
+            "dim": encoder.dim, "encoder": options.encoder, "encoder_sha256": encoder_digest(options.encoder,
+            context.cache), "pooling": encoder.pooling, "normalized": encoder.normalize}  # fmt: skip
+        server = redact(options.milvus_uri, []) if options.milvus_uri else None
+        return {"paragraphs": sum(rows.lengths), "collection": name, "server": server, **params, **made}
 
     def open(
         self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: MilvusOptions,
@@ -306,9 +383,7 @@ def _vectors(corpus: CorpusDir, options: MilvusOptions, context: BackendContext,
     return Vectors.of_shards(shards, encoder.dim), encoder
 
 
-def _load(
-    client: Any, name: str, vectors: Any, options: MilvusOptions, work: Path, params: dict[str, Any], corpus: CorpusDir
-) -> None:
+def _load(client: Any, name: str, rows: _Rows, options: MilvusOptions, work: Path, params: dict[str, Any]) -> None:
     """Insert the vectors into a staging collection from where the last build stopped (its rows past the last mark
     deleted), index it, then put it in the place of the collection of that name, if any: searches of the index
     being replaced never see a half-loaded collection."""
@@ -317,13 +392,14 @@ def _load(
     if not done:
         if client.has_collection(staging):
             client.drop_collection(staging)
-        client.create_collection(staging, schema=_schema(pymilvus, vectors.dim), consistency_level="Strong")
+        client.create_collection(staging, schema=_schema(pymilvus, rows.dim), consistency_level="Strong")
     else:  # rows inserted after the last mark are at most one shard's; by key, as an unloaded collection allows
-        client.delete(staging, ids=list(range(done, done + max(vectors.lengths))))
+        client.delete(staging, ids=list(range(done, done + max(rows.lengths))))
         reporter().info(f"resuming the Milvus load of {name}: {done:,} rows already in")
-    _insert(client, staging, vectors, options, work, done, corpus)
+    _insert(client, staging, rows, options, work, done)
     index = client.prepare_index_params()
-    index.add_index(field_name="vector", index_type=params["index_type"], metric_type="IP",
+    field, metric = ("vector", "IP") if rows.dim else ("sparse", "BM25")
+    index.add_index(field_name=field, index_type=params["index_type"], metric_type=metric,
                     params={k: v for k, v in params.items() if k != "index_type"})  # fmt: skip
     client.create_index(staging, index)
     if client.has_collection(name):
@@ -332,37 +408,24 @@ def _load(
     client.load_collection(name)
 
 
-def _insert(
-    client: Any, staging: str, vectors: Any, options: MilvusOptions, work: Path, done: int, corpus: CorpusDir
-) -> None:
-    """The vectors from row `done` on, `milvus_batch` rows a request, flushed and the rows in recorded after each
-    shard of them."""
-    import numpy as np
-
+def _insert(client: Any, staging: str, rows: _Rows, options: MilvusOptions, work: Path, done: int) -> None:
+    """The rows from row `done` on, `milvus_batch` a request, flushed and the rows in recorded after each shard."""
     from mhindex.files import atomic_file
 
-    total, first = sum(vectors.lengths), 0
-    paragraphs = corpus.paragraphs()
-    try:
-        with reporter().progress(f"loading {total:,} vectors into Milvus", total=total) as bar:
-            bar.advance(min(done, total))
-            for number in range(len(vectors.lengths)):
-                chunk = vectors.chunk(number)
-                for start in range(max(0, done - first), len(chunk), options.milvus_batch):
-                    rows, at = chunk[start : start + options.milvus_batch], first + start
-                    if not np.isfinite(rows).all():
-                        raise MilvusError(f"a vector of paragraphs {at:,} to {at + len(rows) - 1:,} is NaN or infinite")
-                    keys = [title_key(paragraphs[at + i]["title"]) for i in range(len(rows))]
-                    client.insert(staging, [{"position": at + i, "title_key": key, "vector": row.tolist()}
-                                            for i, (key, row) in enumerate(zip(keys, rows, strict=True))])  # fmt: skip
-                    bar.advance(len(rows))
-                first += len(chunk)
-                # A flush seals a segment: one a shard (--shard-size rows), not one a request, keeps them few.
-                client.flush(staging)
-                with atomic_file(work / "inserted", "w") as handle:
-                    handle.write(str(first))
-    finally:
-        paragraphs.close()
+    total, first = sum(rows.lengths), 0
+    what = "vectors" if rows.dim else "paragraphs"
+    with reporter().progress(f"loading {total:,} {what} into Milvus", total=total) as bar:
+        bar.advance(min(done, total))
+        for number, length in enumerate(rows.lengths):
+            for start in range(max(0, done - first), length, options.milvus_batch):
+                stop = min(length, start + options.milvus_batch)
+                client.insert(staging, rows.rows(number, start, stop))
+                bar.advance(stop - start)
+            first += length
+            # A flush seals a segment: one a shard (--shard-size rows), not one a request, keeps them few.
+            client.flush(staging)
+            with atomic_file(work / "inserted", "w") as handle:
+                handle.write(str(first))
 
 
 class MilvusRetriever:
@@ -375,22 +438,29 @@ class MilvusRetriever:
         self._where = manifest.get("server") or "Milvus Lite"
         kind = manifest.get("index_type", "FLAT")
         self._params = {"HNSW": {"ef": options.ef_search}, "IVF_PQ": {"nprobe": options.nprobe}}.get(kind, {})
+        self._bm25 = kind == "SPARSE_INVERTED_INDEX"
         try:
             client.load_collection(self._name, timeout=self._timeout)
         except Exception as error:  # noqa: BLE001 - a collection gone from the server: one line
             raise MilvusError(f"the Milvus collection {self._name} at {self._where}: {one_line(error)}") from None
         self._paragraphs = corpus.paragraphs()
-        self._encoder = make_encoder(options.query_encoder or options.encoder, options.encoder_runtime,
-                                     options.max_length, options.threads, context.models)  # fmt: skip
+        self._encoder = None if self._bm25 else make_encoder(
+            options.query_encoder or options.encoder, options.encoder_runtime, options.max_length, options.threads,
+            context.models)  # fmt: skip
 
-    def _search(self, vectors: Any, k: int, titles: Sequence[str] | None = None) -> list[list[Hit]]:
+    def _queries(self, queries: list[str]) -> list[Any]:
+        """What Milvus searches with: the texts themselves for BM25 (Milvus analyses them), else their vectors."""
+        return list(queries) if self._encoder is None else [v.tolist() for v in self._encoder.encode_queries(queries)]
+
+    def _search(self, queries: list[Any], k: int, titles: Sequence[str] | None = None) -> list[list[Hit]]:
         # Milvus's string literals escape as JSON's do (a quote, a backslash); other characters go as they are.
         keys = json.dumps(sorted({title_key(t) for t in titles or ()}), ensure_ascii=False)
         where = f"title_key in {keys}" if titles is not None else ""
         try:
             found = self._client.search(
-                self._name, data=[v.tolist() for v in vectors], limit=k, filter=where, anns_field="vector",
-                search_params={"metric_type": "IP", "params": self._params}, output_fields=[], timeout=self._timeout,
+                self._name, data=queries, limit=k, filter=where, anns_field="sparse" if self._bm25 else "vector",
+                search_params={"metric_type": "BM25" if self._bm25 else "IP", "params": self._params},
+                output_fields=[], timeout=self._timeout,
                 # The collection no longer changes once built: "Strong" would wait out Milvus's 200 ms time tick.
                 consistency_level="Eventually",
             )  # fmt: skip
@@ -405,10 +475,10 @@ class MilvusRetriever:
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         if titles is not None and not titles:
             return []
-        return self._search(self._encoder.encode_queries([query]), k, titles)[0]
+        return self._search(self._queries([query]), k, titles)[0]
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
-        return self._search(self._encoder.encode_queries(list(queries)), k) if queries else []
+        return self._search(self._queries(list(queries)), k) if queries else []
 
     def close(self) -> None:
         self._paragraphs.close()
