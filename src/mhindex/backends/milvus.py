@@ -202,7 +202,12 @@ def local_server(folder: Path) -> Iterator[str]:
         server.start()
         yield f"http://127.0.0.1:{server.listen_port}"
     finally:
+        process = getattr(server, "server_proc", None)
         server.stop()
+        # Milvus 2.3's binary keeps a server_id_<pid> file in /tmp/milvus, whatever its run folder is set to:
+        # this server's own is removed with it (nothing else there is touched).
+        if process is not None:
+            Path("/tmp/milvus", f"server_id_{process.pid}").unlink(missing_ok=True)
 
 
 def disconnect(client: Any, lite: Path | None) -> None:
