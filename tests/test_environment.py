@@ -71,7 +71,7 @@ def test_an_evaluation_records_its_environment_and_diff_names_each_difference(ev
     assert said.code == 1
     assert said.json()["differences"] == [
         "corpus.converter_options.musique_split: nothing in the first, 'train' in the second",
-        f"corpus.sha256: {manifest['corpus_sha256']!r} in the first, {'0' * 64!r} in the second",  # the name: not
+        f"corpus.sha256: {manifest['corpus_sha256']!r} in the first, {'0' * 64!r} in the second",  # not the name
         "retrieval.k1: 1.2 in the first, 0.9 in the second",
         f"retrieval.queries: {LuceneBackend.queries!r} in the first, 'whitespace' in the second",
         f"answering.chat_template_sha256: {answering['chat_template_sha256']!r} in the first, {'2' * 64!r} in the "
