@@ -341,6 +341,13 @@ class MilvusBackend(Backend):
             rows = _vector_rows(vectors, paragraphs) if dense else _text_rows(paragraphs, options.shard_size)
             params = index_params(options, sum(rows.lengths))
             _load(client, name, rows, options, work, params)
+        except MhindexError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a server gone or refusing mid-load: one line, and it resumes
+            where = redact(options.milvus_uri, []) if options.milvus_uri else "Milvus Lite"
+            raise MilvusError(
+                f"loading {name} into {where}: {one_line(error)}; the same command goes on from the last shard in"
+            ) from None
         finally:
             paragraphs.close()
             disconnect(client, lite)
