@@ -312,7 +312,7 @@ def index_fingerprint(spec: BackendSpec, settings: dict[str, Any], manifest: Map
         "backend": spec.label,
         **{key: value for key, value in settings.items() if key not in RANK_NEUTRAL},
         **{key: manifest[key] for key in _MODEL_FACTS if key in manifest},
-        "queries": spec.backend().queries,
+        "queries": spec.backend.queries,
     }
 
 

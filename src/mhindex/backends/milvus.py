@@ -14,6 +14,7 @@ before it goes on. Tested against a real Milvus server (the `milvus` wheel's) in
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -250,7 +251,7 @@ class _Rows:
 def _vector_rows(vectors: Any, paragraphs: Any) -> _Rows:
     import numpy as np
 
-    firsts = [sum(vectors.lengths[:i]) for i in range(len(vectors.lengths))]
+    firsts = [0, *itertools.accumulate(vectors.lengths)]
     held: dict[int, Any] = {}
 
     def rows(number: int, start: int, stop: int) -> list[dict[str, Any]]:
