@@ -116,8 +116,10 @@ def test_the_command_line_routes_each_option_to_its_part(corpus, capsys):
 
     code, out, _ = run("search", "wiki", QUERY, "--backend", "lucene+dense", "--k1", "0.9", "--rrf-k", "10", "--json")
     assert code == 0 and len(json.loads(out)["hits"]) == 10
-    code, _, err = run("search", "wiki", QUERY, "--backend", "lucene", "--rrf-k", "10")
-    assert code == 2 and "--rrf-k is an option of the hybrid backend, not of lucene" in err
+    code, _, err = run("search", "wiki", QUERY, "--backend", "lucene", "--weights", "1,1")
+    assert code == 2 and "--weights is an option of the hybrid backend, not of lucene" in err
+    code, _, err = run("search", "wiki", QUERY, "--backend", "lucene", "--rrf-k", "10")  # milvus's --rrf-k too
+    assert code == 2 and "--rrf-k is an option of the milvus and hybrid backends, not of lucene" in err
     code, _, err = run("search", "wiki", QUERY, "--backend", "lucene+dense", "--weights", "1,0")
     assert code == 2 and "give it with --fusion weighted" in err
     for weights in ("nan,1", "inf,1"):

@@ -48,7 +48,8 @@ def test_flat_on_a_real_server_ranks_as_faiss_exact_search(served):
     manifest = json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
     assert (
         manifest["server"] == uri
-        and manifest["index_type"] == "FLAT"
+        and manifest["mode"] == "vectors"
+        and manifest["indexes"] == {"vector": {"index_type": "FLAT"}}
         and manifest["collection"].startswith("mhindex_wiki_")
     )
     milvus, faiss = searcher(home, "milvus", milvus_uri=uri), searcher(home, "dense")
@@ -78,7 +79,7 @@ def test_hnsw_recall_at_15_is_within_001_of_exact_search(served, tmp_path):
     options = ["--milvus-uri", uri, "--milvus-index", "hnsw", "--hnsw-m", "16"]
     assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "milvus", *options, "--force"]) == 0
     manifest = json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
-    assert manifest["index_type"] == "HNSW" and manifest["M"] == 16 and manifest["efConstruction"] == 100
+    assert manifest["indexes"] == {"vector": {"index_type": "HNSW", "M": 16, "efConstruction": 100}}
     gold = {q["question"]: set(q["gold_ids"]) for q in read_jsonl(home / "wiki" / "questions.jsonl")}
     milvus, faiss = searcher(home, "milvus", milvus_uri=uri), searcher(home, "dense")
     try:
@@ -117,7 +118,9 @@ def test_cli_search_hybrid_with_lucene_and_a_wrong_address_say_one_line(served, 
     assert main(bm25) == 1
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and f"into {uri}" in error[0] and "goes on from the last shard" in error[0]
-    assert json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())["index_type"] == "FLAT"
+    assert json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())["indexes"] == {
+        "vector": {"index_type": "FLAT"}
+    }
 
 
 def test_serve_answers_search_r1s_retrieve_from_milvus(served):
@@ -245,7 +248,9 @@ def test_bm25_in_milvus_lite_keeps_lucenes_recall_on_the_samples(tmp_path):
         bm25 = ["--backend", "milvus", "--milvus-mode", "bm25"]
         assert main(["--quiet", "--home", str(home), "index", dataset, *bm25]) == 0
         manifest = json.loads((home / dataset / "indexes" / "milvus" / "manifest.json").read_text())
-        assert manifest["index_type"] == "SPARSE_INVERTED_INDEX" and manifest["bm25_k1"] == 1.2
+        assert manifest["indexes"] == {
+            "sparse": {"index_type": "SPARSE_INVERTED_INDEX", "bm25_k1": 1.2, "bm25_b": 0.75}
+        }
         milvus = open_retriever(corpus_dir(home, dataset), BackendSpec.parse("milvus"))
         lucene = open_retriever(corpus_dir(home, dataset), BackendSpec.parse("lucene"))
         try:
@@ -257,3 +262,40 @@ def test_bm25_in_milvus_lite_keeps_lucenes_recall_on_the_samples(tmp_path):
         finally:
             milvus.close()
             lucene.close()
+
+
+def test_hybrid_mode_holds_both_halves_and_fuses_them_as_the_hybrid_backend_does(served, tmp_path):
+    """`--milvus-mode vectors+bm25`: one collection holds the vectors and the texts; one request searches both and
+    Milvus fuses them (its RRFRanker). Its fused ranking is the hybrid backend's RRF over the same two rankings: FAISS's
+    exact one (which Milvus's flat search equals, above) and Milvus's own BM25, each from its own index."""
+    from mhindex.backends.hybrid import Fused, HybridOptions
+
+    home, _ = served
+    both, texts = tmp_path / "both", tmp_path / "texts"
+    for root, mode in ((both, "vectors+bm25"), (texts, "bm25")):
+        root.mkdir()
+        small_wiki_corpus(root)
+        built = main(["--quiet", "--home", str(root), "index", "wiki", "--backend", "milvus", "--milvus-mode", mode])
+        assert built == 0
+    manifest = json.loads((both / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
+    assert manifest["mode"] == "vectors+bm25" and set(manifest["indexes"]) == {"vector", "sparse"}
+    hybrid, bm25, faiss = searcher(both, "milvus"), searcher(texts, "milvus"), searcher(home, "dense")
+    fused = Fused([("dense", faiss), ("milvus", bm25)], HybridOptions())
+    try:
+        asked, moved = questions(both), 0
+        batched = hybrid.search_many(asked, 10)
+        for question, many in zip(asked, batched, strict=True):
+            got, expected = hybrid.search(question, 10), fused.search(question, 10)
+            assert [h.id for h in many] == [h.id for h in got]
+            assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-6), question
+            # Ties (one paragraph at rank r in one ranking, another at r in the other) may fall either way.
+            cut = got[-1].score + 1e-6
+            assert {h.id for h in got if h.score > cut} == {h.id for h in expected if h.score > cut}, question
+            moved += [h.id for h in got] != [h.id for h in faiss.search(question, 10)]
+        assert moved >= len(asked) // 2  # the BM25 half counts: most rankings are not the vectors' alone
+        title = faiss.search(asked[0], 1)[0].title
+        scoped = hybrid.search(asked[0], 3, [title.upper()])
+        assert scoped and {h.title for h in scoped} == {title}
+    finally:
+        for retriever in (hybrid, bm25, faiss):
+            retriever.close()

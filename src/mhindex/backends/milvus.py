@@ -9,6 +9,10 @@ collection is named from the corpus's name, its sha256 and what decides the vect
 index type and parameters): two corpora, or two encodings of one, never share one. A build is resumable: the
 rows inserted so far are recorded after each flushed shard, and a resumed build deletes any past that mark
 before it goes on. Tested against a real Milvus server (the `milvus` wheel's) in tests/test_milvus.py.
+
+`--milvus-mode bm25` holds the texts instead, searched by Milvus's own full-text BM25; `--milvus-mode vectors+bm25`
+holds both in one collection, and one request searches both and fuses them inside Milvus (its RRFRanker: the same
+1/(k + rank) as the hybrid backend's RRF), so one engine holds both halves of a hybrid.
 """
 
 from __future__ import annotations
@@ -41,13 +45,14 @@ LITE_FILE = "milvus.db"
 #: Milvus's names for the index types, by the option's values.
 INDEX_TYPES = {"flat": "FLAT", "hnsw": "HNSW", "ivfpq": "IVF_PQ"}
 LITE_TYPES = ("flat", "hnsw")  # what Milvus Lite 3.2 builds (its IVF_PQ is "reserved for a future phase")
-MODES = ("vectors", "bm25")
+MODES = ("vectors", "bm25", "vectors+bm25")
 #: Milvus's analyzer for BM25: its standard tokenizer, lower-cased, English stop words and stemming (Milvus Lite
 #: 3.2 applies the lower-casing; recall@15 within 0.02 of Lucene's on the three samples: tests/test_milvus.py).
 BM25_ANALYZER = {
     "tokenizer": "standard",
     "filter": ["lowercase", {"type": "stop", "stop_words": ["_english_"]}, {"type": "stemmer", "language": "english"}],
 }
+METRICS = {"vector": "IP", "sparse": "BM25"}  # by field: the vectors' inner product, the text's BM25
 TEXT_BYTES = 65_535  # a VARCHAR's limit: a longer paragraph is indexed by its first 64 KB
 
 
@@ -80,14 +85,21 @@ class MilvusOptions(DenseEncoding):
     milvus_batch: int = option(1000, "Milvus: rows per insert request.", min=1, max=100_000, stage="index")
     milvus_mode: str = option(
         "vectors",
-        "Milvus: vectors (the dense encoder's) or bm25 (Milvus's own full-text BM25 over title and text: Milvus Lite, "
-        "or a server of 2.5 or later).",
+        "Milvus: vectors (the dense encoder's), bm25 (Milvus's own full-text BM25 over title and text: Milvus Lite, "
+        "or a server of 2.5 or later) or vectors+bm25 (both in one collection, fused by Milvus's RRF).",
         choices=MODES,
         stage="index",
     )
     # Milvus fixes BM25's parameters in the index when it builds it, as Elasticsearch does.
     k1: float = option(1.2, "BM25 k1.", min=0, stage="index")
     b: float = option(0.75, "BM25 b.", min=0, max=1, stage="index")
+    # --milvus-mode vectors+bm25: Milvus fuses the two rankings itself (its RRFRanker), as the hybrid backend would.
+    rrf_k: int = option(
+        60, "Milvus vectors+bm25: RRF's k: a paragraph scores 1/(k + rank) in each ranking.", min=1, stage="search"
+    )
+    fusion_depth: int = option(
+        100, "Milvus vectors+bm25: candidates asked of each half (at least k).", min=1, stage="search"
+    )
 
 
 class MilvusError(MhindexError):
@@ -112,18 +124,26 @@ def collection_name(corpus: CorpusDir, options: MilvusOptions) -> str:
         options.encoder_runtime,
         options.max_length,
         options.vectors,
-        *(index_params(options, 0).items()),
-        *((options.milvus_mode, options.k1, options.b) if options.milvus_mode == "bm25" else ()),
+        *(index_params(options, 0).get("vector", {}).items()),
+        *((options.milvus_mode, options.k1, options.b) if options.milvus_mode != "vectors" else ()),
     ]
     key = hashlib.sha256(json.dumps(shape, default=str).encode()).hexdigest()[:16]
     return f"mhindex_{re.sub(r'[^0-9A-Za-z_]', '_', corpus.name)[:180]}_{key}"
 
 
-def index_params(options: MilvusOptions, paragraphs: int) -> dict[str, Any]:
-    """Milvus's index type and build parameters, as recorded in the manifest and keyed into the collection (with
-    `paragraphs` 0, IVF-PQ's lists as given: its default follows the corpus, whose sha256 the key holds)."""
-    if options.milvus_mode == "bm25":
-        return {"index_type": "SPARSE_INVERTED_INDEX", "bm25_k1": options.k1, "bm25_b": options.b}
+def index_params(options: MilvusOptions, paragraphs: int) -> dict[str, dict[str, Any]]:
+    """By field searched (`vector`, `sparse`: BM25's), Milvus's index type and build parameters, as recorded in the
+    manifest and keyed into the collection (with `paragraphs` 0, IVF-PQ's lists as given: its default follows the
+    corpus, whose sha256 the key holds)."""
+    found = {}
+    if options.milvus_mode != "bm25":
+        found["vector"] = _vector_index(options, paragraphs)
+    if options.milvus_mode != "vectors":
+        found["sparse"] = {"index_type": "SPARSE_INVERTED_INDEX", "bm25_k1": options.k1, "bm25_b": options.b}
+    return found
+
+
+def _vector_index(options: MilvusOptions, paragraphs: int) -> dict[str, Any]:
     kind = INDEX_TYPES[options.milvus_index]
     if kind == "HNSW":
         return {"index_type": kind, "M": options.hnsw_m, "efConstruction": options.ef_construction}
@@ -221,14 +241,15 @@ def disconnect(client: Any, lite: Path | None) -> None:
         server_manager_instance.release_server(str(lite))
 
 
-def _schema(pymilvus: Any, dim: int | None) -> Any:
-    """The collection's fields: the paragraph's position (its key) and title key, and its vector (`dim`), or its
-    text with Milvus's BM25 function making the sparse vector Milvus searches (`dim` None)."""
+def _schema(pymilvus: Any, dim: int | None, text: bool) -> Any:
+    """The collection's fields: the paragraph's position (its key) and title key; its vector (`dim`); its text
+    with Milvus's BM25 function making the sparse vector Milvus searches (`text`); or both (a hybrid)."""
     schema = pymilvus.MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("position", pymilvus.DataType.INT64, is_primary=True)
     schema.add_field("title_key", pymilvus.DataType.VARCHAR, max_length=65_535)
     if dim is not None:
         schema.add_field("vector", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
+    if not text:
         return schema
     schema.add_field("text", pymilvus.DataType.VARCHAR, max_length=TEXT_BYTES, enable_analyzer=True,
                      analyzer_params=BM25_ANALYZER)  # fmt: skip
@@ -241,14 +262,20 @@ def _schema(pymilvus: Any, dim: int | None) -> Any:
 @dataclass
 class _Rows:
     """What a build loads, a chunk (a shard's worth) at a time: the chunks' lengths, a chunk's rows from `start`
-    to `stop`, and the collection's vector dimension (None: BM25's text)."""
+    to `stop`, the collection's vector dimension (None: no vectors) and whether the rows hold BM25's text."""
 
     lengths: list[int]
     rows: Any  # (chunk number, start, stop) -> list of row dicts
     dim: int | None
+    text: bool = False
 
 
-def _vector_rows(vectors: Any, paragraphs: Any) -> _Rows:
+def _bm25_text(record: dict[str, Any]) -> str:
+    return f"{record['title']} {record['text']}".encode()[:TEXT_BYTES].decode(errors="ignore")
+
+
+def _vector_rows(vectors: Any, paragraphs: Any, text: bool = False) -> _Rows:
+    """The vectors' rows, each with its paragraph's text for BM25 too where `text` (a hybrid)."""
     import numpy as np
 
     firsts = [0, *itertools.accumulate(vectors.lengths)]
@@ -260,10 +287,10 @@ def _vector_rows(vectors: Any, paragraphs: Any) -> _Rows:
         at = firsts[number]
         if not np.isfinite(chunk[start:stop]).all():
             raise MilvusError(f"a vector of paragraphs {at + start:,} to {at + stop - 1:,} is NaN or infinite")
-        return [{"position": at + i, "title_key": title_key(paragraphs[at + i]["title"]), "vector": chunk[i].tolist()}
-                for i in range(start, stop)]  # fmt: skip
+        return [{"position": at + i, "title_key": title_key(paragraphs[at + i]["title"]), "vector": chunk[i].tolist(),
+                 **({"text": _bm25_text(paragraphs[at + i])} if text else {})} for i in range(start, stop)]  # fmt: skip
 
-    return _Rows(vectors.lengths, rows, vectors.dim)
+    return _Rows(vectors.lengths, rows, vectors.dim, text)
 
 
 def _text_rows(paragraphs: Any, shard: int) -> _Rows:
@@ -274,11 +301,10 @@ def _text_rows(paragraphs: Any, shard: int) -> _Rows:
         found = []
         for position in range(number * shard + start, number * shard + stop):
             record = paragraphs[position]
-            text = f"{record['title']} {record['text']}".encode()[:TEXT_BYTES].decode(errors="ignore")
-            found.append({"position": position, "title_key": title_key(record["title"]), "text": text})
+            found.append({"position": position, "title_key": title_key(record["title"]), "text": _bm25_text(record)})
         return found
 
-    return _Rows(lengths, rows, None)
+    return _Rows(lengths, rows, None, True)
 
 
 def _progress(work: Path) -> int:
@@ -294,7 +320,8 @@ class MilvusBackend(Backend):
     title = "dense (Milvus)"
     queries = (
         "vectors: the query encoder's tokenizer, no instruction prefix, truncated at max_length; bm25: Milvus's "
-        "standard tokenizer, lower-cased (its analyzer's stop words and stemmer as the server applies them)"
+        "standard tokenizer, lower-cased (its analyzer's stop words and stemmer as the server applies them); "
+        "vectors+bm25: both"
     )
     Settings = MilvusOptions
     builds_index = True
@@ -317,12 +344,14 @@ class MilvusBackend(Backend):
         vectors = paragraphs * dim * 4
         shards = 0 if options.vectors else vectors
         lite = 0 if options.milvus_uri else vectors + paragraphs * (options.hnsw_m * 8 + 64)
+        text = 0 if options.milvus_mode == "vectors" or options.milvus_uri else 2 * corpus_bytes
         export = ONNX_EXPORT_DISK if options.encoder_runtime == "onnx-int8" and not options.vectors else 0
         where = "the server's" if options.milvus_uri else "Milvus Lite's database in the index folder"
         return Footprint(
-            int(ENCODER_RUNTIME + min(paragraphs, options.shard_size) * dim * 4), int(shards + lite + export),
-            f"{dim}-dimensional float32 vectors encoded to disk a shard at a time, then loaded into {where}; the "
-            f"encoder's runtime about {ENCODER_RUNTIME / 2**30:.1f} GB (the server's own memory is not counted)",
+            int(ENCODER_RUNTIME + min(paragraphs, options.shard_size) * dim * 4), int(shards + lite + text + export),
+            f"{dim}-dimensional float32 vectors encoded to disk a shard at a time, then loaded into {where}"
+            f"{' with the texts for BM25' if text else ''}; the encoder's runtime about "
+            f"{ENCODER_RUNTIME / 2**30:.1f} GB (the server's own memory is not counted)",
         )  # fmt: skip
 
     def build(self, corpus: CorpusDir, target: Path, options: MilvusOptions, context: BackendContext) -> dict[str, Any]:
@@ -334,12 +363,13 @@ class MilvusBackend(Backend):
         name = collection_name(corpus, options)
         work = inside(context.home, corpus.indexes / f"{WORK_PREFIX}{name.rsplit('_', 1)[-1]}")
         work.mkdir(parents=True, exist_ok=True)
-        dense = options.milvus_mode == "vectors"
+        dense = options.milvus_mode != "bm25"
         vectors, encoder = _vectors(corpus, options, context, work) if dense else (None, None)
         lite = None if options.milvus_uri else work / LITE_FILE
         client, paragraphs = connect(options, lite), corpus.paragraphs()
         try:
-            rows = _vector_rows(vectors, paragraphs) if dense else _text_rows(paragraphs, options.shard_size)
+            hybrid = options.milvus_mode == "vectors+bm25"
+            rows = _vector_rows(vectors, paragraphs, hybrid) if dense else _text_rows(paragraphs, options.shard_size)
             params = index_params(options, sum(rows.lengths))
             _load(client, name, rows, options, work, params)
         except MhindexError:
@@ -355,11 +385,14 @@ class MilvusBackend(Backend):
         if not options.milvus_uri:  # the embedded database moves into the index's folder with its manifest
             shutil.move(str(work / LITE_FILE), str(target / LITE_FILE))
         shutil.rmtree(work, ignore_errors=True)
-        made = {"analyzer": BM25_ANALYZER} if encoder is None else {
-            "dim": encoder.dim, "encoder": options.encoder, "encoder_sha256": encoder_digest(options.encoder,
-            context.cache), "pooling": encoder.pooling, "normalized": encoder.normalize}  # fmt: skip
+        made: dict[str, Any] = {"analyzer": BM25_ANALYZER} if rows.text else {}
+        if encoder is not None:
+            digest = encoder_digest(options.encoder, context.cache)
+            made |= {"dim": encoder.dim, "encoder": options.encoder, "encoder_sha256": digest,
+                     "pooling": encoder.pooling, "normalized": encoder.normalize}  # fmt: skip
         server = redact(options.milvus_uri, []) if options.milvus_uri else None
-        return {"paragraphs": sum(rows.lengths), "collection": name, "server": server, **params, **made}
+        return {"paragraphs": sum(rows.lengths), "collection": name, "server": server, "mode": options.milvus_mode,
+                "indexes": params, **made}  # fmt: skip
 
     def open(
         self, corpus: CorpusDir, index_dir: Path, manifest: dict[str, Any], options: MilvusOptions,
@@ -396,7 +429,9 @@ def _vectors(corpus: CorpusDir, options: MilvusOptions, context: BackendContext,
     return Vectors.of_shards(shards, encoder.dim), encoder
 
 
-def _load(client: Any, name: str, rows: _Rows, options: MilvusOptions, work: Path, params: dict[str, Any]) -> None:
+def _load(
+    client: Any, name: str, rows: _Rows, options: MilvusOptions, work: Path, params: dict[str, dict[str, Any]]
+) -> None:
     """Insert the vectors into a staging collection from where the last build stopped (its rows past the last mark
     deleted), index it, then put it in the place of the collection of that name, if any: searches of the index
     being replaced never see a half-loaded collection."""
@@ -405,15 +440,15 @@ def _load(client: Any, name: str, rows: _Rows, options: MilvusOptions, work: Pat
     if not done:
         if client.has_collection(staging):
             client.drop_collection(staging)
-        client.create_collection(staging, schema=_schema(pymilvus, rows.dim), consistency_level="Strong")
+        client.create_collection(staging, schema=_schema(pymilvus, rows.dim, rows.text), consistency_level="Strong")
     else:  # rows inserted after the last mark are at most one shard's; by key, as an unloaded collection allows
         client.delete(staging, ids=list(range(done, done + max(rows.lengths))))
         reporter().info(f"resuming the Milvus load of {name}: {done:,} rows already in")
     _insert(client, staging, rows, options, work, done)
     index = client.prepare_index_params()
-    field, metric = ("vector", "IP") if rows.dim else ("sparse", "BM25")
-    index.add_index(field_name=field, index_type=params["index_type"], metric_type=metric,
-                    params={k: v for k, v in params.items() if k != "index_type"})  # fmt: skip
+    for field, built in params.items():
+        index.add_index(field_name=field, index_type=built["index_type"], metric_type=METRICS[field],
+                        params={k: v for k, v in built.items() if k != "index_type"})  # fmt: skip
     client.create_index(staging, index)
     if client.has_collection(name):
         client.drop_collection(name)
@@ -441,45 +476,68 @@ def _insert(client: Any, staging: str, rows: _Rows, options: MilvusOptions, work
                 handle.write(str(first))
 
 
+def built_indexes(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest's indexes by field; an index built before hybrids recorded one index's parameters flat."""
+    if "indexes" in manifest:
+        return dict(manifest["indexes"])
+    kind = manifest.get("index_type", "FLAT")
+    return {"sparse" if kind == "SPARSE_INVERTED_INDEX" else "vector": {"index_type": kind}}
+
+
 class MilvusRetriever:
+    """Searches the collection's vectors, its BM25, or both at once with Milvus fusing the two rankings (RRF, rank
+    counted from 1 as the hybrid backend's fusion counts it) in one request."""
+
     def __init__(
         self, corpus: CorpusDir, client: Any, manifest: dict[str, Any], options: MilvusOptions, context: BackendContext,
         lite: Path | None = None,
     ) -> None:  # fmt: skip
         self._client, self._name, self._timeout = client, manifest["collection"], options.milvus_timeout
-        self._lite = lite
+        self._lite, self._options = lite, options
         self._where = manifest.get("server") or "Milvus Lite"
-        kind = manifest.get("index_type", "FLAT")
+        self._fields = built_indexes(manifest)
+        kind = self._fields.get("vector", {}).get("index_type", "FLAT")
         self._params = {"HNSW": {"ef": options.ef_search}, "IVF_PQ": {"nprobe": options.nprobe}}.get(kind, {})
-        self._bm25 = kind == "SPARSE_INVERTED_INDEX"
         try:
             client.load_collection(self._name, timeout=self._timeout)
         except Exception as error:  # noqa: BLE001 - a collection gone from the server: one line
             raise MilvusError(f"the Milvus collection {self._name} at {self._where}: {one_line(error)}") from None
         self._paragraphs = corpus.paragraphs()
-        self._encoder = None if self._bm25 else make_encoder(
+        self._encoder = None if "vector" not in self._fields else make_encoder(
             options.query_encoder or options.encoder, options.encoder_runtime, options.max_length, options.threads,
             context.models)  # fmt: skip
 
-    def _queries(self, queries: list[str]) -> list[Any]:
-        """What Milvus searches with: the texts themselves for BM25 (Milvus analyses them), else their vectors."""
-        return list(queries) if self._encoder is None else [v.tolist() for v in self._encoder.encode_queries(queries)]
+    def _data(self, field: str, queries: list[str]) -> list[Any]:
+        """What Milvus searches a field with: the texts themselves for BM25 (Milvus analyses them), else vectors."""
+        if field == "sparse" or self._encoder is None:
+            return list(queries)
+        return [v.tolist() for v in self._encoder.encode_queries(queries)]
 
-    def _search(self, queries: list[Any], k: int, titles: Sequence[str] | None = None) -> list[list[Hit]]:
+    def _search(self, queries: list[str], k: int, titles: Sequence[str] | None = None) -> list[list[Hit]]:
         # Milvus's string literals escape as JSON's do (a quote, a backslash); other characters go as they are.
         keys = json.dumps(sorted({title_key(t) for t in titles or ()}), ensure_ascii=False)
         where = f"title_key in {keys}" if titles is not None else ""
+        asked = {field: (self._data(field, queries), {"metric_type": METRICS[field],
+                 "params": self._params if field == "vector" else {}}) for field in self._fields}  # fmt: skip
+        # The collection no longer changes once built: "Strong" would wait out Milvus's 200 ms time tick.
+        common = {"output_fields": ["title_key"], "timeout": self._timeout, "consistency_level": "Eventually"}
         try:
-            found = self._client.search(
-                self._name, data=queries, limit=k, filter=where, anns_field="sparse" if self._bm25 else "vector",
-                search_params={"metric_type": "BM25" if self._bm25 else "IP", "params": self._params},
-                output_fields=[], timeout=self._timeout,
-                # The collection no longer changes once built: "Strong" would wait out Milvus's 200 ms time tick.
-                consistency_level="Eventually",
-            )  # fmt: skip
+            if len(asked) == 1:
+                [(field, (data, params))] = asked.items()
+                found = self._client.search(self._name, data=data, limit=k, filter=where, anns_field=field,
+                                            search_params=params, **common)  # fmt: skip
+            else:
+                ranker = _pymilvus().RRFRanker(self._options.rrf_k)
+                found = self._client.hybrid_search(self._name, self._requests(asked, k, where), limit=k,
+                                                   ranker=ranker, **common)  # fmt: skip
         except Exception as error:  # noqa: BLE001 - a server gone, a timeout: one line, not a traceback
             raise MilvusError(f"searching {self._name} at {self._where}: {one_line(error)}") from None
         return [[self._hit(hit) for hit in hits] for hits in found]
+
+    def _requests(self, asked: dict[str, tuple[list[Any], dict[str, Any]]], k: int, where: str) -> list[Any]:
+        depth = max(k, self._options.fusion_depth)
+        return [_pymilvus().AnnSearchRequest(data, field, params, limit=depth, expr=where or None)
+                for field, (data, params) in asked.items()]  # fmt: skip
 
     def _hit(self, hit: dict[str, Any]) -> Hit:
         record = self._paragraphs[int(hit.get("id", hit.get("position", -1)))]  # Milvus Lite names it by its field
@@ -488,10 +546,10 @@ class MilvusRetriever:
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         if titles is not None and not titles:
             return []
-        return self._search(self._queries([query]), k, titles)[0]
+        return self._search([query], k, titles)[0]
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
-        return self._search(self._queries(list(queries)), k) if queries else []
+        return self._search(list(queries), k) if queries else []
 
     def close(self) -> None:
         self._paragraphs.close()

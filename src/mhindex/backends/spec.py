@@ -42,6 +42,12 @@ def named_by(value: str) -> set[str]:
     return chosen
 
 
+def _not_an_option_of(name: str, backend: str) -> UsageError:
+    owners = [b for b, t in settings_types().items() if name in declared(t)]
+    whose = f"the {' and '.join(owners)} backend{'s' if len(owners) > 1 else ''}" if owners else "no backend"
+    return UsageError(f"{flag_among(name, settings_types().values())} is an option of {whose}, not of {backend}")
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """`--backend` and its options, parsed once: the backend and the options the user gave, each
@@ -70,11 +76,7 @@ class BackendSpec:
         fields = declared(backend_type.Settings)
         for name in given:
             if name not in fields:
-                owners = [b for b, t in settings_types().items() if name in declared(t)]
-                raise UsageError(
-                    f"{flag_among(name, settings_types().values())} is an option of the "
-                    f"{' and '.join(owners) or 'no'} backend, not of {backend}"
-                )
+                raise _not_an_option_of(name, backend)
         return cls(backend, backend_type, given, label)
 
     @classmethod
@@ -105,11 +107,7 @@ class BackendSpec:
         )
         for name in given:
             if name not in own and not any(name in part.given for part in parts):
-                owners = [b for b, t in settings_types().items() if name in declared(t)]
-                raise UsageError(
-                    f"{flag_among(name, settings_types().values())} is an option of the "
-                    f"{' and '.join(owners) or 'no'} backend, not of {'+'.join(names)}"
-                )
+                raise _not_an_option_of(name, "+".join(names))
         return cls(fusion.name, fusion, {k: v for k, v in given.items() if k in own}, "+".join(names), parts)
 
     @property
