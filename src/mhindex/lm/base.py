@@ -210,6 +210,12 @@ class LanguageModel(ABC):
         Models without a template complete a plain transcript of the turns."""
         return self.complete(transcript(messages), max_tokens, stop, temperature, logprobs, stop_when, seed=seed)
 
+    def chat_prompt(self, messages: Messages) -> str | None:
+        """The text the model's chat template makes of `messages`, the assistant's turn opened, for a method that
+        writes into that turn itself and lets the model go on (Search-R1 puts retrieved passages there); None:
+        the model has no chat template, and such a method sends its prompt as it is (as Search-R1's does)."""
+        return None
+
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...
 

@@ -207,6 +207,9 @@ class CachedModel(LanguageModel):
     ) -> Completion:
         return self._call("chat", messages, max_tokens, stop, temperature, logprobs, stop_when, keep, seed)
 
+    def chat_prompt(self, messages: Messages) -> str | None:
+        return self.inner.chat_prompt(messages)
+
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 

@@ -559,6 +559,10 @@ class LlamaCppModel(LanguageModel):
         body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs, seed)}
         return self._completion("chat", body, stop, stop_when, keep)
 
+    def chat_prompt(self, messages: Messages) -> str | None:
+        """Through llama.cpp's own template endpoint: the GGUF file's template, as `chat` applies it."""
+        return self._prompt_of("chat", {"messages": as_messages(messages)})
+
     def count_tokens(self, text: str) -> int:
         # llama.cpp's server code answers /tokenize on its loopback port; no tokenizer is exposed otherwise.
         response = self._client().post("/tokenize", json={"content": text, "add_special": False})

@@ -288,6 +288,24 @@ class RemoteModel(LanguageModel):
         )
         return self._completion("/chat/completions", body, stop, stop_when)
 
+    def chat_prompt(self, messages: Messages) -> str | None:
+        """The server's own rendering of its chat template, where it has one to give (llama.cpp's server answers
+        /apply-template); a server that does not (vLLM) is said in one line, not guessed at."""
+        if self.chat_only:
+            raise LMError(f"{self.name} is a chat endpoint: a method that continues the assistant's turn needs "
+                          "completions (--lm openai:MODEL@URL)")  # fmt: skip
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        with self._errors(root + "/apply-template"):
+            response = self._client.post(root + "/apply-template", json={"messages": as_messages(messages)})
+            if response.status_code != 404:
+                response.raise_for_status()
+        if response.status_code == 404:
+            raise LMError(
+                f"the LM server at {redact(root, self._secrets)} does not render its chat template "
+                "(/apply-template, as llama.cpp's server does), which this method continues"
+            )
+        return str(response.json()["prompt"])
+
     def count_tokens(self, text: str) -> int:
         """The server's /tokenize where it has one (llama.cpp, vLLM); else a cautious estimate."""
         root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url

@@ -85,13 +85,14 @@ class TransformersModel(LanguageModel):
     ) -> Completion:
         """Through the tokenizer's chat template; a model without one (Flan-T5) reads the turns as
         "User:"/"Assistant:" lines, the way its instruction data looks."""
-        if getattr(self._tokenizer, "chat_template", None):
-            prompt = self._tokenizer.apply_chat_template(
-                as_messages(messages), tokenize=False, add_generation_prompt=True
-            )
-        else:
-            prompt = transcript(messages)
+        prompt = self.chat_prompt(messages) or transcript(messages)
         return self.complete(prompt, max_tokens, stop, temperature, logprobs, stop_when, seed=seed)
+
+    def chat_prompt(self, messages: Messages) -> str | None:
+        if not getattr(self._tokenizer, "chat_template", None):
+            return None
+        made = self._tokenizer.apply_chat_template(as_messages(messages), tokenize=False, add_generation_prompt=True)
+        return str(made)
 
     def complete(
         self,

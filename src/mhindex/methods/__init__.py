@@ -60,6 +60,9 @@ METHODS: Registry[type[Method]] = Registry(
         "direct": "mhindex.methods.direct:Direct",
         "direct-r": "mhindex.methods.direct:DirectRetrieval",
         "retrieve": "mhindex.methods.retrieve:Retrieve",
+        "searchr1": "mhindex.methods.searchr1:SearchR1",
+        "r1searcher": "mhindex.methods.r1searcher:R1Searcher",
+        "flare": "mhindex.methods.flare:Flare",
     },
     _check,
 )
