@@ -1,6 +1,6 @@
 """One small table per paper, from `eval --table`, pinned to its exact answers and scores (tests/pinned.py):
-IRCoT's, SearChain's and EfficientRAG's on MuSiQue sample questions, KD-CoT's on WebQSP's. The small packaged
-model on one thread, the call cache off, two questions and short settings: every row is run, none of its
+IRCoT's, SearChain's, EfficientRAG's and FlashRAG's on MuSiQue sample questions, KD-CoT's on WebQSP's. The small
+packaged model on one thread, the call cache off, two questions and short settings: every row is run, none of its
 answers can move unnoticed, and `mhindex report` shows each row's trace as its method draws it."""
 
 from __future__ import annotations
@@ -61,6 +61,16 @@ def test_searchain_s_table_is_pinned(musique, tmp_path):
             "2", "--sc-tokens", "32"]  # fmt: skip
     _eval(musique, "musique", "SearChain", tmp_path, *short, *rows)
     check_pinned("searchain", tmp_path)
+    _traces_are_in_the_report(musique, tmp_path)
+
+
+@pytest.mark.slow
+def test_flashrag_s_table_is_pinned(musique, tmp_path):
+    """FlashRAG's rows mhindex runs: Naive Generation, Standard RAG, FLARE, Search-R1 and R1-Searcher."""
+    short = ["--answer-tokens", "16", "--max-rounds", "2", "--look-ahead", "24", "--max-turns", "1", "--step-tokens",
+             "40"]  # fmt: skip
+    _eval(musique, "musique", "FlashRAG", tmp_path, *short)
+    check_pinned("flashrag", tmp_path)
     _traces_are_in_the_report(musique, tmp_path)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The papers' tables, row for row (eval --table): EfficientRAG's and SearChain's on the evidence corpus (one
+# The papers' tables, row for row (eval --table): EfficientRAG's, SearChain's and FlashRAG's on the evidence corpus (one
 # Wikipedia corpus of the three samples' paragraphs), each dataset's 30 reported questions of the first tables'
 # run (benchmarks/results/<model>-tables/<dataset>, --questions-of), the same LM for every row.
 #   benchmarks/tables/paper_tables.sh [LM]      e.g. benchmarks/tables/paper_tables.sh local:qwen2.5-1.5b
@@ -8,7 +8,7 @@
 # are not asked again: EfficientRAG's CoT and Iter-RetGen come from the first tables' run, its EfficientRAG row
 # from the evidence run (its trained models are that run's). SearChain's own row is asked again: its chains are
 # now read as the release's server reads them (methods/searchain.py, `Chain.parse`).
-# DATASETS picks the datasets, TABLES the tables (efficientrag searchain); EVAL_ARGS adds options to every eval
+# DATASETS picks the datasets, TABLES the tables (efficientrag searchain flashrag); EVAL_ARGS adds options to every eval
 # (e.g. "--lm-threads 1" for two runs side by side); SC_SAMPLES the chains React->CoT-SC samples (the paper's 21;
 # the committed run took 5, for time: benchmarks/README.md).
 set -euo pipefail
@@ -45,7 +45,7 @@ for dataset in ${DATASETS:-hotpotqa 2wikimultihopqa musique}; do
     [ -f "$MHINDEX_HOME/wikipedia-$dataset/manifest.json" ] ||
         mhindex --quiet build "$dataset" $others --name "wikipedia-$dataset"
     asked=(--questions-of "$first/$dataset" --lm "$lm")
-    if [[ " ${TABLES:-efficientrag searchain} " == *" efficientrag "* ]]; then
+    if [[ " ${TABLES:-efficientrag searchain flashrag} " == *" efficientrag "* ]]; then
         # EfficientRAG's rows but its own (whose trained models are the evidence run's): eval, then its table by
         # `score --table`, the EfficientRAG row the evidence run's answers, with the paper's judged Accuracy.
         folder=$out/efficientrag/$dataset
@@ -57,11 +57,20 @@ for dataset in ${DATASETS:-hotpotqa 2wikimultihopqa musique}; do
         mhindex score "${rows[@]}" "$evidence/$dataset/efficientrag.jsonl" --questions "wikipedia-$dataset" \
             --table EfficientRAG --judge-lm "$lm" | tee "$out/efficientrag-$dataset.txt"
     fi
-    if [[ " ${TABLES:-efficientrag searchain} " == *" searchain "* ]]; then
+    if [[ " ${TABLES:-efficientrag searchain flashrag} " == *" searchain "* ]]; then
         folder=$out/searchain/$dataset
         mkdir -p "$folder"
         # shellcheck disable=SC2086
         mhindex eval "wikipedia-$dataset" --table SearChain "${asked[@]}" --sc-samples "${SC_SAMPLES:-21}" \
             --out "$folder" ${EVAL_ARGS:-} | tee "$out/searchain-$dataset.txt"
+    fi
+    if [[ " ${TABLES:-efficientrag searchain flashrag} " == *" flashrag "* ]]; then
+        # FlashRAG's rows mhindex runs: Naive Generation, Standard RAG and FLARE as FlashRAG runs them; Search-R1
+        # and R1-Searcher as their releases run them (FlashRAG's rows are their trained checkpoints).
+        folder=$out/flashrag/$dataset
+        mkdir -p "$folder"
+        # shellcheck disable=SC2086
+        mhindex eval "wikipedia-$dataset" --table FlashRAG "${asked[@]}" --out "$folder" ${EVAL_ARGS:-} \
+            | tee "$out/flashrag-$dataset.txt"
     fi
 done

@@ -63,6 +63,8 @@ METHODS: Registry[type[Method]] = Registry(
         "searchr1": "mhindex.methods.searchr1:SearchR1",
         "r1searcher": "mhindex.methods.r1searcher:R1Searcher",
         "flare": "mhindex.methods.flare:Flare",
+        "naive-gen": "mhindex.methods.sequential:NaiveGeneration",
+        "standard-rag": "mhindex.methods.sequential:StandardRAG",
     },
     _check,
 )

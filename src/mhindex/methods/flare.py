@@ -11,15 +11,15 @@ the prompt, and the sentence is written again from them. The answer is the sente
 joins them (without a space), after at most `--max-rounds` rounds (5) or `--max-length` tokens (256: the
 looked-ahead sentences' tokens, as FlashRAG counts them).
 
-The prompt is FlashRAG's default: the system turn "Answer the question based on the given document.Only give me
-the answer and do not output any other words.\\nThe following are given documents.\\n\\n" and the paragraphs as
-"Doc 1(Title: T) text" (none before a retrieval), the user turn "Question: ...", through the model's chat template
-(FlashRAG's for an instruct model), and the answer so far appended after the assistant's turn opens.
+The prompt is FlashRAG's default (methods/sequential.py): the system turn with the paragraphs as "Doc 1(Title: T)
+text" (none before a retrieval), the user turn "Question: ...", through the model's chat template (FlashRAG's for
+an instruct model), and the answer so far appended after the assistant's turn opens.
 
 It needs each generated token's log-probability: a model that gives none is refused in one line. Deviations:
 the masked query joins the generated tokens kept (FlashRAG re-encodes the sentence and pairs those ids with the
 generated tokens' scores: the same tokens wherever re-encoding gives the generation back); the prompt is not cut
-to FlashRAG's 1,024 input tokens (its `generator_max_input_len`, which cuts the middle out of a longer one).
+to FlashRAG's 2,048 input tokens (`generator_max_input_len` of the table's my_config.yaml, which cuts the middle
+out of a longer one).
 """
 
 from __future__ import annotations
@@ -33,16 +33,11 @@ from mhindex.backends.base import Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
+from mhindex.methods.sequential import SYSTEM, flashrag_prompt, reference
 from mhindex.options import option
 
 #: `FLAREPipeline.stop_sym`: a list of single characters, each a stop string
 STOPS = tuple(dict.fromkeys("!@#$%^&*()\n\n)(*&^%$#@!"))
-#: `PromptTemplate.base_system_prompt` (its first two sentences meet without a space) and `base_user_prompt`
-SYSTEM = (
-    "Answer the question based on the given document.Only give me the answer and do not output any other words."
-    "\nThe following are given documents.\n\n{reference}"
-)
-USER = "Question: {question}"
 _SENTENCE_END = re.compile(r"(?<=[^A-Z].[.?]) +")
 
 
@@ -63,11 +58,6 @@ def first_sentence(output: str) -> str:
     return _SENTENCE_END.split(output)[0]
 
 
-def reference(hits: list[Hit]) -> str:
-    """`PromptTemplate.format_reference` over FlashRAG's corpus format (the title line as it is: no quotes here)."""
-    return "".join(f"Doc {number}(Title: {hit.title}) {hit.text}\n" for number, hit in enumerate(hits, 1))
-
-
 def masked_query(tokens: list[tuple[str, float]], threshold: float) -> str:
     """`judge_sent_confidence`'s query: the sentence's tokens whose probability is above the threshold."""
     return "".join(token for token, logprob in tokens if math.exp(logprob) > threshold)
@@ -77,6 +67,7 @@ class Flare(Method):
     name = "flare"
     title = "FLARE"
     paper = "FLARE (Jiang et al., EMNLP 2023), as FlashRAG runs it (RUC-NLPIR/FlashRAG FLAREPipeline)"
+    tables = {"FlashRAG": {"FLARE": {}}}
     Settings = FlareSettings
 
     settings: FlareSettings
@@ -87,13 +78,8 @@ class Flare(Method):
         super().__init__(retriever, lm, settings, context)
 
     def prompt(self, question: str, hits: list[Hit] | None, written: str) -> str:
-        """`PromptTemplate.get_string`: the two turns through the chat template (else joined by a blank line, as
-        FlashRAG does for a model without one), the answer so far after them."""
-        system = SYSTEM.format(reference=reference(hits) if hits is not None else "")
-        user = USER.format(question=question)
-        turns = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        opened = self.lm.chat_prompt(turns) or f"{system}\n\n{user}"
-        return opened + (written if written not in ("", " ") else "")
+        """FlashRAG's default prompt (methods/sequential.py), the paragraphs in it after a retrieval."""
+        return flashrag_prompt(self.lm, SYSTEM.format(reference=reference(hits or [])), question, written)
 
     def _look_ahead(self, meter: Meter, prompt: str, label: str) -> Completion:
         made = meter.complete(prompt, self.settings.look_ahead, stop=list(STOPS), label=label, logprobs=True)

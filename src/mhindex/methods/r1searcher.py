@@ -92,6 +92,7 @@ class R1Searcher(Method):
     name = "r1searcher"
     title = "R1-Searcher"
     paper = "R1-Searcher (Song et al., 2025), its search loop as its release evaluates it (RUCAIBox/R1-Searcher)"
+    tables = {"FlashRAG": {"R1-Searcher": {}}}
     Settings = R1SearcherSettings
 
     settings: R1SearcherSettings

@@ -107,6 +107,7 @@ class SearchR1(Method):
     name = "searchr1"
     title = "Search-R1"
     paper = "Search-R1 (Jin et al., 2025), its agent loop as its release evaluates it (PeterGriffinJin/Search-R1)"
+    tables = {"FlashRAG": {"Search-R1": {}}}
     Settings = SearchR1Settings
 
     settings: SearchR1Settings

@@ -77,6 +77,7 @@ TABLES: Registry[PaperTable] = Registry(
         "SearChain": "mhindex.papers.searchain:TABLE",
         "KD-CoT": "mhindex.papers.kdcot:TABLE",
         "EfficientRAG": "mhindex.papers.efficientrag:TABLE",
+        "FlashRAG": "mhindex.papers.flashrag:TABLE",
     },
     _check,
 )
