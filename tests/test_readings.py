@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mhindex.eval.metrics import cover_substring
+from mhindex.methods import r1searcher, searchr1
 from mhindex.methods.decompose import listed_sub_questions
 from mhindex.methods.efficientrag import json_answer, parse_json_object
 from mhindex.methods.kdcot import finish_answer, matched_answer, read_round, verified_answer
@@ -143,3 +144,34 @@ def test_kdcot_reads_its_rounds_and_its_verifier_as_the_release_does(name):
 
     cases = table(name)
     assert disagreements(cases, rounds if name == "kdcot_rounds" else verifier) == []
+
+
+def test_searchr1_reads_a_turn_and_its_answer_as_the_releases_functions_do():
+    """`_postprocess_responses` (where a turn's response is cut), `postprocess_predictions` (its action and query)
+    and `qa_em.extract_solution` (the answer over the opening and the whole turn), run on the 1.5B model's turns."""
+
+    def ours(case):
+        if case.get("whole"):
+            return {"extract_solution": searchr1.extract_solution(case["output"])}, case["release"]
+        response = searchr1.cut_response(case["output"])
+        action, content = searchr1.read_action(response)
+        return {"response": response, "action": action, "content": content}, case["release"]
+
+    cases = table("searchr1")
+    assert {c["release"].get("action") for c in cases if not c.get("whole")} >= {"search", "answer"}
+    # the awkward ones: turns with neither action, and answers read from the invalid-action note a model copied back
+    assert any(c["release"]["action"] is None for c in cases if not c.get("whole"))
+    assert any(c["release"]["extract_solution"] == "and" for c in cases if c.get("whole"))
+    assert disagreements(cases, ours) == []
+
+
+def test_r1searcher_reads_a_finished_search_as_the_releases_evaluation_stored_it():
+    """The answer of each stored finished search (the release's own models' last rounds), as `main` read it."""
+
+    def ours(case):
+        what, answer = r1searcher.read_round(*r1searcher.stopped(case["output"] + case["stop"]))
+        return {"pred_ans": answer if what == "finished" else None}, case["release"]
+
+    cases = table("r1searcher")
+    assert len({c["from"] for c in cases}) >= 3
+    assert disagreements(cases, ours) == []

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from releases import Release, load, materialize, stand_in
+from releases import Release, load, load_file, materialize, stand_in
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
@@ -420,12 +420,80 @@ def _kdcot_verdict(justify: Any, case: dict[str, Any]) -> str:
     return str(json.loads(Path(temp).read_text())[0]["IntermediateAnswer"][-1])
 
 
+# -- Search-R1 (PeterGriffinJin/Search-R1): a turn's response, its action, and the answer of the whole turn -------
+
+
+def searchr1(mirror: Path) -> None:
+    release = materialize(mirror, "PeterGriffinJin/Search-R1")
+    stand_in("torch", "verl", "verl.utils", "verl.utils.tracking", "requests")
+    generation = load(release, ".", "search_r1.llm_agent.generation")
+    qa_em = load_file(release, "verl/utils/reward_score/qa_em.py", "search_r1_qa_em")
+    manager = object.__new__(generation.LLMGenerationManager)
+    manager.tokenizer = types_simple(batch_decode=lambda texts, skip_special_tokens: list(texts))
+    manager.config = types_simple(no_think_rl=False)
+    manager._batch_tokenize = lambda texts: texts
+    cases = []
+    runs = ("qwen2.5-1.5b-agents/*", "qwen2.5-0.5b-readings/searchr1-*", "smollm2-135m-readings/searchr1-*")
+    for record in (record for run in runs for record in records(f"{run}/searchr1.jsonl")):
+        details = record["searchr1"]
+        cases += [{"output": written, "from": record["_file"]} for written in details["responses"]]
+        cases.append({"output": details["opening"] + details["turn"], "whole": True, "from": record["_file"]})
+    cases = sampled(cases, 3 * PER_SOURCE)
+    for case in cases:
+        if case.get("whole"):
+            case["release"] = {"extract_solution": qa_em.extract_solution(case["output"])}
+            continue
+        _, [response] = manager._postprocess_responses([case["output"]])
+        actions, contents = manager.postprocess_predictions([response])
+        case["release"] = {"response": response, "action": actions[0], "content": contents[0]}
+    cite = release.cite(
+        "search_r1/llm_agent/generation.py, verl/utils/reward_score/qa_em.py",
+        "LLMGenerationManager._postprocess_responses, .postprocess_predictions; extract_solution",
+    )
+    write("searchr1", cite, cases, "Search-R1's reading of a turn's response, and of the answer over the whole turn")
+
+
+# -- R1-Searcher (RUCAIBox/R1-Searcher): the answer of a finished search, as its own evaluation recorded it ---------
+
+
+def r1searcher(mirror: Path) -> None:
+    """The release's evaluation (`eval_search_loacl.py` `main`, inline: no function to call) stored its own
+    models' outputs with its readings: `gen_text_store` (every round, the last ending with the "</answer>" it
+    appends) and `pred_ans`. A case is the last round as vLLM returned it (the stop string left out) and the
+    answer the release read from it. (bamboogle_qwen.jsonl is left out: one of its records holds a pred_ans its
+    gen_text_store does not, July 27 against 27 July 1953: two runs' records, not a reading.)"""
+    release = materialize(mirror, "RUCAIBox/R1-Searcher")
+    cases = []
+    for name in ("hotpotqa_qwen", "2wiki_qwen", "hotpotqa_llama", "2wiki_llama", "musique_llama"):
+        path = release.root / "data" / "eval_results" / f"{name}.jsonl"
+        if not path.exists():
+            continue
+        found = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record.get("stop_reason_final") == "finished" and record.get("gen_text_store"):
+                last = record["gen_text_store"].split("<|end_of_documents|>\n\n")[-1]
+                found.append(
+                    {
+                        "output": last.removesuffix("</answer>"),
+                        "stop": "</answer>",
+                        "from": f"data/eval_results/{name}.jsonl",
+                        "release": {"pred_ans": record["pred_ans"]},
+                    }
+                )
+        cases += sampled(found)
+    cite = release.cite("evaluation/eval_search_loacl.py, data/eval_results/*.jsonl", "main (its stored pred_ans)")
+    write("r1searcher", cite, cases, "R1-Searcher's answer of a finished search, as its evaluation stored it")
+
+
 READERS = {
     "efficientrag": ("microsoft+EfficientRAG", efficientrag),
     "ircot": ("StonyBrookNLP+ircot", ircot),
     "searchain": ("xsc1234+Search-in-the-Chain", searchain),
     "react": ("ysymyth+ReAct", react),
     "kdcot": ("AdelWang+KD-CoT", kdcot),
+    "searchr1": ("PeterGriffinJin+Search-R1", searchr1),
+    "r1searcher": ("RUCAIBox+R1-Searcher", r1searcher),
 }
 
 

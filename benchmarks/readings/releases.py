@@ -6,6 +6,7 @@ are stand-ins that fail if called. Nothing of mhindex is imported here."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import subprocess
 import sys
 import tarfile
@@ -78,3 +79,13 @@ def load(release: Release, source_dir: str, module: str) -> types.ModuleType:
     if path not in sys.path:
         sys.path.insert(0, path)
     return importlib.import_module(module)
+
+
+def load_file(release: Release, path: str, name: str) -> types.ModuleType:
+    """The module at `path` of the release's tree, loaded alone under `name` (its package's own imports not run)."""
+    spec = importlib.util.spec_from_file_location(name, release.root / path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{release.repo}: {path} cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
