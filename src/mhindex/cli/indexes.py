@@ -14,6 +14,7 @@ from mhindex.files import QUERY_STREAM_HELP
 from mhindex.home import open_corpus
 from mhindex.options import with_options
 from mhindex.server.limits import API_KEY_HELP, Limits
+from mhindex.server.mcp import MCP_HELP, Transport
 
 FORMAT_HELP = (
     'With "-": jsonl, or trec (a TREC run file, "qid Q0 docid rank score tag", for trec_eval and ir_measures; bad '
@@ -83,16 +84,16 @@ def serve(
     host: Annotated[str, opt("Address to listen on (loopback; set --api-key before opening it wider).")] = "127.0.0.1",
     port: Annotated[int, opt("Port to listen on.", min=1, max=65535)] = 8765,
     api_key: Annotated[Optional[str], opt(API_KEY_HELP, "--api-key", envvar="MHINDEX_API_KEY")] = None,
+    mcp: Annotated[Optional[Transport], opt(MCP_HELP)] = None,
     *,
     root: Path,
     output: Output,
     limits: Limits,
     backend_options: dict | None = None,
 ) -> None:
-    """Serve a corpus's index over HTTP: mhindex's JSON API, and the retrieval protocols of IRCoT
-    (POST /retrieve/), ColBERT (GET /api/search, also at / for DSPy) and Search-R1 (POST /retrieve)."""
+    """Serve a corpus's index over HTTP: mhindex's JSON API, the retrieval protocols of IRCoT (POST /retrieve/),
+    ColBERT (GET /api/search, also at / for DSPy) and Search-R1 (POST /retrieve), and MCP's tools (--mcp)."""
     from mhindex.backends import BackendSpec
     from mhindex.server.app import serve_corpus
 
-    spec = BackendSpec.parse(backend, backend_options)
-    serve_corpus(open_corpus(root, name), spec, host, port, limits, api_key)
+    serve_corpus(open_corpus(root, name), BackendSpec.parse(backend, backend_options), host, port, limits, api_key, mcp)

@@ -18,8 +18,10 @@ import errno
 import secrets
 import socket
 import sys
+import threading
 import time
-from collections.abc import MutableMapping
+from collections.abc import AsyncIterator, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -64,24 +66,37 @@ def make_app(
     api_key: str | None = None,
     positions: Any = None,
     access_log: bool = True,
+    mcp: Callable[[anyio.CapacityLimiter], Any] | None = None,
+    host: str = "127.0.0.1",
 ):
     """The ASGI application over an open retriever. `positions(id) -> int` gives ColBERT's pid;
-    `info` says what is served (its "corpus" and "dataset" are the corpus names IRCoT may ask for)."""
+    `info` says what is served (its "corpus" and "dataset" are the corpus names IRCoT may ask for). `mcp`, given
+    the searches' limiter, makes the MCP server (server/mcp.py) answered at /mcp, behind the same guard."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     if api_key is not None and not api_key.strip():
         raise ValueError("the API key is empty")
-    app = Starlette(
-        routes=[Route(e.path, e.handler, methods=list(e.methods)) for e in ENDPOINTS],
-        exception_handlers={404: _no_route, 405: _no_route},
-    )
+    searches = anyio.CapacityLimiter(limits.workers)
+    routes, lifespan = [Route(e.path, e.handler, methods=list(e.methods)) for e in ENDPOINTS], None
+    if mcp is not None:
+        from mhindex.server.mcp import MCP_PATH
+
+        tools = mcp(searches)
+        routes += list(tools.streamable_http_app(streamable_http_path=MCP_PATH, host=host).routes)
+
+        @asynccontextmanager
+        async def lifespan(_app: Any) -> AsyncIterator[None]:  # MCP's sessions live as long as the server
+            async with tools.session_manager.run():
+                yield
+
+    app = Starlette(routes=routes, exception_handlers={404: _no_route, 405: _no_route}, lifespan=lifespan)
     app.state.retriever = retriever
     app.state.info = info
     app.state.limits = limits
     app.state.positions = positions or (lambda _id: -1)
     app.state.corpus_names = [n for n in dict.fromkeys([info.get("corpus"), info.get("dataset")]) if n]
-    app.state.searches = anyio.CapacityLimiter(limits.workers)
+    app.state.searches = searches
     return Guard(app, api_key, limits, access_log)
 
 
@@ -243,9 +258,12 @@ def serve(app: Any, sock: socket.socket) -> None:
         sock.close()
 
 
-def serve_corpus(corpus: Any, spec: Any, host: str, port: int, limits: Limits, api_key: str | None) -> None:
+def serve_corpus(
+    corpus: Any, spec: Any, host: str, port: int, limits: Limits, api_key: str | None, mcp: str | None = None
+) -> None:
     """`mhindex serve`: bind the port first (a port in use is said before the index is loaded), open
-    the index, warn of a key-less server on a public address, and serve until Ctrl-C or SIGTERM."""
+    the index, warn of a key-less server on a public address, and serve until Ctrl-C or SIGTERM. `mcp`: "http"
+    adds the MCP endpoint at /mcp, "stdio" speaks MCP on standard input and output instead of HTTP."""
     import os
 
     from mhindex import ui
@@ -253,19 +271,39 @@ def serve_corpus(corpus: Any, spec: Any, host: str, port: int, limits: Limits, a
     from mhindex.server.protocols import corpus_lines
 
     api_key = checked_key(api_key, dict(os.environ))
-    sock = listening_socket(host, port)
+    sock = None if mcp == "stdio" else listening_socket(host, port)
     try:
         opened = open_index(corpus, spec)
     except BaseException:
-        sock.close()
+        if sock is not None:
+            sock.close()
         raise
     log = ui.reporter()
-    if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
-    log.info(f"serving {corpus.name} ({spec.label}) on http://{host}:{port}  (Ctrl-C stops)")
     info = index_info(corpus, spec.label, opened.settings, opened.fingerprint)
+    paragraphs, positions = corpus.paragraphs(), corpus_lines(corpus)
     try:
-        app = make_app(opened.retriever, info, limits, api_key, corpus_lines(corpus), access_log=not log.quiet)
+        tools = None if mcp is None else _mcp_tools(opened.retriever, info, positions, paragraphs)
+        if sock is None:
+            log.info(f"serving {corpus.name} ({spec.label}) over MCP on standard input and output")
+            _mcp_tools(opened.retriever, info, positions, paragraphs)(None).run("stdio")  # until the pipe closes
+            return
+        if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+            log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
+        log.info(f"serving {corpus.name} ({spec.label}) on http://{host}:{port}  (Ctrl-C stops)")
+        app = make_app(opened.retriever, info, limits, api_key, positions, not log.quiet, tools, host)
         serve(app, sock)
     finally:
+        paragraphs.close()
         opened.retriever.close()
+
+
+def _mcp_tools(retriever: Any, info: dict, positions: Any, paragraphs: Any) -> Callable[[Any], Any]:
+    from mhindex.server.mcp import mcp_server
+
+    lock = threading.Lock()  # the paragraphs' reader is one open file
+
+    def paragraph(at: int) -> dict:
+        with lock:
+            return dict(paragraphs[at])
+
+    return lambda searches: mcp_server(retriever, info, positions, paragraph, searches)

@@ -1,0 +1,87 @@
+"""The served index over the Model Context Protocol (the `mcp` SDK's MCPServer), for agents that take their tools
+from MCP: `search` (a query, k, an optional title scope), `fetch` (a paragraph by its id) and `corpora` (what is
+served). `mhindex serve NAME --mcp http` adds it to the HTTP server at /mcp (streamable HTTP), behind the same
+API key, body limits and access log as every other endpoint; `--mcp stdio` speaks it on standard input and output
+instead, for a client that starts the server itself (no port, no key: the pipe is the client's own)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any
+
+import anyio
+
+from mhindex.backends.base import Retriever
+from mhindex.errors import UsageError
+from mhindex.requirements import package
+
+MCP_PATH = "/mcp"
+MCP_HELP = "MCP too: http (its tools at /mcp, the same API key) or stdio (MCP alone, on standard input and output)."
+
+
+class Transport(StrEnum):
+    http = "http"
+    stdio = "stdio"
+
+
+MAX_K = 100  # as /search bounds k
+REQUIREMENT = package("serve --mcp", "mcp", "mcp", "pip install 'mhindex[mcp]'")
+
+
+def mcp_server(
+    retriever: Retriever,
+    info: dict[str, Any],
+    position: Callable[[str], int],
+    paragraph: Callable[[int], dict[str, Any]],
+    searches: anyio.CapacityLimiter | None = None,
+) -> Any:
+    """An MCPServer whose tools search `retriever` (in worker threads, at most as many at once as `searches`
+    lets the HTTP endpoints run), fetch a paragraph by id (`position`, then `paragraph`), and say what is served."""
+    import logging
+
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:
+        raise UsageError("--mcp needs the MCP SDK: pip install 'mhindex[mcp]'") from None
+
+    # The SDK logs each session's start and end, and a refused call with its traceback: a refusal is the client's
+    # answer (one line, below), and the access log already has every request.
+    logging.getLogger("mcp").setLevel(logging.ERROR)
+
+    corpus = info.get("corpus", "the corpus")
+    server = MCPServer(
+        "mhindex",
+        instructions=f"Search the paragraphs of {corpus} ({info.get('backend')}); fetch a paragraph by its id.",
+    )
+
+    async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(function, *args, limiter=searches)
+
+    @server.tool()
+    async def search(query: str, k: int = 10, titles: list[str] | None = None) -> list[dict[str, Any]]:
+        """The paragraphs that best match the query, best first: id, title, text and score. `titles` keeps the
+        search within the paragraphs of those titles (as IRCoT searches a page)."""
+        if not query.strip():
+            raise ToolError("the query is empty")
+        if not 1 <= k <= MAX_K:
+            raise ToolError(f"k must be between 1 and {MAX_K}, not {k}")
+        hits = await in_thread(lambda: retriever.search(query, k, titles=titles))
+        return [hit.record() for hit in hits]
+
+    @server.tool()
+    async def fetch(id: str) -> dict[str, Any]:
+        """The paragraph with this id: id, title and text."""
+        at = await in_thread(position, id)
+        if at < 0:
+            raise ToolError(f"no paragraph of {corpus} has the id {id!r}")
+        record = await in_thread(paragraph, at)
+        return {"id": record["id"], "title": record["title"], "text": record["text"]}
+
+    @server.tool()
+    async def corpora() -> list[dict[str, Any]]:
+        """What this server searches: its corpus (name, dataset, paragraphs) and its index (backend, options)."""
+        return [{key: info.get(key) for key in ("corpus", "dataset", "paragraphs", "backend", "index")}]
+
+    return server
