@@ -304,3 +304,48 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
     ]  # one line, no traceback
     assert KEY not in err and "Traceback" not in err
     assert any(x.get("path") == "/search/k/***" for x in lines)  # logged, the key blanked
+
+
+@pytest.mark.slow
+def test_a_large_batch_shares_the_workers_and_a_full_queue_is_refused_with_retry_after(musique_lucene):
+    """One worker: a batch of thousands of queries is searched a chunk at a time, so a single search sent while it
+    runs waits one chunk, not the batch; requests past `max_waiting` waiting searches are answered 503 with
+    Retry-After at once, the others in full, and the server goes on."""
+    import threading
+
+    corpus, retriever = musique_lucene
+    limits = {"workers": 1, "batch_chunk": 16, "max_waiting": 2, "max_batch": 10_000}
+    many = [f"{QUERIES[i % 3]} {i}" for i in range(4000)]
+    with Uvicorn(serve_index(corpus, retriever, **limits)) as server:
+        finished: dict[str, float] = {}
+        answered: dict[str, httpx.Response] = {}
+
+        def batch() -> None:
+            answered["batch"] = httpx.post(f"{server.url}/search/batch", json={"queries": many, "k": 3}, timeout=300)
+            finished["batch"] = time.perf_counter()
+
+        running = threading.Thread(target=batch)
+        running.start()
+        time.sleep(0.5)  # the batch is under way: 4,000 queries take seconds, a chunk milliseconds
+        single = httpx.post(f"{server.url}/search", json={"query": QUERIES[0], "k": 3}, timeout=60)
+        finished["single"] = time.perf_counter()
+        running.join()
+        assert single.status_code == 200 and answered["batch"].status_code == 200
+        assert finished["single"] < finished["batch"]  # it did not wait for the whole batch
+        results = answered["batch"].json()["results"]
+        assert len(results) == 4000
+        for i in (0, 1999, 3999):  # chunked or not, each query's hits are its own
+            assert [h["id"] for h in results[i]["hits"]] == [h.id for h in retriever.search(many[i], 3)]
+
+        # Six batches at once on one worker: the queue holds two waiting searches; the rest are refused at once.
+        def post(_: int) -> httpx.Response:
+            return httpx.post(f"{server.url}/search/batch", json={"queries": many[:800], "k": 3}, timeout=300)
+
+        with ThreadPoolExecutor(6) as pool:
+            burst = list(pool.map(post, range(6)))
+        busy = [r for r in burst if r.status_code == 503]
+        assert busy and all(r.headers["Retry-After"] == "1" and "the server is busy" in r.json()["error"] for r in busy)
+        assert all(len(r.json()["results"]) == 800 for r in burst if r.status_code == 200)
+        assert any(r.status_code == 200 for r in burst)
+        assert httpx.get(f"{server.url}/health").status_code == 200
+        assert httpx.post(f"{server.url}/search", json={"query": QUERIES[1], "k": 2}).status_code == 200

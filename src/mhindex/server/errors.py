@@ -8,11 +8,13 @@ from typing import Any
 
 class Refused(Exception):
     """A request the server will not answer: bad input (400), no key (401), unknown corpus (404),
-    a body too slow (408) or too large (413). The message is the one line a client sees."""
+    a body too slow (408) or too large (413), or no worker free soon enough (503, with Retry-After). The message
+    is the one line a client sees."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after  # seconds, for a busy server's 503: the Retry-After header
 
 
 # Where each protocol's clients look for the reason. IRCoT's and Search-R1's servers are FastAPI

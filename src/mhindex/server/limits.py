@@ -24,6 +24,15 @@ class Limits:
     max_body_bytes: int = 8_000_000
     body_seconds: float = 30.0  # a request body must arrive within this time
     workers: int = option(4, "Searches run at once (in threads).", min=1, max=256)
+    # A batch is searched a chunk at a time, each chunk queued for a worker as a single search is: a request of
+    # thousands of queries then holds a worker for one chunk's time, not its whole batch's (RL rollouts send
+    # batches of 1-16 queries beside Search-R1's 512-2,560).
+    batch_chunk: int = option(64, "A batch is searched this many queries at a time, its turn shared fairly.", min=1)
+    # verl's search tool sends from 120 workers by default: the queue holds them; past it, 503 and Retry-After.
+    max_waiting: int = option(
+        512, "Searches waiting for a worker, at most; more is answered 503 with Retry-After (never queued).", min=1
+    )
 
     def public(self) -> dict[str, Any]:
-        return {"max_k": self.max_k, "max_batch": self.max_batch, "max_body_bytes": self.max_body_bytes}
+        return {"max_k": self.max_k, "max_batch": self.max_batch, "max_body_bytes": self.max_body_bytes,
+                "batch_chunk": self.batch_chunk, "max_waiting": self.max_waiting}  # fmt: skip

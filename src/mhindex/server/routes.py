@@ -56,7 +56,10 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
                 return await handler(request)
             except Refused as refused:
                 note(request, str(refused))
-                return reply(error_body(protocol, str(refused)), refused.status)
+                answer = reply(error_body(protocol, str(refused)), refused.status)
+                if refused.retry_after is not None:
+                    answer.headers["Retry-After"] = str(refused.retry_after)
+                return answer
             except ClientDisconnect:
                 note(request, "the client disconnected before its request was read")
                 return Response(status_code=499)  # nobody reads it: the status is for the log
@@ -74,10 +77,26 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
 
 
 async def in_thread(request: Request, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a search in a worker thread, so that a slow one does not hold up the others."""
-    return await anyio.to_thread.run_sync(
-        functools.partial(function, *args, **kwargs), limiter=request.app.state.searches
-    )
+    """Run a search in a worker thread, so that a slow one does not hold up the others; waiting its turn behind
+    more than `max_waiting` others is refused at once (503, Retry-After), not queued without end. The limiter
+    wakes its waiters in the order they came."""
+    limiter = request.app.state.searches
+    waiting = limiter.statistics().tasks_waiting
+    if waiting >= request.app.state.limits.max_waiting:
+        raise Refused(f"the server is busy: {waiting} searches are waiting for a worker; retry in a second", 503, 1)
+    return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), limiter=limiter)
+
+
+async def search_many(request: Request, queries: list[str], k: int) -> list[Any]:
+    """A batch's searches, `batch_chunk` queries at a time, each chunk taking its turn for a worker as a single
+    search does: a request of thousands of queries does not starve the others. A client that hung up is not
+    searched for any further."""
+    chunk, results = request.app.state.limits.batch_chunk, list[Any]()
+    for start in range(0, len(queries), chunk):
+        if start and await request.is_disconnected():
+            raise ClientDisconnect()
+        results += await in_thread(request, request.app.state.retriever.search_many, queries[start : start + chunk], k)
+    return results
 
 
 async def json_body(request: Request) -> Any:
@@ -128,9 +147,7 @@ async def search_batch(request: Request) -> Response:
     body = await json_body(request)
     queries = batch(request, strings(body, "queries", required=True))
     k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
-    results = (
-        await in_thread(request, state.retriever.search_many, queries, k) if queries and k else [[] for _ in queries]
-    )
+    results = await search_many(request, queries, k) if queries and k else [[] for _ in queries]
     return reply(
         {
             "results": [
@@ -167,7 +184,7 @@ async def _search_r1(request: Request, body: dict) -> Response:
         field(body, "topk", int, None), "topk", DEFAULT_K["search-r1"], state.limits.max_k, zero_is_default=True
     )
     with_scores = bool(field(body, "return_scores", (bool, int), False))
-    results = await in_thread(request, state.retriever.search_many, queries, k) if queries else []
+    results = await search_many(request, queries, k) if queries else []
     return reply(search_r1_answer(results, with_scores))
 
 
