@@ -313,3 +313,49 @@ def test_vectors_computed_elsewhere_build_the_same_index(root, tmp_path, capsys)
     assert (home / "wiki" / "indexes" / "dense").stat().st_mtime_ns == index_before  # the old index stands
     code, err = index("--vectors", tmp_path)
     assert code == 2 and f"{tmp_path} is a folder; --vectors takes one file" in err
+
+
+def test_served_dense_searches_of_concurrent_requests_are_encoded_together(root):
+    """`serve` over a dense index gathers the queries of requests that come together (within --gather-ms) into
+    one batch: one encoder pass and one FAISS search for many requests, each answered with its own hits, the same
+    as searched alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from mhindex.backends import BackendSpec, open_index
+    from mhindex.home import corpus_dir
+    from mhindex.server.app import Limits, index_info, make_app
+    from servers import Uvicorn
+
+    class Counted:
+        """The dense retriever, its batch sizes written down."""
+
+        def __init__(self, inner) -> None:
+            self.inner, self.batches = inner, []
+
+        def search_many(self, queries, k=10):
+            self.batches.append(len(queries))
+            return self.inner.search_many(queries, k)
+
+        def search(self, query, k=10, titles=None):
+            return self.inner.search(query, k, titles=titles)
+
+    corpus = corpus_dir(root, "wiki")
+    questions = [q["question"] for q in read_jsonl(root / "wiki" / "questions.jsonl")][:24]
+    opened = open_index(corpus, BackendSpec.parse("dense"))
+    counted = Counted(opened.retriever)
+    info = index_info(corpus, "dense", opened.settings, opened.fingerprint)
+    app = make_app(counted, info, Limits(workers=1, gather_ms=50.0), access_log=False, batches=True)
+    try:
+        with Uvicorn(app) as server, ThreadPoolExecutor(12) as pool:
+            replies = list(pool.map(lambda q: httpx.post(f"{server.url}/search", json={"query": q, "k": 5}), questions))
+            alone = {q: opened.retriever.search(q, 5) for q in questions}
+    finally:
+        opened.close()
+    for question, reply in zip(questions, replies, strict=True):
+        hits = reply.json()["hits"]
+        assert [h["id"] for h in hits] == [h.id for h in alone[question]], question
+        assert [h["score"] for h in hits] == pytest.approx([h.score for h in alone[question]], abs=1e-4)
+    assert sum(counted.batches) == len(questions) and len(counted.batches) < len(questions)  # gathered
+    assert max(counted.batches) > 1

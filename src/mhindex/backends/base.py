@@ -119,6 +119,9 @@ class Backend:
     address_option: ClassVar[str] = ""
     #: it fuses the rankings of other backends (`--backend A+B`; `--backend NAME` fuses `default_parts`)
     fuses: ClassVar[bool] = False
+    #: its `search_many` answers a batch in one pass (an encoder's forward pass, one vector search): `serve`
+    #: gathers concurrent requests' queries into batches for it (server/batching.py)
+    batches: ClassVar[bool] = False
     default_parts: ClassVar[tuple[str, ...]] = ()
 
     def footprint(self, paragraphs: int, corpus_bytes: int, options: Any) -> Footprint | None:

@@ -369,6 +369,7 @@ class DenseBackend(Backend):
     title = "dense (FAISS)"
     queries = "the query encoder's tokenizer, no instruction prefix, truncated at max_length"
     Settings = DenseOptions
+    batches = True
     builds_index = True
     requirements = (
         package("dense backend", "faiss", "faiss-cpu", "pip install 'mhindex[dense]'"),

@@ -324,6 +324,7 @@ class MilvusBackend(Backend):
         "vectors+bm25: both"
     )
     Settings = MilvusOptions
+    batches = True
     builds_index = True
     requirements = (
         package("milvus backend", "pymilvus", "pymilvus", "pip install 'mhindex[milvus]'"),

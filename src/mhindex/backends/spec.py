@@ -116,6 +116,11 @@ class BackendSpec:
         hybrid's parts are built here."""
         return bool(self.parts) or self.backend.builds_index
 
+    @property
+    def batches(self) -> bool:
+        """Its searches gain from being searched in batches: it batches, or one of a hybrid's parts does."""
+        return self.backend.batches or any(part.backend.batches for part in self.parts)
+
     def index_parts(self) -> tuple[BackendSpec, ...]:
         """What gets an index of its own: a fusion's parts, each as itself, or this backend. Each one's build
         options are checked here, so that a wrong one fails before any work."""

@@ -29,6 +29,7 @@ import anyio
 import orjson
 
 from mhindex.errors import UsageError, redact
+from mhindex.server.batching import Gatherer
 from mhindex.server.errors import Refused, error_body
 from mhindex.server.limits import Limits
 from mhindex.server.routes import ENDPOINTS, protocol_of, reply
@@ -68,10 +69,12 @@ def make_app(
     access_log: bool = True,
     mcp: Callable[[anyio.CapacityLimiter], Any] | None = None,
     host: str = "127.0.0.1",
+    batches: bool = False,
 ):
     """The ASGI application over an open retriever. `positions(id) -> int` gives ColBERT's pid;
     `info` says what is served (its "corpus" and "dataset" are the corpus names IRCoT may ask for). `mcp`, given
-    the searches' limiter, makes the MCP server (server/mcp.py) answered at /mcp, behind the same guard."""
+    the searches' limiter, makes the MCP server (server/mcp.py) answered at /mcp, behind the same guard. With
+    `batches` (the engine answers a batch in one pass), concurrent requests' queries are searched together."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
@@ -97,6 +100,7 @@ def make_app(
     app.state.positions = positions or (lambda _id: -1)
     app.state.corpus_names = [n for n in dict.fromkeys([info.get("corpus"), info.get("dataset")]) if n]
     app.state.searches = searches
+    app.state.gatherer = Gatherer(limits.gather_ms / 1000, limits.batch_chunk) if batches and limits.gather_ms else None
     return Guard(app, api_key, limits, access_log)
 
 
@@ -290,7 +294,7 @@ def serve_corpus(
         if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
             log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
         log.info(f"serving {corpus.name} ({spec.label}) on http://{host}:{port}  (Ctrl-C stops)")
-        app = make_app(opened.retriever, info, limits, api_key, positions, not log.quiet, tools, host)
+        app = make_app(opened.retriever, info, limits, api_key, positions, not log.quiet, tools, host, spec.batches)
         serve(app, sock)
     finally:
         paragraphs.close()

@@ -28,6 +28,12 @@ class Limits:
     # thousands of queries then holds a worker for one chunk's time, not its whole batch's (RL rollouts send
     # batches of 1-16 queries beside Search-R1's 512-2,560).
     batch_chunk: int = option(64, "A batch is searched this many queries at a time, its turn shared fairly.", min=1)
+    # Off by default: measured on two cores with MiniLM, one batch in one thread lost to four threads each encoding
+    # its own request (benchmarks/results/bench_serve_gather.txt); it pays where the encoder dominates (a GPU).
+    gather_ms: float = option(
+        0.0, "Dense, Milvus and hybrid: queries of requests arriving within this many ms are searched as one batch "
+        "(0: each request alone).", min=0.0, max=1000.0,
+    )  # fmt: skip
     # verl's search tool sends from 120 workers by default: the queue holds them; past it, 503 and Retry-After.
     max_waiting: int = option(
         512, "Searches waiting for a worker, at most; more is answered 503 with Retry-After (never queued).", min=1

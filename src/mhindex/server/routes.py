@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,11 +91,17 @@ async def search_many(request: Request, queries: list[str], k: int) -> list[Any]
     """A batch's searches, `batch_chunk` queries at a time, each chunk taking its turn for a worker as a single
     search does: a request of thousands of queries does not starve the others. A client that hung up is not
     searched for any further."""
-    chunk, results = request.app.state.limits.batch_chunk, list[Any]()
+    state = request.app.state
+    chunk, results = state.limits.batch_chunk, list[Any]()
+
+    async def searched(queries: Sequence[str], k: int) -> list[Any]:
+        return list(await in_thread(request, state.retriever.search_many, list(queries), k))
+
     for start in range(0, len(queries), chunk):
         if start and await request.is_disconnected():
             raise ClientDisconnect()
-        results += await in_thread(request, request.app.state.retriever.search_many, queries[start : start + chunk], k)
+        part = queries[start : start + chunk]
+        results += await (state.gatherer.search(searched, part, k) if state.gatherer else searched(part, k))
     return results
 
 
@@ -137,7 +143,10 @@ async def search(request: Request) -> Response:
     query = field(body, "query", str)
     k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
     titles = strings(body, "titles")
-    hits = await in_thread(request, state.retriever.search, query, k, titles=titles) if k else []
+    if k and titles is None and state.gatherer is not None:  # searched with other requests' queries
+        hits = (await search_many(request, [query], k))[0]
+    else:
+        hits = await in_thread(request, state.retriever.search, query, k, titles=titles) if k else []
     return reply({"query": query, "hits": [h.record() for h in hits]})
 
 
