@@ -523,7 +523,9 @@ def test_a_papers_table_runs_its_rows_each_as_the_paper_ran_it_and_says_why_the_
     methods = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert methods["direct-r"]["tables"][0] == "EfficientRAG: Direct-R" and not methods["cot"]["retrieves"]
     assert main(["--home", str(root), "eval", "musique", "--table", "ACL"]) == 2
-    assert "--table must be one of EfficientRAG, IRCoT, KD-CoT, SearChain, not 'ACL'" in capsys.readouterr().err
+    assert (
+        "--table must be one of EfficientRAG, FlashRAG, IRCoT, KD-CoT, SearChain, not 'ACL'" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.slow

@@ -71,7 +71,7 @@ def requirements() -> list[Requirement]:
     from mhindex.corpora import DATASETS
     from mhindex.lm import LMS
     from mhindex.methods import METHODS
-    from mhindex.server.mcp import REQUIREMENT as MCP
+    from mhindex.requirements import MCP_SDK as MCP
 
     found: dict[tuple[str, str], Requirement] = {}
     for registry in (BACKENDS, LMS, DATASETS, METHODS):

@@ -31,3 +31,7 @@ class Requirement:
 
 def package(area: str, module: str, distribution: str, fix: str, needed: bool = False) -> Requirement:
     return Requirement(area, distribution, fix, needed, module=module)
+
+
+#: `serve --mcp`'s SDK: the server's own, not a plug-in's (doctor lists it beside the plug-ins' requirements)
+MCP_SDK = package("serve --mcp", "mcp", "mcp", "pip install 'mhindex[mcp]'")

@@ -107,6 +107,10 @@ class MilvusError(MhindexError):
 
 
 def _pymilvus() -> Any:
+    # gRPC's fork handlers run in every child this process forks with a preexec_fn (Lucene's JVM, processes.py)
+    # once Milvus Lite's in-process server has run: one such child died in them ("Epoll1Poller ... epoll_wait
+    # error: Bad file descriptor") before Java started. mhindex's children never speak gRPC: the handlers go.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     try:
         import pymilvus
     except ImportError:

@@ -14,7 +14,6 @@ import anyio
 
 from mhindex.backends.base import Retriever
 from mhindex.errors import UsageError
-from mhindex.requirements import package
 
 MCP_PATH = "/mcp"
 MCP_HELP = "MCP too: http (its tools at /mcp, the same API key) or stdio (MCP alone, on standard input and output)."
@@ -26,7 +25,6 @@ class Transport(StrEnum):
 
 
 MAX_K = 100  # as /search bounds k
-REQUIREMENT = package("serve --mcp", "mcp", "mcp", "pip install 'mhindex[mcp]'")
 
 
 def mcp_server(
