@@ -218,6 +218,17 @@ def training_summary(result, corpus: str) -> str:
     )
 
 
+def router_summary(result) -> str:
+    """What `train adaptive` made: the labels it learnt from and the held-out accuracy."""
+    labels = ", ".join(f"{route} {count}" for route, count in result.labels.items())
+    held = "no questions held out" if result.held_out_accuracy is None else (
+        f"held-out accuracy {100 * result.held_out_accuracy:.1f}%")  # fmt: skip
+    return (
+        f"Adaptive-RAG's router is in {result.folder}: {result.questions} questions ({labels}; {result.by_bias} by "
+        f'the dataset\'s bias, no method answering them), {held}\nnext: mhindex ask "..." --method adaptive'
+    )
+
+
 def doctor_report(found: Sequence, missing: Sequence) -> list:
     """`mhindex doctor`'s table of checks, then the lines that install what the default path lacks."""
     from rich.markup import escape

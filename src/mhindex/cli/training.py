@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -48,3 +48,21 @@ def efficientrag(
     with ui.graceful_interrupts(kept="the work done so far is kept to resume from"):
         result = train(root, corpus, settings, BackendSpec.parse(backend), restart=restart)
     output.show(result.record(), render.training_summary(result, corpus.name))
+
+
+@command(group=train_app)
+def adaptive(
+    folder: Annotated[Path, opt("An evaluation's folder of NoR's, OneR's and IRCoT's answers.", "--from")],
+    name: Annotated[Optional[str], opt("The router's name \\[default: the evaluation's corpus].")] = None,
+    restart: Annotated[bool, flag("Encode the questions again instead of resuming.")] = False,
+    *,
+    root: Path,
+    output: Output,
+) -> None:
+    """Train Adaptive-RAG's router from an evaluation's own answers: the simplest of NoR, OneR and IRCoT that
+    answered each question right. `mhindex ask --method adaptive` uses it for the corpus without further flags."""
+    from mhindex.training.adaptive import train
+
+    with ui.graceful_interrupts(kept="the encoded questions are kept to resume from"):
+        result = train(root, folder, name, restart)
+    output.show(result.record(), render.router_summary(result))

@@ -65,6 +65,7 @@ METHODS: Registry[type[Method]] = Registry(
         "flare": "mhindex.methods.flare:Flare",
         "naive-gen": "mhindex.methods.sequential:NaiveGeneration",
         "standard-rag": "mhindex.methods.sequential:StandardRAG",
+        "adaptive": "mhindex.methods.adaptive:Adaptive",
     },
     _check,
 )

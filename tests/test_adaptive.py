@@ -1,0 +1,101 @@
+"""Adaptive-RAG end to end on the MuSiQue sample with the fast packaged model: an evaluation of NoR, OneR and IRCoT,
+the router trained from its answers (`mhindex train adaptive`), and `ask`/`eval --method adaptive` routing each
+question to the method the router picks, which answers it exactly as that method alone does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import read_jsonl
+from mhindex.cli import main
+from mhindex.eval.metrics import best, exact_match
+
+QUICK = ["--lm", "local:smollm2-135m", "--max-steps", "2", "--answer-tokens", "16", "--step-tokens", "32"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The sample, an evaluation of the three routes on 10 questions, and the router trained from it."""
+    home = tmp_path_factory.mktemp("adaptive-home")
+    folder = home / "routes-eval"
+    assert main(["--quiet", "--home", str(home), "build", "musique"]) == 0
+    asked = ["--quiet", "--home", str(home), "eval", "musique", "-m", "nor,oner,ircot", "--limit", "10"]
+    assert main([*asked, *QUICK, "--out", str(folder)]) == 0
+    assert main(["--quiet", "--home", str(home), "train", "adaptive", "--from", str(folder)]) == 0
+    return home, folder
+
+
+@pytest.mark.slow
+def test_the_router_learns_the_simplest_method_that_answered_each_question(trained):
+    home, folder = trained
+    router = home / "models" / "adaptive" / "musique"
+    about = json.loads((router / "trained.json").read_text())
+    assert (router / "router.npz").is_file() and not list(router.parent.glob(".*.partial"))
+    questions = {q["id"]: q for q in read_jsonl(home / "musique" / "questions.jsonl")}
+    answers = {m: {r["id"]: r["answer"] for r in read_jsonl(folder / f"{m}.jsonl")} for m in ("nor", "oner", "ircot")}
+    expected = {"A": 0, "B": 0, "C": 0}
+    by_bias = 0
+    for qid in answers["nor"]:
+        golds = questions[qid]["answers"]
+        right = [
+            route for route, m in zip("ABC", ("nor", "oner", "ircot")) if best(exact_match, answers[m][qid], golds)
+        ]
+        if right:
+            expected[right[0]] += 1
+        else:  # the dataset's bias: MuSiQue's questions have two or more gold paragraphs, multi-step
+            assert len(questions[qid]["gold_ids"]) >= 2
+            expected["C"] += 1
+            by_bias += 1
+    assert about["labels"] == expected and about["by_bias"] == by_bias and about["questions"] == 10
+    assert sorted(about["question_ids"]) == sorted(answers["nor"])
+
+
+@pytest.mark.slow
+def test_adaptive_answers_as_the_method_it_routes_to_and_says_which(trained, capsys):
+    home, _ = trained
+    question = read_jsonl(home / "musique" / "questions.jsonl")[-1]["question"]  # not one the router learnt from
+
+    def ask(method: str) -> dict:
+        capsys.readouterr()
+        quick = QUICK if method in ("adaptive", "ircot") else QUICK[:2] + QUICK[-4:-2]  # the options it takes
+        assert main(["--home", str(home), "ask", question, "--method", method, *quick, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    record = ask("adaptive")
+    routed = record["adaptive"]
+    assert record["method"] == "adaptive" and routed["route"] in "ABC"
+    assert routed["method"] == {"A": "nor", "B": "oner", "C": "ircot"}[routed["route"]]
+    assert sum(routed["probabilities"].values()) == pytest.approx(1.0)
+    assert max(routed["probabilities"], key=routed["probabilities"].get) == routed["route"]
+    alone = ask(routed["method"])
+    assert (record["answer"], record["steps"], record["retrieved"]) == (alone["answer"], alone["steps"],
+                                                                          alone["retrieved"])  # fmt: skip
+    assert main(["--home", str(home), "ask", question, "--method", "adaptive", *QUICK]) == 0
+    assert f"Route {routed['route']}: {routed['method']}" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.slow
+def test_eval_leaves_out_the_questions_the_router_learnt_from(trained):
+    home, folder = trained
+    out = home / "adaptive-eval"
+    assert main(["--quiet", "--home", str(home), "eval", "musique", "-m", "adaptive", "--limit", "13", *QUICK,
+                 "--out", str(out)]) == 0  # fmt: skip
+    learnt = set(json.loads((home / "models" / "adaptive" / "musique" / "trained.json").read_text())["question_ids"])
+    asked = {r["id"] for r in read_jsonl(out / "adaptive.jsonl")}
+    assert asked and not asked & learnt
+    assert {r["adaptive"]["route"] for r in read_jsonl(out / "adaptive.jsonl")} <= set("ABC")
+
+
+def test_a_folder_without_the_three_methods_is_one_line(tmp_path, capsys):
+    home, folder = tmp_path / "home", tmp_path / "half"
+    assert main(["--quiet", "--home", str(home), "build", "musique"]) == 0
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"corpus": "musique"}))
+    (folder / "nor.jsonl").write_text("")
+    assert main(["--home", str(home), "train", "adaptive", "--from", str(folder)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "no predictions of oner, ircot" in error[0]
+    assert main(["--home", str(home), "ask", "Who?", "--method", "adaptive", "--lm", "local:smollm2-135m"]) != 0
+    assert "no Adaptive-RAG router" in capsys.readouterr().err
