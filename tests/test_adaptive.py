@@ -17,11 +17,11 @@ QUICK = ["--lm", "local:smollm2-135m", "--max-steps", "2", "--answer-tokens", "1
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """The sample, an evaluation of the three routes on 10 questions, and the router trained from it."""
+    """The sample, an evaluation of the three routes on 6 questions, and the router trained from it."""
     home = tmp_path_factory.mktemp("adaptive-home")
     folder = home / "routes-eval"
     assert main(["--quiet", "--home", str(home), "build", "musique"]) == 0
-    asked = ["--quiet", "--home", str(home), "eval", "musique", "-m", "nor,oner,ircot", "--limit", "10"]
+    asked = ["--quiet", "--home", str(home), "eval", "musique", "-m", "nor,oner,ircot", "--limit", "6"]
     assert main([*asked, *QUICK, "--out", str(folder)]) == 0
     assert main(["--quiet", "--home", str(home), "train", "adaptive", "--from", str(folder)]) == 0
     return home, folder
@@ -48,7 +48,7 @@ def test_the_router_learns_the_simplest_method_that_answered_each_question(train
             assert len(questions[qid]["gold_ids"]) >= 2
             expected["C"] += 1
             by_bias += 1
-    assert about["labels"] == expected and about["by_bias"] == by_bias and about["questions"] == 10
+    assert about["labels"] == expected and about["by_bias"] == by_bias and about["questions"] == 6
     assert sorted(about["question_ids"]) == sorted(answers["nor"])
 
 
@@ -95,7 +95,7 @@ def test_eval_will_not_score_the_router_on_the_questions_it_learnt_from(trained,
     ]
     assert main(asked) == 2
     said = capsys.readouterr().err.strip().splitlines()
-    assert len(said) == 1 and "10 of the 13 questions sampled trained adaptive's models" in said[0]
+    assert len(said) == 1 and "6 of the 13 questions sampled trained adaptive's models" in said[0]
     assert not (home / "x" / "adaptive.jsonl").exists()
 
 
