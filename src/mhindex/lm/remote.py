@@ -288,13 +288,18 @@ class RemoteModel(LanguageModel):
         )
         return self._completion("/chat/completions", body, stop, stop_when)
 
+    @property
+    def _root(self) -> str:
+        """The server's own root, where llama.cpp and vLLM answer /tokenize and llama.cpp /apply-template."""
+        return self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+
     def chat_prompt(self, messages: Messages) -> str | None:
         """The server's own rendering of its chat template, where it has one to give (llama.cpp's server answers
         /apply-template); a server that does not (vLLM) is said in one line, not guessed at."""
         if self.chat_only:
             raise LMError(f"{self.name} is a chat endpoint: a method that continues the assistant's turn needs "
                           "completions (--lm openai:MODEL@URL)")  # fmt: skip
-        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        root = self._root
         with self._errors(root + "/apply-template"):
             response = self._client.post(root + "/apply-template", json={"messages": as_messages(messages)})
             if response.status_code != 404:
@@ -308,7 +313,7 @@ class RemoteModel(LanguageModel):
 
     def count_tokens(self, text: str) -> int:
         """The server's /tokenize where it has one (llama.cpp, vLLM); else a cautious estimate."""
-        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        root = self._root
         if self._tokenize_url is None:
             self._tokenize_url = ""
             try:

@@ -64,10 +64,15 @@ class Router:
     def probabilities(self, questions: list[str]) -> Any:
         import numpy as np
 
-        logits = np.asarray(self.encoder.encode_queries(questions)) @ self.weights + self.bias
-        logits -= logits.max(axis=1, keepdims=True)
-        exp = np.exp(logits)
-        return exp / exp.sum(axis=1, keepdims=True)
+        return softmax(np.asarray(self.encoder.encode_queries(questions)) @ self.weights + self.bias)
+
+
+def softmax(logits: Any) -> Any:
+    """Each row's probabilities over the routes (the training's and the router's)."""
+    import numpy as np
+
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
 
 
 def _settings_for(kind: type, settings: AdaptiveSettings, **changed: Any) -> Any:

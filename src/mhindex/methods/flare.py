@@ -33,7 +33,7 @@ from mhindex.backends.base import Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
-from mhindex.methods.sequential import SYSTEM, flashrag_prompt, reference
+from mhindex.methods.sequential import SYSTEM, continued, flashrag_prompt, reference
 from mhindex.options import option
 
 #: `FLAREPipeline.stop_sym`: a list of single characters, each a stop string
@@ -77,9 +77,9 @@ class Flare(Method):
     ) -> None:
         super().__init__(retriever, lm, settings, context)
 
-    def prompt(self, question: str, hits: list[Hit] | None, written: str) -> str:
+    def prompt(self, question: str, hits: list[Hit]) -> str:
         """FlashRAG's default prompt (methods/sequential.py), the paragraphs in it after a retrieval."""
-        return flashrag_prompt(self.lm, SYSTEM.format(reference=reference(hits or [])), question, written)
+        return flashrag_prompt(self.lm, SYSTEM.format(reference=reference(hits)), question)
 
     def _look_ahead(self, meter: Meter, prompt: str, label: str) -> Completion:
         made = meter.complete(prompt, self.settings.look_ahead, stop=list(STOPS), label=label, logprobs=True)
@@ -90,9 +90,10 @@ class Flare(Method):
     def answer(self, query: Query) -> Answer:
         s, clock, meter = self.settings, Clock(), Meter(self.lm)
         written, length, rounds, steps, found = "", 0, list[dict[str, Any]](), list[Step](), dict[str, Hit]()
+        looking = self.prompt(query.question, [])  # the same every round: the template rendered once a question
         while length < s.max_length and len(rounds) < s.max_rounds:
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
-            ahead = self._look_ahead(meter, self.prompt(query.question, None, written), f"round {len(rounds) + 1}")
+            ahead = self._look_ahead(meter, continued(looking, written), f"round {len(rounds) + 1}")
             sentence = first_sentence(ahead.text)
             tokens = (ahead.token_logprobs or [])[: self.lm.count_tokens(sentence) if sentence else 0]
             confident = all(math.exp(logprob) > s.threshold for _, logprob in tokens)
@@ -101,7 +102,8 @@ class Flare(Method):
                      "confident": confident or not asked, "query": asked or None}  # fmt: skip
             if not confident and asked:
                 hits = self.retriever.search(asked, s.k)
-                again = meter.complete(self.prompt(query.question, hits, written), s.look_ahead, stop=list(STOPS),
+                informed = continued(self.prompt(query.question, hits), written)
+                again = meter.complete(informed, s.look_ahead, stop=list(STOPS),
                                        label=f"round {len(rounds) + 1}, from {len(hits)} paragraphs")  # fmt: skip
                 sentence = first_sentence(again.text)
                 found.update({h.id: h for h in hits if h.id not in found})

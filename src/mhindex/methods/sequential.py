@@ -38,13 +38,17 @@ def reference(hits: list[Hit]) -> str:
     return "".join(f"Doc {number}(Title: {hit.title}) {hit.text}\n" for number, hit in enumerate(hits, 1))
 
 
-def flashrag_prompt(lm: LanguageModel, system: str, question: str, written: str = "") -> str:
+def flashrag_prompt(lm: LanguageModel, system: str, question: str) -> str:
     """`PromptTemplate.get_string`: the system and user turns through the chat template, else joined by a blank
-    line; what the model wrote so far (FLARE's) after them, unless it is empty or one space."""
+    line."""
     user = USER.format(question=question)
     turns = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    opened = lm.chat_prompt(turns) or f"{system}\n\n{user}"
-    return opened + (written if written not in ("", " ") else "")
+    return lm.chat_prompt(turns) or f"{system}\n\n{user}"
+
+
+def continued(prompt: str, written: str) -> str:
+    """`get_string`'s `previous_gen` (FLARE's answer so far) after the prompt, unless it is empty or one space."""
+    return prompt + (written if written not in ("", " ") else "")
 
 
 @dataclass(frozen=True)

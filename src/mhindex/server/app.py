@@ -284,12 +284,14 @@ def serve_corpus(
         raise
     log = ui.reporter()
     info = index_info(corpus, spec.label, opened.settings, opened.fingerprint)
-    paragraphs, positions = corpus.paragraphs(), corpus_lines(corpus)
+    positions = corpus_lines(corpus)
+    paragraphs = corpus.paragraphs() if mcp else None  # MCP's fetch reads them; HTTP alone does not
     try:
-        tools = None if mcp is None else _mcp_tools(opened.retriever, info, positions, paragraphs)
+        tools = None if paragraphs is None else _mcp_tools(opened.retriever, info, positions, paragraphs)
         if sock is None:
+            assert tools is not None  # stdio is MCP's
             log.info(f"serving {corpus.name} ({spec.label}) over MCP on standard input and output")
-            _mcp_tools(opened.retriever, info, positions, paragraphs)(None).run("stdio")  # until the pipe closes
+            tools(None).run("stdio")  # until the client closes the pipe
             return
         if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
             log.warning(f"serving on {host} without an API key: anyone who can reach it can search {corpus.name}")
@@ -297,7 +299,8 @@ def serve_corpus(
         app = make_app(opened.retriever, info, limits, api_key, positions, not log.quiet, tools, host, spec.batches)
         serve(app, sock)
     finally:
-        paragraphs.close()
+        if paragraphs is not None:
+            paragraphs.close()
         opened.retriever.close()
 
 

@@ -31,7 +31,7 @@ from mhindex.eval.metrics import best, exact_match
 from mhindex.eval.run import read_predictions, read_questions_file
 from mhindex.files import atomic_directory, inside, remove
 from mhindex.home import corpus_dir
-from mhindex.methods.adaptive import ROUTER_FILE, ROUTES, TRAINED_FILE, routers_root
+from mhindex.methods.adaptive import ROUTER_FILE, ROUTES, TRAINED_FILE, routers_root, softmax
 from mhindex.methods.ircot import IRCoT
 from mhindex.methods.nor import NoRetrieval
 from mhindex.methods.oner import OneRetrieval
@@ -89,11 +89,7 @@ def fit(vectors: Any, labels: list[int]) -> tuple[Any, Any]:
     weights, bias = np.zeros((dim, len(ROUTES)), dtype=np.float64), np.zeros(len(ROUTES), dtype=np.float64)
     target = np.eye(len(ROUTES))[labels]
     for _ in range(STEPS):
-        logits = vectors @ weights + bias
-        logits -= logits.max(axis=1, keepdims=True)
-        probabilities = np.exp(logits)
-        probabilities /= probabilities.sum(axis=1, keepdims=True)
-        error = (probabilities - target) / count
+        error = (softmax(vectors @ weights + bias) - target) / count
         weights -= RATE * (vectors.T @ error + L2 * weights)
         bias -= RATE * error.sum(axis=0)
     return weights, bias
