@@ -146,7 +146,8 @@ def test_flare_retrieves_when_a_looked_ahead_token_is_uncertain_with_the_uncerta
     assert record["answer"] == "".join(r["kept"] for r in rounds)  # FlashRAG joins the sentences as they are
     searched = iter(steps)
     for taken in rounds:
-        tokens = [(token, logprob) for token, logprob in taken["tokens"]]
+        assert taken["output"].startswith(taken["looked_ahead"])  # the whole look-ahead, and its first sentence
+        tokens = [(token, logprob) for token, logprob in taken["tokens"][: taken["sentence_tokens"]]]
         assert "".join(token for token, _ in tokens).startswith(taken["looked_ahead"][:1])  # the sentence's own
         sure = all(math.exp(logprob) > 0.2 for _, logprob in tokens)
         query = masked_query(tokens, 0.2)

@@ -175,3 +175,31 @@ def test_r1searcher_reads_a_finished_search_as_the_releases_evaluation_stored_it
     cases = table("r1searcher")
     assert len({c["from"] for c in cases}) >= 3
     assert disagreements(cases, ours) == []
+
+
+def test_flare_judges_a_look_ahead_as_flashrags_functions_do(tmp_path):
+    """`get_next_sentence` (the first sentence, and how many of the look-ahead's tokens are its own: FlashRAG
+    re-encodes it, mhindex asks the model's tokenizer) and `judge_sent_confidence` (kept, or the masked query), on
+    the Qwen2.5 models' look-aheads. Where re-encoding the sentence does not give back the generated tokens,
+    FlashRAG pairs the re-encoded ids with the generated tokens' probabilities and its query is not the masked
+    sentence: there the query is not compared (the deviation docs/methods.md names), all else is."""
+    from mhindex.lm import load_lm
+    from mhindex.methods.flare import first_sentence, judged
+
+    cases = table("flare")
+    assert {c["release"]["kept"] for c in cases} == {True, False}
+    assert any(c["output"] != c["release"]["sentence"] for c in cases)  # a look-ahead of more than one sentence
+    assert sum(not c["same_tokens"] for c in cases) <= 3  # 3 of the 115: the deviation stays rare
+    with load_lm("local:qwen2.5-0.5b", home=tmp_path, threads=1, cache=False) as lm:  # the cases' tokenizer
+
+        def ours(case):
+            sentence = first_sentence(case["output"])
+            tokens = [(t, lp) for t, lp in case["tokens"][: lm.count_tokens(sentence) if sentence else 0]]
+            kept, query = judged(tokens, 0.2)
+            mine = {"sentence": sentence, "sentence_tokens": len(tokens), "kept": kept}
+            theirs = {key: case["release"][key] for key in mine}
+            if not kept and case["same_tokens"]:  # a kept sentence's query is never used (FlashRAG's is '')
+                mine["query"], theirs["query"] = query, case["release"]["query"]
+            return mine, theirs
+
+        assert disagreements(cases, ours) == []

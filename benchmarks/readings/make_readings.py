@@ -11,7 +11,13 @@ mhindex's environment, with the releases' own few dependencies:
     /tmp/releases/bin/python benchmarks/readings/make_readings.py --mirrors /work/.mirror
 
 (`--mirrors`: a folder of git mirrors named owner+name/repo, as the `fetch` tool leaves them; a plain clone's
-.git folder serves too.) Each table names the release, commit, file and function it ran.
+.git folder serves too.) Each table names the release, commit, file and function it ran. FLARE's table needs
+FlashRAG's tokenizer, a Hugging Face one, made by transformers from the Qwen2.5 model's GGUF file (transformers
+reads GGUF only with torch and the gguf package installed):
+
+    /tmp/releases/bin/pip install transformers torch gguf
+    /tmp/releases/bin/python benchmarks/readings/make_readings.py --mirrors /work/.mirror --only flare \
+        --tokenizer-gguf ~/.local/share/mhindex/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 """
 
 from __future__ import annotations
@@ -486,6 +492,52 @@ def r1searcher(mirror: Path) -> None:
     write("r1searcher", cite, cases, "R1-Searcher's answer of a finished search, as its evaluation stored it")
 
 
+# -- FLARE as FlashRAG runs it (RUC-NLPIR/FlashRAG): a look-ahead's first sentence and the judgement of it --------
+
+
+def flare(mirror: Path, tokenizer_gguf: Path | None = None) -> None:
+    """`FLAREPipeline.get_next_sentence` and `.judge_sent_confidence` on each look-ahead the Qwen2.5 models wrote
+    (the whole look-ahead and its tokens' probabilities, as FlashRAG's vLLM generator returns them: exp of each
+    token's log-probability). Both re-encode text with the model's Hugging Face tokenizer, here the one
+    transformers makes from the model's own GGUF file (`--tokenizer-gguf`: it needs torch and the gguf package).
+    A case says whether re-encoding the sentence gives back the tokens the model generated (`same_tokens`): where
+    it does not, FlashRAG pairs the re-encoded ids with the generated tokens' probabilities (mhindex's deviation
+    note)."""
+    import math
+
+    from transformers import AutoTokenizer
+
+    if tokenizer_gguf is None:
+        raise SystemExit("flare: --tokenizer-gguf names a Qwen2.5 GGUF file (its tokenizer is FlashRAG's)")
+    release = materialize(mirror, "RUC-NLPIR/FlashRAG")
+    stand_in("flashrag", "flashrag.utils", "flashrag.pipeline", "flashrag.dataset", "flashrag.dataset.utils",
+             "flashrag.prompt")  # fmt: skip
+    active = load_file(release, "flashrag/pipeline/active_pipeline.py", "flashrag_active_pipeline")
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_gguf.parent), gguf_file=tokenizer_gguf.name)
+    pipeline = object.__new__(active.FLAREPipeline)
+    pipeline.generator, pipeline.threshold = types_simple(tokenizer=tokenizer), 0.2  # the table's threshold
+    cases = []
+    for model in ("qwen2.5-0.5b", "qwen2.5-1.5b"):
+        found = []
+        for record in records(f"{model}-readings/flare-*/flare.jsonl"):
+            for taken in record["flare"]["rounds"]:
+                if taken.get("output"):
+                    found.append({"output": taken["output"], "tokens": taken["tokens"], "from": record["_file"]})
+        cases += sampled(found, 2 * PER_SOURCE)
+    for case in cases:
+        scores = [math.exp(logprob) for _, logprob in case["tokens"]]
+        sentence, sentence_scores = pipeline.get_next_sentence(case["output"], scores)
+        kept, query = pipeline.judge_sent_confidence(sentence, sentence_scores)
+        ids = tokenizer.encode(sentence, add_special_tokens=False)
+        same = [tokenizer.decode([i]) for i in ids] == [token for token, _ in case["tokens"][: len(ids)]]
+        case["release"] = {"sentence": sentence, "sentence_tokens": len(sentence_scores), "kept": kept,
+                           "query": query}  # fmt: skip
+        case["same_tokens"] = same
+    cite = release.cite("flashrag/pipeline/active_pipeline.py",
+                        "FLAREPipeline.get_next_sentence, .judge_sent_confidence")  # fmt: skip
+    write("flare", cite, cases, "FlashRAG's FLARE: a look-ahead's first sentence, its tokens, kept or the query")
+
+
 READERS = {
     "efficientrag": ("microsoft+EfficientRAG", efficientrag),
     "ircot": ("StonyBrookNLP+ircot", ircot),
@@ -494,6 +546,7 @@ READERS = {
     "kdcot": ("AdelWang+KD-CoT", kdcot),
     "searchr1": ("PeterGriffinJin+Search-R1", searchr1),
     "r1searcher": ("RUCAIBox+R1-Searcher", r1searcher),
+    "flare": ("RUC-NLPIR+FlashRAG", flare),
 }
 
 
@@ -501,10 +554,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirrors", type=Path, required=True, help="a folder of git mirrors, owner+name/repo")
     parser.add_argument("--only", nargs="*", choices=list(READERS), help="these releases alone")
+    parser.add_argument("--tokenizer-gguf", type=Path, help="flare: a Qwen2.5 GGUF file, its tokenizer FlashRAG's")
     args = parser.parse_args()
     for name in args.only or READERS:
         folder, make = READERS[name]
-        make(args.mirrors / folder / "repo")
+        if name == "flare":
+            flare(args.mirrors / folder / "repo", args.tokenizer_gguf)
+        else:
+            make(args.mirrors / folder / "repo")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,15 @@ def masked_query(tokens: list[tuple[str, float]], threshold: float) -> str:
     return "".join(token for token, logprob in tokens if math.exp(logprob) > threshold)
 
 
+def judged(tokens: list[tuple[str, float]], threshold: float) -> tuple[bool, str | None]:
+    """`judge_sent_confidence`: whether the sentence (its tokens) is kept, and else the query that retrieves for
+    it; a sentence whose every token is uncertain (an empty query) is kept."""
+    if all(math.exp(logprob) > threshold for _, logprob in tokens):
+        return True, None
+    query = masked_query(tokens, threshold)
+    return (False, query) if query else (True, None)
+
+
 class Flare(Method):
     name = "flare"
     title = "FLARE"
@@ -94,13 +103,13 @@ class Flare(Method):
         while length < s.max_length and len(rounds) < s.max_rounds:
             started, before = clock(), (meter.prompt_tokens, meter.completion_tokens)
             ahead = self._look_ahead(meter, continued(looking, written), f"round {len(rounds) + 1}")
-            sentence = first_sentence(ahead.text)
-            tokens = (ahead.token_logprobs or [])[: self.lm.count_tokens(sentence) if sentence else 0]
-            confident = all(math.exp(logprob) > s.threshold for _, logprob in tokens)
-            asked = "" if confident else masked_query(tokens, s.threshold)
-            taken = {"looked_ahead": sentence, "tokens": [[token, logprob] for token, logprob in tokens],
-                     "confident": confident or not asked, "query": asked or None}  # fmt: skip
-            if not confident and asked:
+            sentence, generated = first_sentence(ahead.text), ahead.token_logprobs or []
+            tokens = generated[: self.lm.count_tokens(sentence) if sentence else 0]
+            confident, asked = judged(tokens, s.threshold)
+            taken = {"output": ahead.text, "tokens": [[token, logprob] for token, logprob in generated],
+                     "looked_ahead": sentence, "sentence_tokens": len(tokens), "confident": confident,
+                     "query": asked}  # fmt: skip
+            if asked is not None:
                 hits = self.retriever.search(asked, s.k)
                 informed = continued(self.prompt(query.question, hits), written)
                 again = meter.complete(informed, s.look_ahead, stop=list(STOPS),
