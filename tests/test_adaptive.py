@@ -77,6 +77,38 @@ def test_adaptive_answers_as_the_method_it_routes_to_and_says_which(trained, cap
 
 
 @pytest.mark.slow
+def test_adaptive_over_llama_cpps_openai_server_routes_and_answers_as_in_process(trained, tmp_path):
+    """The same GGUF in process and behind llama.cpp's OpenAI-compatible server on 127.0.0.1, greedy both ways:
+    the same route, probabilities, steps and answer for a question the router did not learn from."""
+    import subprocess
+    import sys
+
+    from mhindex.lm.packaged import packaged_model_path
+    from servers import llama_server
+
+    home, _ = trained
+    options = ["--method", "adaptive", *QUICK[2:], "--no-cache", "--json"]
+    questions = [q["question"] for q in read_jsonl(home / "musique" / "questions.jsonl")[-1:]]  # one, for time
+
+    def kept(record: dict) -> tuple:
+        return (record["adaptive"], record["answer"], record["steps"], record["retrieved"], record["lm_calls"])
+
+    with llama_server(packaged_model_path("smollm2-135m", tmp_path / "models"), context=8192) as url:
+        for question in questions:
+            asked = ["--home", str(home), "ask", question, *options]
+            # In a process of its own, as tests/test_agents.py runs the agents: a llama.cpp server this process
+            # already ran reuses what its cache holds, and a token near a tie may then go the other way.
+            local = subprocess.run([sys.executable, "-m", "mhindex", *asked, "--lm", "local:smollm2-135m",
+                                    "--lm-threads", "1"], capture_output=True, text=True, timeout=300)  # fmt: skip
+            remote = subprocess.run([sys.executable, "-m", "mhindex", *asked, "--lm", f"openai:smollm2-135m@{url}"],
+                                    capture_output=True, text=True, timeout=300)  # fmt: skip
+            assert local.returncode == remote.returncode == 0, (local.stderr, remote.stderr)
+            here, there = json.loads(local.stdout), json.loads(remote.stdout)
+            assert there["lm"]["calls_from_cache"] == 0  # every call went over HTTP
+            assert kept(there) == kept(here), question
+
+
+@pytest.mark.slow
 def test_eval_will_not_score_the_router_on_the_questions_it_learnt_from(trained, capsys):
     """As for EfficientRAG's models: a sample that holds questions the router learnt from is refused in one line."""
     home, _ = trained
