@@ -113,6 +113,11 @@ def test_cot_in_reacts_format_and_react_falling_back_to_self_consistent_cot(mh, 
     # Seeded: the same chains again (a sampled call is never answered from the call cache); other seeds, others.
     again = mh("ask", QUESTION, *sc).json()
     assert [c["chain"] for c in again["react"]["cot_sc"]["chains"]] == [c["chain"] for c in fallback["chains"]]
+    # Each chain read its whole prompt, whatever the model's slot held (the greedy CoT's reply, ReAct's step): a
+    # prefix reused would take the last prompt token's logits from another batch, and a sample can change with it.
+    for run in (first, again):
+        sampled = [c for c in run["lm"]["calls"] if c["label"].startswith("sampling chain")]
+        assert len(sampled) == 3 and all(c["read"] == c["prompt_tokens"] > 100 for c in sampled), sampled
     other = mh("ask", QUESTION, *sc, "--sc-seed", "100").json()
     assert [c["chain"] for c in other["react"]["cot_sc"]["chains"]] != [c["chain"] for c in fallback["chains"]]
 

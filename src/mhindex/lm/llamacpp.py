@@ -28,7 +28,8 @@ other's state is saved to a file of this process and restored when it comes back
 on where it left off. That is what llama.cpp's own in-memory prompt cache does, which is off
 here: it chooses what to restore by its own heuristics, and a process that restored a kept
 state would fill it differently from one that did not. So the answers are the same with the
-store, without it (`--no-cache`) and from a fresh process.
+store, without it (`--no-cache`) and from a fresh process. A sampled call (seeded) always reads its
+prompt from the first token, so its seed draws the same sample whatever the slot held before it.
 """
 
 from __future__ import annotations
@@ -522,7 +523,10 @@ class LlamaCppModel(LanguageModel):
             "max_tokens": max_tokens,
             "stop": list(stop),
             "temperature": temperature,
-            "cache_prompt": self.reuse_prefix,
+            # A sampled call reads its whole prompt: reusing a held prefix would take the last prompt token's
+            # logits from a batch of one instead of the prompt's batch (or cut other micro-batches), and a seeded
+            # sample can change with those sums, so a rerun would not draw the same chain (CoT-SC's chains).
+            "cache_prompt": self.reuse_prefix and temperature == 0,
             "seed": 0 if seed is None else seed,
         }
         if logprobs:
