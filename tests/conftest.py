@@ -92,7 +92,7 @@ def musique_lucene(tmp_path_factory):
     retriever.close()
 
 
-def serve_index(corpus, retriever, api_key=None, **limits):
+def serve_index(corpus, retriever, api_key=None, batches=False, **limits):
     """`mhindex serve`'s application over a corpus's open retriever, as the serve command makes it."""
     from mhindex.backends import BackendSpec, open_index
     from mhindex.server.app import Limits, index_info, make_app
@@ -101,7 +101,7 @@ def serve_index(corpus, retriever, api_key=None, **limits):
     opened = open_index(corpus, BackendSpec.parse("lucene"))  # for what /info says of the index, as `serve` says it
     opened.close()
     info = index_info(corpus, "lucene", opened.settings, opened.fingerprint)
-    return make_app(retriever, info, Limits(**limits), api_key, corpus_lines(corpus), access_log=False)
+    return make_app(retriever, info, Limits(**limits), api_key, corpus_lines(corpus), access_log=False, batches=batches)
 
 
 def made_up_words(count: int = 1500, length: int = 7) -> str:

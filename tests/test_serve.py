@@ -19,7 +19,7 @@ import httpx
 import orjson
 import pytest
 
-from conftest import serve_index
+from conftest import read_jsonl, serve_index
 from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.cli import main
 from mhindex.errors import UsageError
@@ -304,6 +304,94 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
     ]  # one line, no traceback
     assert KEY not in err and "Traceback" not in err
     assert any(x.get("path") == "/search/k/***" for x in lines)  # logged, the key blanked
+
+
+class Slow:
+    """The MuSiQue retriever, each query taking `seconds` more: a worker's time that a test can count on."""
+
+    def __init__(self, retriever, seconds: float) -> None:
+        self.retriever, self.seconds = retriever, seconds
+
+    def search(self, query, k, **options):
+        time.sleep(self.seconds)
+        return self.retriever.search(query, k, **options)
+
+    def search_many(self, queries, k, **options):
+        time.sleep(self.seconds * len(queries))
+        return self.retriever.search_many(queries, k, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.retriever, name)
+
+
+def test_a_request_that_would_wait_past_max_wait_ms_is_refused_at_once(musique_lucene):
+    """One worker, queries of 0.3 s, --max-wait-ms 700: while a 5-query batch holds the worker, the searches queued
+    behind it are admitted while the queries ahead of them would take at most 0.7 s (three: 0, 0.3 and 0.6 s), the
+    next refused at once with 503 and Retry-After; the admitted ones are answered in full, and once the queue has
+    gone the server admits again."""
+    import threading
+
+    corpus, retriever = musique_lucene
+    for query in QUERIES:  # Lucene warm, so that the server's first search times what a query takes
+        retriever.search(query, 3)
+    app = serve_index(corpus, Slow(retriever, 0.3), workers=1, max_wait_ms=700)
+    with Uvicorn(app) as server:
+        assert httpx.post(f"{server.url}/search", json={"query": QUERIES[0], "k": 3}).status_code == 200  # timed
+        answers: dict[int, tuple[httpx.Response, float]] = {}
+
+        def post(number: int, body: dict, path: str = "/search") -> None:
+            sent = time.perf_counter()
+            answer = httpx.post(f"{server.url}{path}", json=body, timeout=60)
+            answers[number] = (answer, time.perf_counter() - sent)
+
+        threads = [threading.Thread(target=post, args=(0, {"queries": QUERIES[:1] * 5, "k": 3}, "/search/batch"))]
+        threads[0].start()
+        time.sleep(0.2)  # the batch holds the worker for 1.5 s
+        for number in range(1, 6):
+            threads.append(threading.Thread(target=post, args=(number, {"query": QUERIES[1], "k": 3})))
+            threads[-1].start()
+            time.sleep(0.1)  # in this order
+        for thread in threads:
+            thread.join()
+        statuses = [answers[n][0].status_code for n in range(6)]
+        assert statuses == [200, 200, 200, 200, 503, 503]
+        for refused, seconds in (answers[4], answers[5]):
+            assert seconds < 0.6 and refused.headers["Retry-After"] == "1"  # at once, not after the queue
+            assert "would wait about 0.9 s for a worker" in refused.json()["error"]
+        expected = [h.id for h in retriever.search(QUERIES[1], 3)]
+        assert all([h["id"] for h in answers[n][0].json()["hits"]] == expected for n in (1, 2, 3))
+        assert httpx.post(f"{server.url}/search", json={"query": QUERIES[2], "k": 3}).status_code == 200
+
+
+def test_served_lucene_searches_of_concurrent_requests_go_to_anserini_s_threads_together(musique_lucene):
+    """With --threads 2 and --gather-ms, the queries of requests that come together are one Anserini batch on its
+    own threads (a single Lucene search runs on one core): each request gets the paragraphs it gets searched alone."""
+    corpus, alone = musique_lucene
+    threaded = open_retriever(corpus, BackendSpec.parse("lucene", {"threads": 2}))
+    batches: list[int] = []
+
+    class Counted:
+        def search_many(self, queries, k=10):
+            batches.append(len(queries))
+            return threaded.search_many(queries, k)
+
+        def __getattr__(self, name):
+            return getattr(threaded, name)
+
+    questions = [q["question"] for q in read_jsonl(corpus.questions)][:24]
+    assert BackendSpec.parse("lucene").batches  # what `serve` hands the app: it gathers for Lucene
+    app = serve_index(corpus, Counted(), batches=True, workers=1, gather_ms=50.0)
+    try:
+        with Uvicorn(app) as server, ThreadPoolExecutor(12) as pool:
+            replies = list(pool.map(lambda q: httpx.post(f"{server.url}/search", json={"query": q, "k": 5}), questions))
+    finally:
+        threaded.close()
+    for question, reply in zip(questions, replies, strict=True):
+        expected, hits = alone.search(question, 5), reply.json()["hits"]
+        assert [h["id"] for h in hits] == [h.id for h in expected], question
+        # Anserini builds its own query of the same terms: the same BM25 summed in another order
+        assert [h["score"] for h in hits] == pytest.approx([h.score for h in expected], rel=1e-4)
+    assert sum(batches) == len(questions) and max(batches) > 1  # gathered
 
 
 @pytest.mark.slow

@@ -291,6 +291,9 @@ def _jar(home: Path) -> str:
 class LuceneBackend(Backend):
     name = "lucene"
     title = "BM25 (Lucene)"
+    # With --threads above 1 a batch runs on Anserini's own threads (outside the _JNI lock's one core): a server
+    # that gathers concurrent requests' queries (--gather-ms) searches them that way.
+    batches = True
     queries = "Anserini's DefaultEnglishAnalyzer (Porter stemming, English stop words), at most 1,024 terms"
     Settings = LuceneOptions
     builds_index = True

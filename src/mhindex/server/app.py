@@ -29,6 +29,7 @@ import anyio
 import orjson
 
 from mhindex.errors import UsageError, redact
+from mhindex.server.backlog import Backlog
 from mhindex.server.batching import Gatherer
 from mhindex.server.errors import Refused, error_body
 from mhindex.server.limits import Limits
@@ -100,6 +101,7 @@ def make_app(
     app.state.positions = positions or (lambda _id: -1)
     app.state.corpus_names = [n for n in dict.fromkeys([info.get("corpus"), info.get("dataset")]) if n]
     app.state.searches = searches
+    app.state.backlog = Backlog(limits.workers, limits.max_wait_ms / 1000)
     app.state.gatherer = Gatherer(limits.gather_ms / 1000, limits.batch_chunk) if batches and limits.gather_ms else None
     return Guard(app, api_key, limits, access_log)
 

@@ -1,13 +1,16 @@
 """Searches of concurrent requests searched together, for the engines that answer a batch in one pass (a dense
-encoder's one forward pass and one FAISS search; Milvus's one request): an RL rollout's workers each send a few
-queries at a time, and searched one request at a time the encoder runs on batches of one.
+encoder's one forward pass and one FAISS search; Milvus's one request; Anserini's threaded batch): an RL
+rollout's workers each send a few queries at a time, and searched one request at a time the encoder runs on
+batches of one.
 
 A request's queries join the batch being gathered; the batch is searched once it holds `most` queries, or
 `window` seconds after its first query came, whichever is first, in one worker thread as any search is (so the
-server's queue and its 503 apply to it), and each request gets its own queries' hits back. Lucene gains nothing
-(its batches are searched a query at a time): the server gathers only for the engines that say they batch
-(`Backend.batches`), and only when asked (`--gather-ms`): on two cores with the MiniLM encoder, one batch encoded
-in one thread lost to four threads each encoding its own request (benchmarks/results/bench_serve_gather.txt).
+server's queue and its 503 apply to it), and each request gets its own queries' hits back. Lucene's batch runs
+on Anserini's own threads (`--threads`), where single searches go one at a time: gathered, 120 RL clients on a
+million passages got 134 requests/s against 95 (benchmarks/results/bench_rl_load.txt). The server gathers only
+for the engines that say they batch (`Backend.batches`), and only when asked (`--gather-ms`): on two cores with
+the MiniLM encoder, one batch encoded in one thread lost to four threads each encoding its own request
+(benchmarks/results/bench_serve_gather.txt).
 """
 
 from __future__ import annotations

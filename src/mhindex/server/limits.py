@@ -31,14 +31,25 @@ class Limits:
     # Off by default: measured on two cores with MiniLM, one batch in one thread lost to four threads each encoding
     # its own request (benchmarks/results/bench_serve_gather.txt); it pays where the encoder dominates (a GPU).
     gather_ms: float = option(
-        0.0, "Dense, Milvus and hybrid: queries of requests arriving within this many ms are searched as one batch "
-        "(0: each request alone).", min=0.0, max=1000.0,
+        0.0, "Queries of requests arriving within this many ms are searched as one batch (dense, Milvus, hybrid; "
+        "Lucene with --threads above 1); 0: each request alone.", min=0.0, max=1000.0,
     )  # fmt: skip
     # verl's search tool sends from 120 workers by default: the queue holds them; past it, 503 and Retry-After.
     max_waiting: int = option(
         512, "Searches waiting for a worker, at most; more is answered 503 with Retry-After (never queued).", min=1
     )
 
+    # RL rollout workers are a closed population (verl: 120, each waiting for its answer), so their queue is bounded
+    # by their number, and refusing them only adds verl's retry sleeps; past their number (more trainers, bursts)
+    # the queue's time grows without end. 5 s lets 120 workers queue on a million passages and still answers an
+    # overload long before verl's 30 s timeout; 1 s holds an overload's answered p99 near the sustainable one
+    # (benchmarks/results/bench_rl_load.txt has both).
+    max_wait_ms: float = option(
+        5000.0, "A request that would wait longer than this for a worker (the queries ahead of it times their recent "
+        "seconds) is answered 503 with Retry-After at once; 0: no limit.", min=0.0,
+    )  # fmt: skip
+
     def public(self) -> dict[str, Any]:
         return {"max_k": self.max_k, "max_batch": self.max_batch, "max_body_bytes": self.max_body_bytes,
-                "batch_chunk": self.batch_chunk, "max_waiting": self.max_waiting}  # fmt: skip
+                "batch_chunk": self.batch_chunk, "max_waiting": self.max_waiting,
+                "max_wait_ms": self.max_wait_ms}  # fmt: skip

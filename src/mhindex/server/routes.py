@@ -76,15 +76,26 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
     return decorate
 
 
-async def in_thread(request: Request, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a search in a worker thread, so that a slow one does not hold up the others; waiting its turn behind
-    more than `max_waiting` others is refused at once (503, Retry-After), not queued without end. The limiter
-    wakes its waiters in the order they came."""
-    limiter = request.app.state.searches
+async def in_thread(
+    request: Request, function: Callable[..., Any], *args: Any, queries: int = 1, admit: bool = True, **kwargs: Any
+) -> Any:
+    """Run a search of `queries` in a worker thread, so that a slow one does not hold up the others; waiting its
+    turn behind more than `max_waiting` others, or (a request's first search: `admit`) longer than `max_wait_ms`
+    by the backlog's estimate, is refused at once (503, Retry-After), not queued without end. The limiter wakes its
+    waiters in the order they came."""
+    state = request.app.state
+    limiter, backlog = state.searches, state.backlog
     waiting = limiter.statistics().tasks_waiting
-    if waiting >= request.app.state.limits.max_waiting:
+    if waiting >= state.limits.max_waiting:
         raise Refused(f"the server is busy: {waiting} searches are waiting for a worker; retry in a second", 503, 1)
-    return await anyio.to_thread.run_sync(functools.partial(function, *args, **kwargs), limiter=limiter)
+    if admit and (wait := backlog.over()) is not None:
+        raise Refused(f"the server is busy: a search would wait about {wait:.1f} s for a worker (mhindex serve "
+                      f"--max-wait-ms {state.limits.max_wait_ms:g}); retry in a second", 503, 1)  # fmt: skip
+    run, leave = backlog.queued(functools.partial(function, *args, **kwargs), queries)
+    try:
+        return await anyio.to_thread.run_sync(run, limiter=limiter)
+    finally:
+        leave()  # a search given up before a worker took it no longer waits
 
 
 async def search_many(request: Request, queries: list[str], k: int) -> list[Any]:
@@ -94,13 +105,16 @@ async def search_many(request: Request, queries: list[str], k: int) -> list[Any]
     state = request.app.state
     chunk, results = state.limits.batch_chunk, list[Any]()
 
-    async def searched(queries: Sequence[str], k: int) -> list[Any]:
-        return list(await in_thread(request, state.retriever.search_many, list(queries), k))
-
     for start in range(0, len(queries), chunk):
         if start and await request.is_disconnected():
             raise ClientDisconnect()
         part = queries[start : start + chunk]
+
+        async def searched(queries: Sequence[str], k: int, first: bool = not start) -> list[Any]:
+            found = await in_thread(request, state.retriever.search_many, list(queries), k, queries=len(queries),
+                                    admit=first)  # fmt: skip
+            return list(found)
+
         results += await (state.gatherer.search(searched, part, k) if state.gatherer else searched(part, k))
     return results
 
