@@ -40,12 +40,12 @@ class Limits:
     )
 
     # RL rollout workers are a closed population (verl: 120, each waiting for its answer), so their queue is bounded
-    # by their number, and refusing them only adds verl's retry sleeps; past their number (more trainers, bursts)
-    # the queue's time grows without end. 5 s lets 120 workers queue on a million passages and still answers an
-    # overload long before verl's 30 s timeout; 1 s holds an overload's answered p99 near the sustainable one
-    # (benchmarks/results/bench_rl_load.txt has both).
+    # by their number, and refusing them only adds verl's retry sleeps (at 5 s, 120 workers on five million passages
+    # were refused hundreds of times); past their number (more trainers, bursts) the queue's time grows without
+    # end. 10 s, a third of verl's 30 s timeout, answers an overload before its clients give up; 1 s holds its
+    # answered p99 near the sustainable one (benchmarks/results/bench_rl_load.txt has each).
     max_wait_ms: float = option(
-        5000.0, "A request that would wait longer than this for a worker (the queries ahead of it times their recent "
+        10000.0, "A request that would wait longer than this for a worker (the queries ahead of it times their recent "
         "seconds) is answered 503 with Retry-After at once; 0: no limit.", min=0.0,
     )  # fmt: skip
 
