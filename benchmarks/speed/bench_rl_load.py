@@ -31,7 +31,10 @@ pyserini needs Java 21 with the jdk.incubator.vector module: `--search-r1-python
 virtualenv's python with such a Java (benchmarks/README.md says how it was made here).
 
     .venv/bin/python benchmarks/speed/bench_rl_load.py --paragraphs 1000000 --workdir /tmp/mhindex-rl \\
-        --search-r1-python "env JAVA_HOME=... /tmp/sr1-venv/bin/python" [--servers mhindex,search-r1]
+        --search-r1-python "env JAVA_HOME=... /tmp/sr1-venv/bin/python" [--servers mhindex,search-r1] \\
+        [--backends lucene,dense,lucene+dense] [--serve-args "--gather-ms 2 --threads 2" --serve-args ...]
+
+Each `--serve-args` is one more mhindex server (for each backend), measured one after another in the same run.
 """
 
 from __future__ import annotations
