@@ -105,17 +105,17 @@ async def search_many(request: Request, queries: list[str], k: int) -> list[Any]
     state = request.app.state
     chunk, results = state.limits.batch_chunk, list[Any]()
 
+    async def searched(queries: Sequence[str], k: int, admit: bool) -> list[Any]:
+        found = await in_thread(request, state.retriever.search_many, list(queries), k, queries=len(queries),
+                                admit=admit)  # fmt: skip
+        return list(found)
+
     for start in range(0, len(queries), chunk):
         if start and await request.is_disconnected():
             raise ClientDisconnect()
         part = queries[start : start + chunk]
-
-        async def searched(queries: Sequence[str], k: int, first: bool = not start) -> list[Any]:
-            found = await in_thread(request, state.retriever.search_many, list(queries), k, queries=len(queries),
-                                    admit=first)  # fmt: skip
-            return list(found)
-
-        results += await (state.gatherer.search(searched, part, k) if state.gatherer else searched(part, k))
+        search = functools.partial(searched, admit=not start)  # a request is admitted (or not) at its first chunk
+        results += await (state.gatherer.search(search, part, k) if state.gatherer else search(part, k))
     return results
 
 
