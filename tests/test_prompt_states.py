@@ -151,3 +151,35 @@ def test_ircot_answers_alike_from_kept_states_and_without_them(tmp_path):
         assert lm["seconds"] == pytest.approx(
             {part: sum(c[part] for c in lm["calls"]) for part in lm["seconds"]}, abs=0.01
         )
+
+
+def test_closing_waits_for_a_statement_in_flight_and_later_ones_do_nothing(tmp_path):
+    """After Ctrl-C a model call abandoned in its thread may still keep a prompt state (or store a call) while the
+    command closes the store: closing under a statement crashed the process in C once (CI: the Ctrl-C test's
+    process ended by SIGABRT, the JVM's report naming a SIGSEGV in sqlite3_last_insert_rowid)."""
+    import threading
+
+    from mhindex.lm.base import Completion
+    from mhindex.lm.cache import CallCache
+    from mhindex.lm.state import PromptStates
+
+    kept = PromptStates(tmp_path / "states")
+    calls = CallCache(tmp_path / "lm.sqlite")
+    for store in (kept, calls):
+        store._lock.acquire()  # a statement in flight, as a helper thread holds it
+        closing = threading.Thread(target=store.close)
+        closing.start()
+        closing.join(0.3)
+        assert closing.is_alive(), "closed under a statement in flight"
+        store._lock.release()
+        closing.join(5)
+        assert not closing.is_alive()
+
+    state = kept.file_of("family")
+    state.write_bytes(b"saved by llama.cpp")
+    kept.record("family", state)  # a thread that saved after the close: nothing is indexed, no stray file left
+    assert not state.exists() and kept.lookup("family") is None
+    kept.forget("family")
+    completion = Completion(text="x", prompt_tokens=1, completion_tokens=1, seconds=0.1)
+    calls.put("key", completion)
+    assert calls.get("key") is None and not calls._failed  # no "the cache failed" warning after a Ctrl-C

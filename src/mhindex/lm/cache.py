@@ -37,6 +37,7 @@ class CallCache:
             raise
         self._lock = threading.Lock()
         self._failed = False
+        self._closed = False
 
     @classmethod
     def open(cls, path: Path) -> CallCache | None:
@@ -75,6 +76,8 @@ class CallCache:
             return None
         try:
             with self._lock:
+                if self._closed:
+                    return None
                 row = self._db.execute("SELECT completion FROM calls WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as error:
             self._gave_up(error)
@@ -90,8 +93,12 @@ class CallCache:
         if self._failed:
             return
         try:
-            with self._lock, self._db:
-                self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, orjson.dumps(completion.record())))
+            with self._lock:
+                if self._closed:
+                    return
+                with self._db:
+                    record = orjson.dumps(completion.record())
+                    self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, record))
         except sqlite3.Error as error:
             self._gave_up(error)
 
@@ -100,7 +107,12 @@ class CallCache:
             return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def close(self) -> None:
-        self._db.close()
+        """Waits for a statement in flight; later calls go on without the cache. A call a worker thread was left
+        making after Ctrl-C may end while the command closes this, and a connection closed under a statement
+        crashes the process in C (lm/state.py's PromptStates.close says how it was seen)."""
+        with self._lock:
+            self._closed = True
+            self._db.close()
 
 
 class CachedModel(LanguageModel):

@@ -27,6 +27,7 @@ import threading
 import time
 from array import array
 from pathlib import Path
+from typing import Any
 
 from mhindex.errors import UsageError
 from mhindex.files import file_digest, remove_at_exit
@@ -86,6 +87,7 @@ class PromptStates:
                 path.unlink(missing_ok=True)
             self._db = self._open()
         self._lock = threading.Lock()
+        self._closed = False
         self._checked: set[str] = set()  # files whose digest this process has seen match
 
     def _open(self) -> sqlite3.Connection:
@@ -107,10 +109,10 @@ class PromptStates:
     def lookup(self, key: str) -> Path | None:
         """The kept state of `key`, its digest checked (once a process); None when there is none
         or it was damaged (then it is removed, with a warning, and made again)."""
-        with self._lock:
-            row = self._db.execute("SELECT file, sha256 FROM states WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        rows = self._statement("SELECT file, sha256 FROM states WHERE key = ?", (key,))
+        if not rows:
             return None
+        row = rows[0]
         path = self.folder / row[0]
         if key not in self._checked:
             try:
@@ -121,26 +123,28 @@ class PromptStates:
                 self.forget(key, f"the saved prompt state {path} is missing or damaged")
                 return None
             self._checked.add(key)
-        with self._lock, self._db:
-            self._db.execute("UPDATE states SET used = ? WHERE key = ?", (time.time(), key))
+        self._statement("UPDATE states SET used = ? WHERE key = ?", (time.time(), key))
         return Path(path)
 
     def record(self, key: str, path: Path) -> None:
         """Keep the state just saved at `path` (a file in the folder), then evict beyond the limit."""
         digest, size = file_digest(path), path.stat().st_size
-        with self._lock, self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO states VALUES (?, ?, ?, ?, ?)", (key, path.name, size, digest, time.time())
-            )
+        row = (key, path.name, size, digest, time.time())
+        if self._statement("INSERT OR REPLACE INTO states VALUES (?, ?, ?, ?, ?)", row) is None:
+            path.unlink(missing_ok=True)  # closed: a file no index names would only take room
+            return
         self._checked.add(key)
         self._evict()
 
     def forget(self, key: str, why: str | None = None) -> None:
         from mhindex.ui import reporter
 
-        with self._lock, self._db:
-            row = self._db.execute("SELECT file FROM states WHERE key = ?", (key,)).fetchone()
-            self._db.execute("DELETE FROM states WHERE key = ?", (key,))
+        with self._lock:
+            if self._closed:
+                return
+            with self._db:
+                row = self._db.execute("SELECT file FROM states WHERE key = ?", (key,)).fetchone()
+                self._db.execute("DELETE FROM states WHERE key = ?", (key,))
         if row:
             (self.folder / row[0]).unlink(missing_ok=True)
         self._checked.discard(key)
@@ -148,10 +152,8 @@ class PromptStates:
             reporter().warning(f"{why}; the prompt is read again and its state saved anew")
 
     def _evict(self) -> None:
-        with self._lock:
-            rows = self._db.execute("SELECT key, bytes FROM states ORDER BY used DESC").fetchall()
         kept = 0
-        for key, size in rows:
+        for key, size in self._statement("SELECT key, bytes FROM states ORDER BY used DESC") or ():
             kept += size
             if kept > self.limit:
                 self.forget(key)
@@ -160,5 +162,18 @@ class PromptStates:
         """Where llama.cpp writes a state before it is renamed into place (whole or not at all)."""
         return self.folder / f".state.tmp-{os.getpid()}-{threading.get_ident()}.bin"
 
+    def _statement(self, sql: str, parameters: tuple[object, ...] = ()) -> list[Any] | None:
+        """One statement's rows, in a transaction under the lock; None once closed."""
+        with self._lock:
+            if self._closed:
+                return None
+            with self._db:
+                return self._db.execute(sql, parameters).fetchall()
+
     def close(self) -> None:
-        self._db.close()
+        """Waits for a statement in flight, and later ones do nothing: after Ctrl-C a model call abandoned in its
+        thread may still keep a state while the command closes this, and a connection closed under a statement
+        crashes the process in C (sqlite3_last_insert_rowid on a freed handle: a SIGSEGV, seen in CI)."""
+        with self._lock:
+            self._closed = True
+            self._db.close()
