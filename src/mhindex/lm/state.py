@@ -131,8 +131,7 @@ class PromptStates:
         digest, size = file_digest(path), path.stat().st_size
         row = (key, path.name, size, digest, time.time())
         if self._statement("INSERT OR REPLACE INTO states VALUES (?, ?, ?, ?, ?)", row) is None:
-            path.unlink(missing_ok=True)  # closed: a file no index names would only take room
-            return
+            return  # closed; the file is left: its name is the key's, which another process's index may hold
         self._checked.add(key)
         self._evict()
 
