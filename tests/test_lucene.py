@@ -111,6 +111,39 @@ def test_search_many_matches_single_searches(built):
         r.close()
 
 
+def test_threads_search_at_once_and_each_gets_its_own_hits(built, retriever, tmp_path):
+    """Searches of one index overlap (Lucene's own searcher, outside the lock that pyjnius's shared method objects
+    need, see backends/lucene.py), and a second index's searches, title-scoped ones, batches and a fusion's
+    candidates beside them each get exactly what they get alone, texts included."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    questions = [q["question"] for q in read_jsonl(built[1].questions)]
+    other = build_corpus(DATASETS["musique"], [MUSIQUE], tmp_path / "other").corpus
+    build_index(other, BackendSpec.parse("lucene"))  # another index, searched with another b: other scores
+    second = open_retriever(other, BackendSpec.parse("lucene", {"b": 0.2, "threads": 2}))
+    title = retriever.search(questions[0], 1)[0].title
+
+    def answer(job: tuple[str, int]) -> object:
+        kind, i = job
+        question = questions[i % len(questions)]
+        if kind == "one":
+            return [(h.id, h.score, h.text) for h in retriever.search(question, 5)]
+        if kind == "other":
+            return [(h.id, h.score, h.text) for h in second.search(question, 5)]
+        if kind == "titles":
+            return [h.id for h in retriever.search(question, 3, titles=[title])]
+        if kind == "batch":
+            return [[h.id for h in hits] for hits in second.search_many(questions[i : i + 6], 3)]
+        return [[c[:2] for c in ranking] for ranking in retriever.candidates([question], 20, 3)]
+
+    jobs = [(kind, i) for i in range(60) for kind in ("one", "other", "titles", "batch", "candidates")]
+    alone = [answer(job) for job in jobs]
+    assert alone[0] and alone[0] != alone[1]  # the two indexes score apart
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(answer, jobs)) == alone
+    second.close()
+
+
 def test_k1_and_b_change_scores(built, retriever):
     other = open_retriever(built[1], BackendSpec.parse("lucene", {"k1": 0.9, "b": 0.4}))
     query = "Ensign Manufacturing Company founded"

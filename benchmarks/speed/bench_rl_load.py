@@ -8,13 +8,15 @@ each posting Search-R1 `/retrieve` batches (topk 3, return_scores) of 1 to 16 qu
 client calls verl's `perform_single_search_batch` (verl/tools/utils/search_r1_like_utils.py, loaded unchanged from
 a git mirror: it retries a 5xx answer, a timeout or a refused connection up to 10 times, waiting 1, 2, ... s).
 
-Two phases a server:
+Three phases a server:
 1. closed loop: the 120 clients send as fast as they are answered, `--seconds` long after a warm-up: what it
    sustains (requests/s, queries/s, p50/p95/p99 as verl sees them, failed requests, verl's retries);
 2. open loop at `--overload` times the requests/s phase 1 measured (each request its own client, sent on
    schedule whatever came back), raw HTTP without verl's retries: how many are answered, refused (429/503) or
    failed, how fast each, and how long after the phase the server answers a single query as fast as before it
-   (no request left running past its client).
+   (no request left running past its client);
+3. open loop at each of `--rates` (raw HTTP, no retries): the latency each offered rate gets, and the highest at
+   which every request is answered with p99 <= 1 s (phase 1's p99 is not that: see `at_rates`).
 Memory: the server's process tree, resident, sampled every 0.2 s (peak and at the end of each phase).
 
 The corpus: `--paragraphs` passages in wiki-18's layout (Search-R1's and FlashRAG's corpus: `{"id", "contents"}`,
@@ -411,10 +413,29 @@ def measure(server: Server, args: argparse.Namespace, pool: list[str], verl: tup
             f"{span:.1f} s after the first was sent; statuses {over.statuses}; drained "
             f"{drained(probe, server.url, idle):.1f} s after; resident {before / 2**30:.2f} GB before it"
         )
+        lines += at_rates(server.url, args, pool, memory, probe, idle)
     finally:
         probe.close()
         memory.close()
         server.stop()
+    return lines
+
+
+def at_rates(url: str, args: argparse.Namespace, pool: list[str], memory: Memory, probe: httpx.Client,
+             idle: float) -> list[str]:  # fmt: skip
+    """Open loop at each of `--rates` (requests/s offered, whatever comes back, no retries): the latency a rate
+    gets. A closed loop of 120 clients cannot show it: there every request waits behind the other 119 (Little's
+    law: mean latency = 120 / requests/s, 0.93 s at 129 req/s), so its p99 passes 1 s at any rate under ~150."""
+    lines, kept = [], []
+    for seed, rate in enumerate(float(r) for r in args.rates.split(",") if r.strip()):
+        drained(probe, url, idle)
+        tally, span = open_loop(url, Traffic(pool, 10 + seed), rate, args.seconds)
+        lines.append(row(f"offered {rate:.0f} req/s", tally, span, memory))
+        good = sum(tally.statuses.values()) == len(tally.latencies) and percentile(tally.latencies, 0.99) <= 1
+        kept += [rate] if good else []
+    if lines:
+        best = f"{max(kept):.0f} req/s" if kept else "none of the rates"
+        lines.append(f"    highest rate offered with every request answered and p99 <= 1 s: {best}")
     return lines
 
 
@@ -473,6 +494,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warmup", type=float, default=5)
     parser.add_argument("--overload", type=float, default=2.0)
+    parser.add_argument("--rates", default="60,90,120,150", help="open-loop rates (requests/s) to measure latency at")
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--search-r1-commit", default="a14dc3a")
     parser.add_argument("--verl-commit", default="b178a3cd5")

@@ -3,7 +3,7 @@
 `--backend lucene+dense` (any built backends of the corpus joined by "+"; `hybrid` alone is
 `lucene+dense`) searches each part's own index, as it was built, and fuses the rankings. Each
 part is asked for `--fusion-depth` candidates (at least k) and the parts are searched at once,
-in threads (Lucene keeps its own calls serialised). Options go to the parts that declare them
+in threads. Options go to the parts that declare them
 (`--k1` to Lucene, `--encoder` to dense); the fusion's own are these:
 
 - `rrf` (the default): reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009, as

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -291,8 +291,8 @@ def _jar(home: Path) -> str:
 class LuceneBackend(Backend):
     name = "lucene"
     title = "BM25 (Lucene)"
-    # With --threads above 1 a batch runs on Anserini's own threads (outside the _JNI lock's one core): a server
-    # that gathers concurrent requests' queries (--gather-ms) searches them that way.
+    # With --threads above 1 a batch runs on Anserini's own threads: a server that gathers concurrent requests'
+    # queries (--gather-ms) searches them that way. Single searches from several threads overlap too.
     batches = True
     queries = "Anserini's DefaultEnglishAnalyzer (Porter stemming, English stop words), at most 1,024 terms"
     Settings = LuceneOptions
@@ -392,12 +392,45 @@ class LuceneBackend(Backend):
         return LuceneRetriever(index_dir / "lucene", k1=options.k1, b=options.b, threads=options.threads)
 
 
-# Lucene is called from one thread at a time. Lucene's searcher is thread-safe, but its calls from
-# several Python threads at once through pyjnius were not: under 16 concurrent clients of
-# `mhindex serve`, Document.get failed with NullPointerExceptions, also with a searcher, analyzer
-# and query generator per thread; with this lock, never. A query takes about 2 ms, so a server
-# still answers hundreds a second, and batches still run on Anserini's own threads.
-_JNI = threading.RLock()
+class _OneIndexAtATime:
+    """Searches of one index run at once; another index's wait, and opening or closing one waits for them all.
+
+    Lucene's searcher is safe under threads, and pyjnius lets go of the GIL while Java runs (two threads searched a
+    million passages 1.9x as fast as one), but pyjnius binds a method to its object by storing the object in the
+    method, which the whole class shares (kivy/pyjnius jnius/jnius_export_class.pxi, `JavaMethod.__get__`: "XXX
+    FIXME we MUST not change our own j_self"), and each new object of a class stores itself in all its methods. Two
+    threads calling one method on two objects can swap them, or free one under the other's call: under 16 clients
+    of `mhindex serve`, Document.get failed with NullPointerExceptions and the JVM once crashed. So the calls made
+    without `_JNI` are on objects a retriever makes when it opens (its IndexSearcher, query generator and Anserini
+    searcher) or static (ScoredDocs.fromTopDocs), and only one retriever's run at a time; every other call
+    (stored fields, documents, lists, query builders) holds `_JNI`."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._owner: object | None = None
+        self._running = 0
+
+    @contextlib.contextmanager
+    def used_by(self, owner: object) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: self._running == 0 or self._owner is owner)
+            self._owner, self._running = owner, self._running + 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                if not self._running:
+                    self._owner = None
+                    self._changed.notify_all()
+
+    def alone(self) -> contextlib.AbstractContextManager[None]:
+        """No search of any index runs meanwhile (a retriever opening or closing): an owner no search has."""
+        return self.used_by(object())
+
+
+_SEARCHING = _OneIndexAtATime()
+_JNI = threading.RLock()  # taken inside _SEARCHING.used_by, never around it
 # Lucene refuses a query of more distinct terms than this (IndexSearcher's default clause limit):
 # a longer query is cut to its first MAX_TERMS distinct terms, each weighted by its count in the
 # whole query, as Anserini's bag-of-words query weights them.
@@ -410,11 +443,16 @@ class LuceneRetriever:
     def __init__(self, path: Path, k1: float, b: float, threads: int = 1) -> None:
         classes = _jvm()
         self._c = classes
+        self._threads = threads
+        with _SEARCHING.alone(), _JNI:  # its new objects take over their classes' methods (see _OneIndexAtATime)
+            self._open(path, k1, b)
+
+    def _open(self, path: Path, k1: float, b: float) -> None:
+        classes = self._c
         self._searcher = classes["SimpleSearcher"](str(path))
         self._searcher.set_bm25(float(k1), float(b))
         self._analyzer = classes["Analyzer"].newDefaultInstance()
         self._generator = classes["QueryGenerator"]()
-        self._threads = threads
         self._total = int(self._searcher.get_total_num_docs())
         # Single queries go to Lucene's own IndexSearcher: Anserini's SimpleSearcher.search copies
         # every hit's stored fields into a Result object that pyjnius then wraps, field by field
@@ -423,14 +461,15 @@ class LuceneRetriever:
         self._reader = classes["DirectoryReader"].open(classes["FSDirectory"].open(classes["Paths"].get(str(path))))
         self._lucene = classes["IndexSearcher"](jnius_cast(classes, "IndexReader", self._reader))
         self._lucene.setSimilarity(classes["BM25Similarity"](float(k1), float(b)))
-        self._stored = self._reader.storedFields()
+        self._stored = self._reader.storedFields()  # not safe under threads: read under _JNI
         # Anserini's order (SimpleSearcher's BREAK_SCORE_TIES_BY_DOCID): score, then id, inside Lucene,
         # so that ties at the cut-off keep the same paragraphs too.
         sort_field = classes["SortField"]
         self._order = classes["Sort"](sort_field.FIELD_SCORE, sort_field("id", classes["SortFieldType"].STRING_VAL))
+        self._top(self._query("contents", "a first search"), 1)  # the classes it returns made before any thread
 
     def _hit(self, scored: Any) -> Hit:
-        """A hit of Anserini's batch search (a Result)."""
+        """A hit of Anserini's batch search (a Result); under _JNI."""
         return self._hit_of(scored.lucene_document.get("raw"), float(scored.score))
 
     @staticmethod
@@ -441,34 +480,41 @@ class LuceneRetriever:
 
     def _top(self, query: Any, depth: int) -> list[tuple[str, float, int]]:
         """(id, score, Lucene's doc number) of the top `depth`, in Anserini's order; ids and scores
-        come back as two arrays (ScoredDocs), not as an object a hit that pyjnius wraps one by one."""
+        come back as two arrays (ScoredDocs), not as an object a hit that pyjnius wraps one by one.
+        Without _JNI: the searcher is this retriever's own, ScoredDocs.fromTopDocs static, the rest fields."""
         docs = self._c["ScoredDocs"].fromTopDocs(self._lucene.search(query, depth, self._order, True), self._lucene)
         return list(zip(docs.docids, docs.scores, docs.lucene_docids))
 
+    def _raw(self, docs: Sequence[int]) -> list[str]:
+        """The stored `raw` JSON of Lucene's doc numbers."""
+        with _JNI:
+            return [self._stored.document(doc).get("raw") for doc in docs]
+
     def _ranked(self, query: Any, depth: int) -> list[Hit]:
         """The top `depth` of a Lucene query in Anserini's order, with their text."""
-        stored = self._stored
-        return [
-            self._hit_of(stored.document(doc).get("raw"), float(score)) for _, score, doc in self._top(query, depth)
-        ]
+        top = self._top(query, depth)
+        return [self._hit_of(raw, float(score)) for raw, (_, score, _) in zip(self._raw([t[2] for t in top]), top)]
 
     def candidates(self, queries: Sequence[str], depth: int, keep: int) -> list[list[Candidate]]:
         """For a fusion: ids and scores of each query's top `depth`, the text of its top `keep` only (of
         100 candidates a fusion keeps k, and one a part ranks below its own k is never among them)."""
-        with _JNI:
+        with _SEARCHING.used_by(self):
             if self._threads > 1 and len(queries) > 1:  # Anserini's threaded batch, every text read
                 return [[(h.id, h.score, h) for h in hits] for hits in self._search_many(queries, depth)]
             ranked = []
             for query in queries:
-                ranking: list[Candidate] = []
-                for rank, (pid, score, doc) in enumerate(self._top(self._query("contents", query), depth)):
-                    text = self._hit_of(self._stored.document(doc).get("raw"), float(score)) if rank < keep else None
-                    ranking.append((pid, float(score), text))
-                ranked.append(ranking)
+                top = self._top(self._query("contents", query), depth)
+                texts = [
+                    self._hit_of(raw, float(s)) for raw, (_, s, _) in zip(self._raw([t[2] for t in top[:keep]]), top)
+                ]
+                ranked.append(
+                    [(pid, float(s), texts[rank] if rank < keep else None) for rank, (pid, s, _) in enumerate(top)]
+                )
             return ranked
 
     def _terms(self, text: str) -> list[str]:
-        return [str(t) for t in self._c["AnalyzerUtils"].analyze(self._analyzer, text).toArray()]
+        with _JNI:
+            return [str(t) for t in self._c["AnalyzerUtils"].analyze(self._analyzer, text).toArray()]
 
     def _query(self, field: str, text: str) -> Any:
         """Anserini's bag-of-words query of `text` on `field`; past MAX_TERMS distinct terms, cut."""
@@ -476,16 +522,16 @@ class LuceneRetriever:
             counts = Counter(self._terms(text))
             if len(counts) > MAX_TERMS:
                 c = self._c
-                builder = c["BooleanQueryBuilder"]()
-                for term in list(counts)[:MAX_TERMS]:  # in order of first appearance
-                    builder.add(
-                        c["BoostQuery"](c["TermQuery"](c["Term"](field, term)), float(counts[term])), c["Occur"].SHOULD
-                    )
-                return builder.build()
-        return self._generator.buildQuery(field, self._analyzer, text)
+                with _JNI:
+                    builder = c["BooleanQueryBuilder"]()
+                    for term in list(counts)[:MAX_TERMS]:  # in order of first appearance
+                        boosted = c["BoostQuery"](c["TermQuery"](c["Term"](field, term)), float(counts[term]))
+                        builder.add(boosted, c["Occur"].SHOULD)
+                    return builder.build()
+        return self._generator.buildQuery(field, self._analyzer, text)  # this retriever's own: without _JNI
 
     def _title_filter(self, titles: Sequence[str]) -> Any:
-        """Pages whose title holds all the words of one of `titles` (exactness is checked after)."""
+        """Pages whose title holds all the words of one of `titles` (exactness is checked after); under _JNI."""
         c = self._c
         any_title = c["BooleanQueryBuilder"]()
         for title in titles:
@@ -499,11 +545,10 @@ class LuceneRetriever:
         return any_title.build()
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
-        with _JNI:
+        with _SEARCHING.used_by(self):
             return self._search(query, k, titles)
 
     def _search(self, query: str, k: int, titles: Sequence[str] | None) -> list[Hit]:
-        c = self._c
         text_query = self._query("contents", query)
         if titles is None:
             return self._ranked(text_query, k)
@@ -513,15 +558,8 @@ class LuceneRetriever:
         if len(allowed) > MAX_FILTER_TITLES or any(not self._terms(t) for t in titles):
             # A title of stop words alone ("It") has no term to filter on: rank, then filter.
             return search_within_titles(lambda depth: self._ranked(text_query, depth), k, titles, self._total)
-        # The pages are a filter and the text is optional: every paragraph of an allowed page can
-        # come back, those that match the query first (IRCoT's Elasticsearch query).
-        # Bound to a name before it is passed on: pyjnius silently drops a query that a Python
-        # function returned when it is passed straight to `add` (seen: the filter vanished).
-        title_filter = self._title_filter(titles)
-        combined = c["BooleanQueryBuilder"]()
-        combined.add(text_query, c["Occur"].SHOULD)
-        combined.add(title_filter, c["Occur"].FILTER)
-        built = combined.build()
+        with _JNI:  # the query builders' calls
+            built = self._filtered(text_query, titles)
         depth = k * 4 + 20
         while True:
             scored = self._ranked(built, depth)
@@ -530,9 +568,21 @@ class LuceneRetriever:
                 return hits[:k]
             depth *= 4
 
+    def _filtered(self, text_query: Any, titles: Sequence[str]) -> Any:
+        """The pages are a filter and the text is optional: every paragraph of an allowed page can
+        come back, those that match the query first (IRCoT's Elasticsearch query)."""
+        c = self._c
+        # Bound to a name before it is passed on: pyjnius silently drops a query that a Python
+        # function returned when it is passed straight to `add` (seen: the filter vanished).
+        title_filter = self._title_filter(titles)
+        combined = c["BooleanQueryBuilder"]()
+        combined.add(text_query, c["Occur"].SHOULD)
+        combined.add(title_filter, c["Occur"].FILTER)
+        return combined.build()
+
     def search_titles(self, query: str, k: int) -> list[Hit]:
         """One paragraph for each of the `k` pages whose title best matches `query` (the title field alone)."""
-        with _JNI:
+        with _SEARCHING.used_by(self):
             title_query = self._query("title", query)
             depth = k * 4 + 20
             while True:
@@ -545,7 +595,7 @@ class LuceneRetriever:
                 depth *= 4
 
     def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
-        with _JNI:
+        with _SEARCHING.used_by(self):
             return self._search_many(queries, k)
 
     def _search_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
@@ -554,18 +604,18 @@ class LuceneRetriever:
         if self._threads <= 1 or len(batched) < 2:
             return [self._search(q, k, None) for q in queries]
         c = self._c
-        texts, ids = c["ArrayList"](), c["ArrayList"]()
-        for i in batched:
-            texts.add(queries[i])
-            ids.add(str(i))
-        results = self._searcher.batch_search(texts, ids, k, self._threads)
-        in_batch = set(batched)
-        return [
-            [self._hit(s) for s in results.get(str(i))] if i in in_batch else self._search(q, k, None)
-            for i, q in enumerate(queries)
-        ]
+        # Under _JNI, the batch too: the map it returns is a new object of a class whose methods other threads call
+        # under _JNI (results.get), and making one takes those methods over (see _OneIndexAtATime).
+        with _JNI:
+            texts, ids = c["ArrayList"](), c["ArrayList"]()
+            for i in batched:
+                texts.add(queries[i])
+                ids.add(str(i))
+            results = self._searcher.batch_search(texts, ids, k, self._threads)
+            found = {i: [self._hit(s) for s in results.get(str(i))] for i in batched}
+        return [found[i] if i in found else self._search(q, k, None) for i, q in enumerate(queries)]
 
     def close(self) -> None:
-        with _JNI:
+        with _SEARCHING.alone(), _JNI:
             self._reader.close()
             self._searcher.close()
