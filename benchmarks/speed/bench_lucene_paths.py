@@ -3,11 +3,13 @@ cores can reach, whatever its HTTP side does.
 
     .venv/bin/python benchmarks/speed/bench_lucene_paths.py [--index /tmp/mhindex-rl/home/rl1000000/indexes/lucene]
 
-Side by side in one run, on one thread but for Anserini's batch: mhindex's whole single search at top 3 (query,
-Lucene, ids, text); Lucene's own search alone (a built query, in Anserini's order and in Lucene's plain one) at
-top 3 and at 100 (a fusion's depth); a fusion's candidates at depth 100; then the load test's request mix (1 to 16
-queries, weight 1/n): mhindex's search of a request's queries one by one, its gathered batch (Anserini's batch on
-`--threads` Java threads, hits read back), and Anserini's batch alone.
+Side by side in one run, on one thread but for Anserini's batch and the last line: mhindex's whole single search
+at top 3 (query, Lucene, ids, text); Lucene's own search alone (a built query, in Anserini's order and in Lucene's
+plain one) at top 3 and at 100 (a fusion's depth); a fusion's candidates at depth 100; then the load test's request
+mix (1 to 16 queries, weight 1/n): mhindex's search of a request's queries one by one, its gathered batch
+(Anserini's batch on `--threads` Java threads, hits read back), and Anserini's batch alone; last, the single
+searches again from `--threads` Python threads at once (as `mhindex serve`'s workers make them: only stored-field
+reads take turns).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +28,15 @@ from bench_rl_load import Traffic, queries
 
 
 def timed(label: str, items: Sequence[Any], work: Callable[[Any], object], queries_each: int | None = None) -> None:
+    """queries_each: queries an item (None: an item is a list of queries; 0: a list of such lists)."""
     began = time.perf_counter()
     for item in items:
         work(item)
     seconds = time.perf_counter() - began
-    count = len(items) * queries_each if queries_each else sum(len(i) for i in items)
+    if queries_each == 0:
+        count = sum(len(q) for item in items for q in item)
+    else:
+        count = len(items) * queries_each if queries_each else sum(len(i) for i in items)
     print(f"  {label:<46} {seconds / len(items) * 1000:7.2f} ms an item {count / seconds:8.0f} queries/s")
 
 
@@ -47,8 +54,13 @@ def main() -> None:
     single = pool[: args.queries]
     traffic = Traffic(queries(), 5)
     batches = [traffic.batch() for _ in range(args.queries // 2)]
-    for query in single[:50]:  # the JIT warmed
+    for query in single:  # the JIT warmed, the postings read once
         retriever.search(query, 3)
+
+    def each(part: list[str]) -> None:
+        for query in part:
+            retriever.search(query, 3)
+
     built = {q: retriever._query("contents", q) for q in single}
     lucene, order = retriever._lucene, retriever._order
     print(f"{args.index}: {retriever._total:,} passages; {len(single)} queries; {len(batches)} requests")
@@ -69,6 +81,9 @@ def main() -> None:
         return retriever._searcher.batch_search(texts, ids, 3, args.threads)
 
     timed("  of which Anserini's batch alone", batches, anserini_batch)
+    with ThreadPoolExecutor(args.threads) as pool:
+        parts = [single[i :: args.threads] for i in range(args.threads)]
+        timed(f"mhindex search, top 3, {args.threads} threads at once", [parts], lambda p: list(pool.map(each, p)), 0)
 
 
 if __name__ == "__main__":

@@ -396,14 +396,15 @@ class _OneIndexAtATime:
     """Searches of one index run at once; another index's wait, and opening or closing one waits for them all.
 
     Lucene's searcher is safe under threads, and pyjnius lets go of the GIL while Java runs (two threads searched a
-    million passages 1.9x as fast as one), but pyjnius binds a method to its object by storing the object in the
-    method, which the whole class shares (kivy/pyjnius jnius/jnius_export_class.pxi, `JavaMethod.__get__`: "XXX
+    million passages twice as fast as one), but pyjnius binds a method to its object by storing the object in the
+    method, which the whole class shares (pyjnius 1.9.0, jnius/jnius_export_class.pxi, `JavaMethod.__get__`: "XXX
     FIXME we MUST not change our own j_self"), and each new object of a class stores itself in all its methods. Two
     threads calling one method on two objects can swap them, or free one under the other's call: under 16 clients
     of `mhindex serve`, Document.get failed with NullPointerExceptions and the JVM once crashed. So the calls made
-    without `_JNI` are on objects a retriever makes when it opens (its IndexSearcher, query generator and Anserini
-    searcher) or static (ScoredDocs.fromTopDocs), and only one retriever's run at a time; every other call
-    (stored fields, documents, lists, query builders) holds `_JNI`."""
+    without `_JNI` are on objects a retriever makes when it opens (its IndexSearcher and query generator) or static
+    (ScoredDocs.fromTopDocs), what they return is only read (fields) or handed back to Java, and one retriever's
+    run at a time; every other call (stored fields, documents, lists, maps, query builders, Anserini's batch,
+    whose map is such a new object) holds `_JNI`. tests/test_lucene.py holds each thread to its own hits."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -469,7 +470,7 @@ class LuceneRetriever:
         self._top(self._query("contents", "a first search"), 1)  # the classes it returns made before any thread
 
     def _hit(self, scored: Any) -> Hit:
-        """A hit of Anserini's batch search (a Result); under _JNI."""
+        """A hit of Anserini's batch search (a ScoredDoc); under _JNI."""
         return self._hit_of(scored.lucene_document.get("raw"), float(scored.score))
 
     @staticmethod
@@ -485,15 +486,15 @@ class LuceneRetriever:
         docs = self._c["ScoredDocs"].fromTopDocs(self._lucene.search(query, depth, self._order, True), self._lucene)
         return list(zip(docs.docids, docs.scores, docs.lucene_docids))
 
-    def _raw(self, docs: Sequence[int]) -> list[str]:
-        """The stored `raw` JSON of Lucene's doc numbers."""
+    def _hits(self, top: Sequence[tuple[str, float, int]]) -> list[Hit]:
+        """The hits of `_top`'s ranking, their text read from the stored `raw` JSON."""
         with _JNI:
-            return [self._stored.document(doc).get("raw") for doc in docs]
+            raws = [self._stored.document(doc).get("raw") for _, _, doc in top]
+        return [self._hit_of(raw, float(score)) for raw, (_, score, _) in zip(raws, top)]
 
     def _ranked(self, query: Any, depth: int) -> list[Hit]:
         """The top `depth` of a Lucene query in Anserini's order, with their text."""
-        top = self._top(query, depth)
-        return [self._hit_of(raw, float(score)) for raw, (_, score, _) in zip(self._raw([t[2] for t in top]), top)]
+        return self._hits(self._top(query, depth))
 
     def candidates(self, queries: Sequence[str], depth: int, keep: int) -> list[list[Candidate]]:
         """For a fusion: ids and scores of each query's top `depth`, the text of its top `keep` only (of
@@ -504,12 +505,8 @@ class LuceneRetriever:
             ranked = []
             for query in queries:
                 top = self._top(self._query("contents", query), depth)
-                texts = [
-                    self._hit_of(raw, float(s)) for raw, (_, s, _) in zip(self._raw([t[2] for t in top[:keep]]), top)
-                ]
-                ranked.append(
-                    [(pid, float(s), texts[rank] if rank < keep else None) for rank, (pid, s, _) in enumerate(top)]
-                )
+                texts = self._hits(top[:keep])
+                ranked.append([(pid, float(s), texts[r] if r < keep else None) for r, (pid, s, _) in enumerate(top)])
             return ranked
 
     def _terms(self, text: str) -> list[str]:
