@@ -27,17 +27,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_rl_load import Traffic, queries
 
 
-def timed(label: str, items: Sequence[Any], work: Callable[[Any], object], queries_each: int | None = None) -> None:
-    """queries_each: queries an item (None: an item is a list of queries; 0: a list of such lists)."""
+def timed(label: str, items: Sequence[Any], work: Callable[[Any], object], queries: int) -> None:
+    """`work` on each item in turn; `queries` is how many queries the items hold in all."""
     began = time.perf_counter()
     for item in items:
         work(item)
     seconds = time.perf_counter() - began
-    if queries_each == 0:
-        count = sum(len(q) for item in items for q in item)
-    else:
-        count = len(items) * queries_each if queries_each else sum(len(i) for i in items)
-    print(f"  {label:<46} {seconds / len(items) * 1000:7.2f} ms an item {count / seconds:8.0f} queries/s")
+    print(f"  {label:<46} {seconds / len(items) * 1000:7.2f} ms an item {queries / seconds:8.0f} queries/s")
 
 
 def main() -> None:
@@ -49,11 +45,12 @@ def main() -> None:
     from mhindex.backends.lucene import LuceneRetriever
 
     retriever = LuceneRetriever(args.index / "lucene", 0.9, 0.4, threads=args.threads)
-    pool = queries()
-    random.Random(0).shuffle(pool)
-    single = pool[: args.queries]
+    drawn = queries()
+    random.Random(0).shuffle(drawn)
+    single = drawn[: args.queries]
     traffic = Traffic(queries(), 5)
     batches = [traffic.batch() for _ in range(args.queries // 2)]
+    n, in_batches = len(single), sum(len(b) for b in batches)
     for query in single:  # the JIT warmed, the postings read once
         retriever.search(query, 3)
 
@@ -64,13 +61,14 @@ def main() -> None:
     built = {q: retriever._query("contents", q) for q in single}
     lucene, order = retriever._lucene, retriever._order
     print(f"{args.index}: {retriever._total:,} passages; {len(single)} queries; {len(batches)} requests")
-    timed("mhindex search, top 3", single, lambda q: retriever.search(q, 3), 1)
-    timed("Lucene alone, top 3, Anserini's order", single, lambda q: lucene.search(built[q], 3, order, True), 1)
-    timed("Lucene alone, top 3, plain", single, lambda q: lucene.search(built[q], 3), 1)
-    timed("Lucene alone, top 100, Anserini's order", single, lambda q: lucene.search(built[q], 100, order, True), 1)
-    timed("fusion candidates, depth 100 (text of 3)", single, lambda q: retriever.candidates([q], 100, 3), 1)
-    timed("a request's queries one by one", batches, lambda b: [retriever.search(q, 3) for q in b])
-    timed(f"a request as one batch ({args.threads} Java threads)", batches, lambda b: retriever.search_many(b, 3))
+    timed("mhindex search, top 3", single, lambda q: retriever.search(q, 3), n)
+    timed("Lucene alone, top 3, Anserini's order", single, lambda q: lucene.search(built[q], 3, order, True), n)
+    timed("Lucene alone, top 3, plain", single, lambda q: lucene.search(built[q], 3), n)
+    timed("Lucene alone, top 100, Anserini's order", single, lambda q: lucene.search(built[q], 100, order, True), n)
+    timed("fusion candidates, depth 100 (text of 3)", single, lambda q: retriever.candidates([q], 100, 3), n)
+    timed("a request's queries one by one", batches, lambda b: [retriever.search(q, 3) for q in b], in_batches)
+    batched = f"a request as one batch ({args.threads} Java threads)"
+    timed(batched, batches, lambda b: retriever.search_many(b, 3), in_batches)
     c = retriever._c
 
     def anserini_batch(batch: list[str]) -> object:
@@ -80,10 +78,11 @@ def main() -> None:
             ids.add(str(i))
         return retriever._searcher.batch_search(texts, ids, 3, args.threads)
 
-    timed("  of which Anserini's batch alone", batches, anserini_batch)
-    with ThreadPoolExecutor(args.threads) as pool:
+    timed("  of which Anserini's batch alone", batches, anserini_batch, in_batches)
+    with ThreadPoolExecutor(args.threads) as threads:
         parts = [single[i :: args.threads] for i in range(args.threads)]
-        timed(f"mhindex search, top 3, {args.threads} threads at once", [parts], lambda p: list(pool.map(each, p)), 0)
+        at_once = f"mhindex search, top 3, {args.threads} threads at once"
+        timed(at_once, [parts], lambda p: list(threads.map(each, p)), n)
 
 
 if __name__ == "__main__":
