@@ -6,6 +6,11 @@ served once for several processes, or for `--workers` (one llama.cpp slot each).
     .venv/bin/python scripts/lm_server.py --model /path/model.gguf
     mhindex ask - --lm openai:qwen@http://127.0.0.1:8080/v1 --workers 4 < questions.jsonl
 
+It runs llama.cpp's batch-invariant kernels, as mhindex does in process (mhindex/lm/llamacpp.py): with one slot,
+a call answers as in process. With several, llama.cpp decodes the slots' tokens in one batch, and a token read
+alone or beside another question's can change: a run through it is marked load-dependent (`mhindex doctor
+--determinism` checks the server it is given).
+
 Prints the address when it is ready and serves until Ctrl-C (or, with --until-stdin-closes, until its
 standard input closes: how tests/test_lm.py runs it). vLLM, Ollama and any other OpenAI-compatible server
 take the same `--lm openai:MODEL@URL` (docs/models.md).
@@ -45,15 +50,14 @@ def main() -> None:
 
     import xllamacpp
 
-    params = xllamacpp.CommonParams()
+    from mhindex.lm.llamacpp import invariant_params
+
+    params = invariant_params(xllamacpp.CommonParams(), given.threads)
     params.model.path = str(model_file(resolve_spec(given.model), resolve_home(None)))
     params.hostnames = [given.host]
     params.port = given.port
     params.n_ctx = given.context * given.slots  # llama.cpp gives each slot n_ctx / n_parallel
     params.n_parallel = given.slots
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = given.threads
-    params.warmup = False
-    params.verbosity = -1
     server = xllamacpp.Server(params)
     print(server.listening_address, flush=True)
     if given.until_stdin_closes:

@@ -2,34 +2,33 @@
 
 The runtime is `xllamacpp`, a prebuilt wheel (installs in seconds) around llama.cpp's own
 server code; `llama-cpp-python` compiles llama.cpp from source (about 14 minutes on 2 cores).
-Every call sets `cache_prompt`, so a prompt that shares a prefix with the previous one (IRCoT's
-demonstrations and the paragraphs found so far) evaluates only the new tokens. The model has
-one slot per question answered at once (`--workers`): each slot keeps its own prefix cache
-and its own `context_length`, llama.cpp decodes the running slots' tokens in one batch, and at
-most `slots` calls run at a time. llama.cpp gives a call the idle slot whose cache shares the most
-with its prompt, so a question's next call mostly finds its own prefix where it left it.
+A model of N slots (`--workers`) is N llama.cpp servers of one slot each, over the one memory-mapped file:
+each slot decodes alone (llama.cpp would otherwise put the slots' tokens in one batch, and a token's values
+would change with what another question was doing), and at most N calls run at a time, each in the free slot
+whose cache shares the most with its prompt.
+
+**The same answer whatever ran before** (lm/slots.py says how this was measured): the kernels are llama.cpp's
+batch-invariant ones (`INVARIANT`: no repacked weights, no tiled K-quant matmul, no flash attention), so a
+prompt token's values do not depend on the micro-batch it is read in nor on the threads, as long as it is not
+read alone; and every call reuses only what `slots.plan` allows of what its slot holds: tokens of earlier
+prompts (never generated ones), leaving at least two tokens to read and none alone at the end. A call then
+writes what it would write from a fresh process, after any other calls, at any `--lm-threads` or `--workers`,
+with the call cache or without, with the prompt states kept or cold. The cost: prompts are read about 0.7x as
+fast as with llama.cpp's defaults on two cores (benchmarks/speed/bench_batch_invariance.py).
 
 Calls stream their tokens through a callback and run in a helper thread: the caller's thread
 stays free for Ctrl-C (which stops the generation at the next token) and the live status line
 can count tokens as they come. Streamed and whole answers are the same greedy tokens.
 
-With one slot, the demonstrations' evaluation outlives the process. A caller says how many
-characters open every question's prompt alike (`keep`); the first call of such a family in a
-process starts from exactly the first M tokens of that opening, M a multiple of llama.cpp's
-micro-batch: restored from a state file kept by lm/state.py when there is one, else evaluated
-(and saved for the next process). Starting on a micro-batch boundary is what makes a restored
-state give the same tokens as reading from scratch: llama.cpp then cuts the rest of the prompt
-into the same micro-batches, and the same floating-point sums follow. (A state cut anywhere else
-gives slightly different values, and a small model's greedy answer can change with them.)
-
-Within a process, calls of several families take turns in the slot (IRCoT's reasoning steps and
-its reader; KD-CoT's rounds, reads and checks): when one family takes the slot from another, the
-other's state is saved to a file of this process and restored when it comes back, so each goes
-on where it left off. That is what llama.cpp's own in-memory prompt cache does, which is off
-here: it chooses what to restore by its own heuristics, and a process that restored a kept
-state would fill it differently from one that did not. So the answers are the same with the
-store, without it (`--no-cache`) and from a fresh process. A sampled call (seeded) always reads its
-prompt from the first token, so its seed draws the same sample whatever the slot held before it.
+The demonstrations' evaluation outlives the process. A caller says how many characters open every
+question's prompt alike (`keep`); the first call of such a family in a slot starts from the first M tokens
+of that opening (M a multiple of the micro-batch), restored from a state file kept by lm/state.py when
+there is one, else evaluated (and saved for the next process). Within a process, calls of several families
+take turns in a slot (IRCoT's reasoning steps and its reader; KD-CoT's rounds, reads and checks): when one
+family takes the slot from another, the other's state is saved to a file of this process and restored when
+it comes back, so each goes on where it left off. Both are speed only: what a call may reuse of a restored
+state is decided as for any other (`slots.plan`). llama.cpp's own in-memory prompt cache is off: it would
+restore states by its own heuristics, outside that plan.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,20 +64,23 @@ from mhindex.lm.base import (
     cut_at_stop,
     tokens_within,
 )
+from mhindex.lm.slots import UBATCH, SlotState, Start, common_prefix, cut_tokens, plan
 from mhindex.lm.state import MIN_CHARS, PromptStates, private_folder, token_digest
 from mhindex.requirements import Requirement, package
 
 if TYPE_CHECKING:
     import httpx
 
-# One llama.cpp server per (model file, threads, context, slots) per process, shared by every model
-# object that asks for it, with one semaphore of `slots` permits: loading is paid once, and the
-# prompt caches are shared. A server is
-# never destroyed: xllamacpp's destructor joins a server thread that does not always stop (seen
-# hanging when torch had been loaded in the same process), so servers live until the process exits.
-_SERVERS: dict[tuple[Any, ...], _Shared] = {}
-_SERVERS_LOCK = threading.Lock()
-UBATCH = 512  # llama.cpp's micro-batch (its default), set explicitly: kept states are cut at a multiple of it
+#: the kernels every model here runs on, recorded in the fingerprint: what lm/slots.py measured batch-invariant
+INVARIANT = "batch-invariant: no repacked weights, no tiled K-quant matmul (GGML_CPU_TILED_MM=0), no flash attention"
+# ggml reads it once, when the first matrix is multiplied: set before any model of this process runs.
+os.environ["GGML_CPU_TILED_MM"] = "0"
+# One pool of servers per (model file, threads, context, state folder) per process, shared by every model
+# object that asks for it: loading is paid once, and the prompt caches are shared. A server is never
+# destroyed: xllamacpp's destructor joins a server thread that does not always stop (seen hanging when torch
+# had been loaded in the same process), so servers live until the process exits.
+_POOLS: dict[tuple[Any, ...], _Pool] = {}
+_POOLS_LOCK = threading.Lock()
 # llama.cpp's threads sleep, not spin, while they wait for each other (its default spins, poll 50): no
 # slower on an idle machine or a busy one (benchmarks/speed/bench_threads.py), and once, with two models of two
 # threads on two cores, spinning threads generated 0.4 tokens/s against 7.2 sleeping (benchmarks/README.md).
@@ -88,62 +90,116 @@ LOOSE_CHARS = 512  # how much of a prompt with no kept opening names its family
 _CALLS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="llama.cpp")
 
 
-class _Shared:
-    """A server, its permits, and which family its one slot holds (None when unknown): shared by
-    every model object on the server."""
+class _Slot:
+    """One llama.cpp server of one slot: what it holds (`state`, lm/slots.py), which family that is (None when
+    unknown), and where each family left off in this process (its state when another took the slot: files named
+    for this process, removed when it exits, after Ctrl-C too; swept by `mhindex gc` if it is killed)."""
 
-    def __init__(self, server: Any, slots: int) -> None:
+    def __init__(self, server: Any, number: int) -> None:
         self.server = server
-        self.permits = threading.BoundedSemaphore(slots)
+        self.number = number
+        self.state = SlotState()
         self.holding: str | None = None
-        self.tokens: dict[str, list[int]] = {}  # an opening's token ids, tokenized once a process
-        # Where each family left off in this process: its state when another took the slot (files named for
-        # this process, removed when it exits, after Ctrl-C too; swept by `mhindex gc` if it is killed).
-        self.latest: dict[str, Path] = {}
+        self.latest: dict[str, tuple[Path, SlotState]] = {}
+        self._http: httpx.Client | None = None
 
-    def keep_latest(self, family: str, path: Path) -> None:
-        if path not in self.latest.values():  # one file a family: later saves overwrite it
+    def client(self) -> httpx.Client:
+        import httpx
+
+        if self._http is None:
+            self._http = httpx.Client(base_url=self.server.listening_address, timeout=30)
+        return self._http
+
+    def keep_latest(self, family: str, path: Path, state: SlotState) -> None:
+        if path not in {kept for kept, _ in self.latest.values()}:  # one file a family: later saves overwrite it
             remove_at_exit(path)
-        self.latest[family] = path
+        self.latest[family] = (path, state)
 
 
-def _shared_server(
-    path: Path, threads: int, context_length: int, slots: int, state_folder: Path | None = None
-) -> _Shared:
+class _Pool:
+    """A model's slots, each a server of its own, and which are free; an opening's token ids, tokenized once."""
+
+    def __init__(self, make: Callable[[int], Any]) -> None:
+        self._make = make
+        self.slots: list[_Slot] = []
+        self._free: list[_Slot] = []
+        self._changed = threading.Condition()
+        self.tokens: dict[str, list[int]] = {}
+
+    def grow(self, size: int) -> None:
+        with self._changed:
+            while len(self.slots) < size:
+                slot = _Slot(self._make(len(self.slots)), len(self.slots))
+                self.slots.append(slot)
+                self._free.append(slot)
+                self._changed.notify()
+
+    def acquire(self, tokens: Sequence[int], limit: int) -> _Slot:
+        """A free slot among the first `limit`, the one whose cache shares the most with `tokens` (speed only:
+        what a call reuses is decided by lm/slots.py); waits for one."""
+        with self._changed:
+            while not (free := [s for s in self._free if s.number < limit]):
+                self._changed.wait()
+            chosen = max(free, key=lambda s: (common_prefix(s.state.canonical, tokens), -s.number))
+            self._free.remove(chosen)
+            return chosen
+
+    def release(self, slot: _Slot) -> None:
+        with self._changed:
+            self._free.append(slot)
+            self._changed.notify()
+
+
+def invariant_params(params: Any, threads: int) -> Any:
+    """llama.cpp's server parameters as every model here runs: `INVARIANT` kernels, one micro-batch of UBATCH,
+    threads that sleep while they wait, llama.cpp's in-memory prompt cache off (also for scripts/lm_server.py)."""
     import xllamacpp
 
-    key = (str(Path(path).resolve()), threads, context_length, slots, str(state_folder))
-    with _SERVERS_LOCK:
-        if key not in _SERVERS:
-            params = xllamacpp.CommonParams()
-            params.model.path = str(path)
-            params.n_ctx = context_length * slots  # llama.cpp gives each slot n_ctx / n_parallel
-            params.n_parallel = slots
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            params.cpuparams.poll = params.cpuparams_batch.poll = POLL
-            params.warmup = False
-            params.verbosity = -1  # llama.cpp's own logs are not for our users
-            params.n_ubatch = UBATCH
-            if slots == 1:
-                params.cache_ram_mib = 0  # see the module's docstring: aligned openings replace it
-            if state_folder is not None:  # where /slots/0?action=save|restore read and write
-                params.slot_save_path = f"{state_folder}{os.sep}"  # a prefix: llama.cpp appends the file name
-                params.endpoint_slots = True
-            with ui.signals_held():  # a Ctrl-C in between would free the server, which hangs (see above)
-                try:
-                    server = xllamacpp.Server(params)
-                except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
-                    raise LMError(f"llama.cpp could not load {path}: {error}") from None
-                ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
-                _SERVERS[key] = _Shared(server, slots)
-        return _SERVERS[key]
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.cpuparams.poll = params.cpuparams_batch.poll = POLL
+    params.warmup = False
+    params.verbosity = -1  # llama.cpp's own logs are not for our users
+    params.n_ubatch = UBATCH
+    params.cache_ram_mib = 0  # its in-memory prompt cache: off (see the module's docstring)
+    params.no_extra_bufts = True  # INVARIANT: the weights as the file holds them, not repacked
+    params.flash_attn_type = xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    return params
+
+
+def _new_server(path: Path, threads: int, context_length: int, state_folder: Path | None) -> Any:
+    import xllamacpp
+
+    params = invariant_params(xllamacpp.CommonParams(), threads)
+    params.model.path = str(path)
+    params.n_ctx = context_length
+    params.n_parallel = 1
+    if state_folder is not None:  # where /slots/0?action=save|restore read and write
+        params.slot_save_path = f"{state_folder}{os.sep}"  # a prefix: llama.cpp appends the file name
+        params.endpoint_slots = True
+    with ui.signals_held():  # a Ctrl-C in between would free the server, which hangs (see above)
+        try:
+            server = xllamacpp.Server(params)
+        except Exception as error:  # noqa: BLE001 - llama.cpp reports load failures as generic errors
+            raise LMError(f"llama.cpp could not load {path}: {error}") from None
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(server))  # never freed, see above
+    return server
+
+
+def _pool(path: Path, threads: int, context_length: int, slots: int, state_folder: Path | None = None) -> _Pool:
+    key = (str(Path(path).resolve()), threads, context_length, str(state_folder))
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = _Pool(lambda number: _new_server(path, threads, context_length, state_folder))
+        pool = _POOLS[key]
+        pool.grow(slots)
+        return pool
 
 
 @dataclass
 class _Prepared:
-    """What making the slot hold a call's family took, before the call itself (`_enter`): the opening's tokens
-    evaluated and their milliseconds, the tokens restored from a state and the seconds restoring and saving took."""
+    """What making the slot ready for a call took, before the call itself: tokens evaluated (an opening, a
+    cut) and their milliseconds, the tokens restored from a state and the seconds restoring and saving took."""
 
     evaluated: int = 0
     prompt_ms: float = 0.0
@@ -207,35 +263,29 @@ class LlamaCppModel(LanguageModel):
         self.name = name or f"gguf:{path}"
         #: where the file's sha256 is remembered (`fingerprint`): the data root's cache, set by `_load`
         self.digests: Path | None = None
-        threads = threads or default_threads()
         self.slots = max(1, slots)
-        # Openings are aligned, and kept on disk, for a model of one slot (several slots share out
-        # their caches as llama.cpp sees fit: nothing there to restore into a chosen slot).
-        self._aligned = self.slots == 1 and reuse_prefix
-        if not self._aligned:
+        #: all threads, shared out among the slots (each a server of its own): they decide speed, not answers
+        self.threads = threads or default_threads()
+        self.reuse_prefix = reuse_prefix  # off only to measure what reuse saves
+        if not reuse_prefix:
             state_folder = None
         elif state_folder is None:  # a model made here, not by load_lm: states of its own, gone at exit
             state_folder = private_folder(Path(tempfile.gettempdir()) / "mhindex-llama-state")
-        self._shared = _shared_server(self.path, threads, context_length, self.slots, state_folder)
-        self._server, self._permits = self._shared.server, self._shared.permits
+        per_slot = max(1, self.threads // self.slots)
+        self._pool = _pool(self.path, per_slot, context_length, self.slots, state_folder)
         self.context_length = context_length
-        self.threads = threads
-        self.reuse_prefix = reuse_prefix  # off only to measure what reuse saves
         stat = self.path.stat()
         self._identity = f"gguf:{self.path.name}:{stat.st_size}:{stat.st_mtime_ns}"
-        self._http: httpx.Client | None = None
         self._parameters: int | None = None
         self._states: PromptStates | None = None
-        # Everything besides the tokens that decides a state's values (threads too: they can change
-        # the order of floating-point sums).
+        # Everything besides the tokens that decides a state's values (not the threads: see INVARIANT).
         self._runtime = (
-            f"{self._identity}|xllamacpp {xllamacpp.__version__}|ctx {context_length}|threads {threads}|ubatch {UBATCH}"
+            f"{self._identity}|xllamacpp {xllamacpp.__version__}|ctx {context_length}|ubatch {UBATCH}|{INVARIANT}"
         )
         if state_folder is not None:
             try:
                 self._states = PromptStates(state_folder)
             except (OSError, sqlite3.OperationalError) as error:  # read-only, full: the states are a speed-up
-                self._aligned = False  # nothing to keep openings in: calls run as a model of several slots does
                 ui.reporter().warning(
                     f"cannot keep prompt states in {state_folder} ({error}): each process reads the demonstrations "
                     "again"
@@ -257,8 +307,9 @@ class LlamaCppModel(LanguageModel):
         return self._parameters or None
 
     def fingerprint(self) -> dict[str, Any]:
-        """The GGUF file's sha256 (remembered under the data root's cache once computed) and the sha256 of the
-        chat template llama.cpp applies, as its server's /props reports it."""
+        """The GGUF file's sha256 (remembered under the data root's cache once computed), the sha256 of the
+        chat template llama.cpp applies (its server's /props), and what decides the values besides: the kernels
+        and the micro-batch (threads and slots do not: lm/slots.py)."""
         from mhindex.files import content_digest
 
         try:
@@ -270,24 +321,25 @@ class LlamaCppModel(LanguageModel):
             "file": self.path.name,
             "sha256": content_digest(self.path, self.digests),
             "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
+            "runtime": f"llama.cpp (xllamacpp {_xllamacpp_version()}), in process",
+            "kernels": INVARIANT,
+            "ubatch": UBATCH,
+            "prefix_reuse": "prompt tokens only, never one read alone (lm/slots.py)" if self.reuse_prefix else "off",
         }
 
     def _client(self) -> httpx.Client:
-        import httpx
-
-        if self._http is None:
-            self._http = httpx.Client(base_url=self._server.listening_address, timeout=30)
-        return self._http
+        """The first slot's server, for what any of them answers alike (tokens, templates, its props)."""
+        return self._pool.slots[0].client()
 
     def _stream(
         self, kind: str, body: dict[str, Any], stop_when: StopWhen | None, keep: int = 0
-    ) -> tuple[str, list[dict[str, Any]], list[tuple[str, float]], _Prepared | None]:
+    ) -> tuple[str, list[dict[str, Any]], list[tuple[str, float]], _Prepared]:
         """Run one streamed call; returns the text, the chunks, any token log-probabilities and what preparing
         the slot took. Stops early on Ctrl-C, and once `stop_when` holds for the text so far."""
         chunks: list[dict[str, Any]] = []
         pieces: list[str] = []
         logprobs: list[tuple[str, float]] = []
-        prepared: list[_Prepared] = []  # the slot made to hold the call's family first
+        prepared = [_Prepared()]
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
             if isinstance(chunk, dict) and "prompt_progress" in chunk:  # a reading report, not output
@@ -305,19 +357,19 @@ class LlamaCppModel(LanguageModel):
                 return True
             return ui.stop_requested()  # True tells llama.cpp to stop generating
 
+        def restart() -> None:
+            chunks.clear()
+            pieces.clear()
+            logprobs.clear()
+
+        tokens = self._tokenize(self._prompt_of(kind, body))
+
         def call() -> None:
-            with self._permits:
-                if self._aligned:
-                    prepared.append(self._enter(kind, body, keep))
-                if ui.stop_requested():
-                    return
-                handle = self._server.handle_chat_completions if kind == "chat" else self._server.handle_completions
-                # timings on every token: a call stopped early (stop_when) gets no closing summary
-                streamed = {
-                    "stream": True, "stream_options": {"include_usage": True}, "return_progress": True,
-                    "timings_per_token": True,
-                }  # fmt: skip
-                handle({**body, **streamed}, on_chunk)
+            slot = self._pool.acquire(tokens, self.slots)
+            try:
+                prepared[0] = self._call(slot, kind, body, keep, tokens, on_chunk, restart)
+            finally:
+                self._pool.release(slot)
 
         _CALLS.submit(contextvars.copy_context().run, call).result()
         ui.check_stop()  # a generation cut short by Ctrl-C is not an answer
@@ -329,34 +381,106 @@ class LlamaCppModel(LanguageModel):
                 else (errors[0] if errors else "no output")
             )
             raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
-        return "".join(pieces), chunks, logprobs, (prepared[0] if prepared else None)
+        return "".join(pieces), chunks, logprobs, prepared[0]
 
-    # -- the opening every question shares, aligned and kept on disk (lm/state.py) ------------
+    def _call(
+        self,
+        slot: _Slot,
+        kind: str,
+        body: dict[str, Any],
+        keep: int,
+        tokens: list[int],
+        on_chunk: Callable[[dict[str, Any]], bool],
+        restart: Callable[[], None],
+    ) -> _Prepared:
+        """In `slot`: its family made the call's (`_enter`), the slot cut back to what the call may reuse
+        (lm/slots.py), then the call. Where llama.cpp reused other than planned (nothing here should make it),
+        the slot is taken as unknown and the call made again from what the plan then allows."""
+        done = self._enter(slot, kind, body, keep, tokens) if self._states is not None else _Prepared()
+        planned = reused = 0
+        for attempt in range(2):
+            if ui.stop_requested():
+                return done
+            planned, reused = self._attempt(slot, kind, body, tokens, on_chunk, done)
+            if reused == planned or ui.stop_requested():
+                return done
+            slot.state = SlotState(trailing=True)  # what it holds is not what was thought: start again
+            if attempt == 0:
+                restart()
+        raise LMError(f"llama.cpp reused {reused} prompt tokens where {planned} were planned, twice")
 
-    def _opening_tokens(self, kind: str, body: dict[str, Any], keep: int) -> list[int] | None:
+    def _attempt(
+        self,
+        slot: _Slot,
+        kind: str,
+        body: dict[str, Any],
+        tokens: list[int],
+        on_chunk: Callable[[dict[str, Any]], bool],
+        done: _Prepared,
+    ) -> tuple[int, int]:
+        """The call, from where lm/slots.py plans it; the tokens planned to be reused and those llama.cpp did."""
+        start = plan(tokens, slot.state if self.reuse_prefix else SlotState(trailing=True))
+        self._prepare_start(slot, tokens, start, done)
+        handle = slot.server.handle_chat_completions if kind == "chat" else slot.server.handle_completions
+        # timings on every token: a call stopped early (stop_when) gets no closing summary
+        streamed = {
+            "stream": True, "stream_options": {"include_usage": True}, "return_progress": True,
+            "timings_per_token": True, "cache_prompt": start.at > 0,
+        }  # fmt: skip
+        first: list[dict[str, Any]] = []
+
+        def watched(chunk: dict[str, Any]) -> bool:
+            if isinstance(chunk, dict) and chunk.get("timings") and not first:
+                first.append(chunk["timings"])
+            return on_chunk(chunk)
+
+        handle({**body, **streamed}, watched)
+        slot.state = SlotState(list(tokens), trailing=True)
+        return start.at, int(first[0].get("cache_n", -1)) if first else start.at
+
+    def _prepare_start(self, slot: _Slot, tokens: list[int], start: Start, done: _Prepared) -> None:
+        """The slot made to share exactly `start.at` tokens with the prompt (lm/slots.py): a one-token call."""
+        if start.prepare == "none":
+            return
+        timings: list[dict[str, Any]] = []
+
+        def on_chunk(chunk: dict[str, Any]) -> bool:
+            if isinstance(chunk, dict) and chunk.get("timings"):
+                timings.append(chunk["timings"])
+            return ui.stop_requested()
+
+        body = {"prompt": cut_tokens(tokens, start.at), "max_tokens": 1, "temperature": 0.0, "seed": 0,
+                "cache_prompt": start.prepare == "cut", "stream": True, "timings_per_token": True}  # fmt: skip
+        slot.server.handle_completions(body, on_chunk)
+        slot.state = SlotState(list(tokens[: start.at]), trailing=True)
+        if timings:
+            done.evaluated += int(timings[-1].get("prompt_n", 0))
+            done.prompt_ms += float(timings[-1].get("prompt_ms", 0))
+
+    # -- the opening every question shares, kept on disk (lm/state.py), and families taking turns ----------------
+
+    def _opening_tokens(self, kind: str, body: dict[str, Any], keep: int, tokens: list[int]) -> list[int] | None:
         """The first M tokens of the call's kept opening, M a multiple of UBATCH, checked to be the
         first M tokens of the whole prompt too; None when the opening is too short to be worth it."""
         if keep < MIN_CHARS:
             return None
-        prompt = self._prompt_of(kind, body)
         if kind == "complete":
-            opening = prompt[:keep]
+            opening = str(body["prompt"])[:keep]
         else:  # the opening is in the first message: render it alone and cut after it
             first = body["messages"][0]
             alone = self._prompt_of(kind, {"messages": [{"role": first["role"], "content": first["content"][:keep]}]})
             at = alone.find(first["content"][:keep])
             opening = alone[: at + keep] if at >= 0 else ""
-        if not opening or not prompt.startswith(opening):
+        if not opening:
             return None
-        tokens = self._shared.tokens.get(opening)
-        if tokens is None:
-            tokens = self._tokenize(opening)
-            self._shared.tokens[opening] = tokens
+        known = self._pool.tokens.get(opening)
+        if known is None:
+            known = self._pool.tokens[opening] = self._tokenize(opening)
         # The opening's last tokens can merge with what follows it: at least one is left out.
-        m = (len(tokens) - 1) // UBATCH * UBATCH
-        if m < UBATCH or self._tokenize(prompt)[:m] != tokens[:m]:
+        m = (len(known) - 1) // UBATCH * UBATCH
+        if m < UBATCH or tokens[:m] != known[:m]:
             return None
-        return tokens[:m]
+        return known[:m]
 
     def _family(self, kind: str, body: dict[str, Any], opening: list[int] | None) -> str:
         """What a call continues: its kept opening where it has one, else how its prompt begins
@@ -364,44 +488,58 @@ class LlamaCppModel(LanguageModel):
         if opening is not None:
             return token_digest(self._runtime, opening)
         text = body["prompt"] if kind == "complete" else orjson.dumps(body["messages"][:1]).decode()
-        return "loose-" + hashlib.sha256(text[:LOOSE_CHARS].encode()).hexdigest()[:24]
+        return "loose-" + hashlib.sha256(str(text)[:LOOSE_CHARS].encode()).hexdigest()[:24]
 
-    def _enter(self, kind: str, body: dict[str, Any], keep: int) -> _Prepared:
-        """Before a call: the slot is made to hold the call's family. The family it held is saved
-        (this process's own file), and the call's is restored from where it left off in this
-        process; a family's first call starts from its opening's aligned tokens, restored from the
-        kept states where there is one, else evaluated (and kept). Returns what that took."""
-        shared, states = self._shared, self._states
+    def _enter(self, slot: _Slot, kind: str, body: dict[str, Any], keep: int, tokens: list[int]) -> _Prepared:
+        """Before a call: the slot is made to hold the call's family. The family it held is saved (this
+        process's own file), and the call's is restored from where it left off in this process; a family's first
+        call starts from its opening's first tokens, restored from the kept states where there is one, else
+        evaluated (and kept). Speed only: what the call then reuses of it is lm/slots.py's plan. Returns what that
+        took."""
+        states = self._states
         assert states is not None
-        opening = self._opening_tokens(kind, body, keep)
+        opening = self._opening_tokens(kind, body, keep, tokens)
         family = self._family(kind, body, opening)
         done = _Prepared()
-        if shared.holding == family:
+        if slot.holding == family:
             return done
-        if shared.holding is not None:
-            began = time.perf_counter()
-            name = f".latest.tmp-{os.getpid()}-{shared.holding}.bin"
-            # Kept (and so removed at exit) before llama.cpp writes it: a Ctrl-C during the save leaves no file.
-            shared.keep_latest(shared.holding, states.folder / name)
-            saved = self._save_slot(name)
-            done.save_seconds += time.perf_counter() - began
-            if not saved:  # (a full disk) that family starts again from its opening when it comes back
-                shared.latest.pop(shared.holding, None)
-        shared.holding = None
-        latest = shared.latest.get(family)
-        if latest is not None and (restored := self._timed_restore(latest, done)) is not None:
-            shared.holding, done.restored = family, restored
+        if slot.holding is not None:
+            self._leave(slot, states, done)
+        latest = slot.latest.get(family)
+        if latest is not None and (restored := self._timed_restore(slot, latest[0], done)) is not None:
+            slot.holding, slot.state, done.restored = family, replace(latest[1]), restored
             return done
-        if opening is None:  # a loose family's first call: llama.cpp reuses what the slot shares with it
-            shared.holding = family
+        slot.holding = family
+        if opening is None or common_prefix(slot.state.canonical, tokens) >= len(opening):
             return done
         if (path := states.lookup(family)) is not None:
-            restored = self._timed_restore(path, done)
+            restored = self._timed_restore(slot, path, done)
             if restored == len(opening):
-                shared.holding, done.restored = family, restored
+                slot.state, done.restored = SlotState(list(opening)), restored
                 return done
             states.forget(family, f"llama.cpp could not restore the saved prompt state {path}")
-        # cache_prompt off: evaluated from the first token, in micro-batches from there.
+        self._evaluate_opening(slot, opening, done)
+        if not ui.stop_requested():
+            began = time.perf_counter()
+            self._keep(slot, states, family)
+            done.save_seconds += time.perf_counter() - began
+        return done
+
+    def _leave(self, slot: _Slot, states: PromptStates, done: _Prepared) -> None:
+        """The family the slot holds, saved where it left off (for this process only)."""
+        assert slot.holding is not None
+        began = time.perf_counter()
+        name = f".latest.tmp-{os.getpid()}-{slot.number}-{slot.holding}.bin"
+        # Kept (and so removed at exit) before llama.cpp writes it: a Ctrl-C during the save leaves no file.
+        slot.keep_latest(slot.holding, states.folder / name, replace(slot.state))
+        saved = self._save_slot(slot, name)
+        done.save_seconds += time.perf_counter() - began
+        if not saved:  # (a full disk) that family starts again from its opening when it comes back
+            slot.latest.pop(slot.holding, None)
+        slot.holding = None
+
+    def _evaluate_opening(self, slot: _Slot, opening: list[int], done: _Prepared) -> None:
+        """The opening read from nothing (`cache_prompt` off), in whole micro-batches: M is a multiple of one."""
         timings: list[dict[str, Any]] = []
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
@@ -412,39 +550,37 @@ class LlamaCppModel(LanguageModel):
             return ui.stop_requested()
 
         body = {"prompt": opening, "max_tokens": 1, "temperature": 0.0, "cache_prompt": False, "seed": 0}
-        self._server.handle_completions({**body, "stream": True, "return_progress": True}, on_chunk)
-        if ui.stop_requested():
-            return done
-        shared.holding = family
-        began = time.perf_counter()
-        self._keep(states, family)
-        done.save_seconds += time.perf_counter() - began
+        slot.server.handle_completions({**body, "stream": True, "return_progress": True}, on_chunk)
+        slot.state = SlotState(list(opening))  # one token sampled, never read: the slot holds the opening alone
         if timings:
-            done.evaluated, done.prompt_ms = int(timings[-1].get("prompt_n", 0)), float(timings[-1].get("prompt_ms", 0))
-        return done
+            done.evaluated += int(timings[-1].get("prompt_n", 0))
+            done.prompt_ms += float(timings[-1].get("prompt_ms", 0))
 
-    def _timed_restore(self, path: Path, done: _Prepared) -> int | None:
+    def _timed_restore(self, slot: _Slot, path: Path, done: _Prepared) -> int | None:
         began = time.perf_counter()
         try:
-            return self._restore(path)
+            restored = self._restore(slot, path)
         finally:
             done.restore_seconds += time.perf_counter() - began
+        if restored is None:
+            slot.state = SlotState(trailing=True)  # whatever llama.cpp left: nothing known to reuse
+        return restored
 
-    def _restore(self, path: Path) -> int | None:
+    def _restore(self, slot: _Slot, path: Path) -> int | None:
         """The slot's state from `path` (in the states folder); the tokens restored, None if refused."""
-        response = self._client().post("/slots/0?action=restore", json={"filename": path.name})
+        response = slot.client().post("/slots/0?action=restore", json={"filename": path.name})
         return int(response.json().get("n_restored", -1)) if response.status_code == 200 else None
 
-    def _save_slot(self, name: str) -> str | None:
+    def _save_slot(self, slot: _Slot, name: str) -> str | None:
         """The slot's state saved under `name` in the states folder; None if llama.cpp could not."""
-        response = self._client().post("/slots/0?action=save", json={"filename": name})
+        response = slot.client().post("/slots/0?action=save", json={"filename": name})
         return name if response.status_code == 200 else None
 
-    def _keep(self, states: PromptStates, key: str) -> None:
+    def _keep(self, slot: _Slot, states: PromptStates, key: str) -> None:
         """The slot's state, kept for the next process, whole or not at all."""
         temporary = states.temporary()
         try:
-            response = self._client().post("/slots/0?action=save", json={"filename": temporary.name})
+            response = slot.client().post("/slots/0?action=save", json={"filename": temporary.name})
             if response.status_code == 200 and temporary.is_file():
                 final = states.file_of(key)
                 os.replace(temporary, final)
@@ -464,15 +600,14 @@ class LlamaCppModel(LanguageModel):
         self, kind: str, body: dict[str, Any], stop: Sequence[str], stop_when: StopWhen | None = None, keep: int = 0
     ) -> Completion:
         started = time.perf_counter()
-        text, chunks, logprobs, prepared = self._stream(kind, body, stop_when, keep)
+        text, chunks, logprobs, before = self._stream(kind, body, stop_when, keep)
         text = cut_at_stop(text, stop)
         usage = next((c["usage"] for c in reversed(chunks) if c.get("usage")), None)
         timings: dict[str, Any] = next((c["timings"] for c in reversed(chunks) if c.get("timings")), {})
         if usage is None:  # stopped by stop_when: llama.cpp sends no summary, so count here
             usage = {
                 # Each streamed token's timings (timings_per_token) say what the prompt held: the tokens the slot
-                # had (cache_n) and those it evaluated, as the summary would; asking the server to template and
-                # tokenize the prompt again cost two round trips a call (about 0.2 s).
+                # had (cache_n) and those it evaluated, as the summary would.
                 "prompt_tokens": int(timings.get("cache_n", 0)) + int(timings["prompt_n"])
                 if "prompt_n" in timings
                 else self.count_tokens(self._prompt_of(kind, body)),
@@ -487,9 +622,8 @@ class LlamaCppModel(LanguageModel):
             ),
             "stop_when",
         )
-        before = prepared or _Prepared()
         # llama.cpp's cache_n: the prompt tokens the slot already held, restored from a state, evaluated by the
-        # opening's pass, or left by the call before (reused)
+        # opening's pass or a cut, or left by the call before (reused)
         held = int(timings.get("cache_n", 0))
         restored = min(before.restored, held)
         return Completion(
@@ -519,16 +653,9 @@ class LlamaCppModel(LanguageModel):
     def _body(
         self, max_tokens: int, stop: Sequence[str], temperature: float, logprobs: bool, seed: int | None = None
     ) -> dict[str, Any]:
-        body = {
-            "max_tokens": max_tokens,
-            "stop": list(stop),
-            "temperature": temperature,
-            # A sampled call reads its whole prompt: reusing a held prefix would take the last prompt token's
-            # logits from a batch of one instead of the prompt's batch (or cut other micro-batches), and a seeded
-            # sample can change with those sums, so a rerun would not draw the same chain (CoT-SC's chains).
-            "cache_prompt": self.reuse_prefix and temperature == 0,
-            "seed": 0 if seed is None else seed,
-        }
+        # Sampled calls reuse the slot as greedy ones do: the last prompt token is never read alone, so its
+        # logits, and the seeded sample drawn from them, are the prompt's own (lm/slots.py).
+        body = {"max_tokens": max_tokens, "stop": list(stop), "temperature": temperature, "seed": seed or 0}
         if logprobs:
             body |= {"logprobs": True, "n_probs": 1}  # the chosen token's log-probability; n_probs for /completion
         return body
@@ -559,7 +686,7 @@ class LlamaCppModel(LanguageModel):
         seed: int | None = None,
     ) -> Completion:
         """Through the chat template in the GGUF file; the conversation's earlier turns are a
-        prefix of the next call's, so llama.cpp's prompt cache evaluates only the new turns."""
+        prefix of the next call's, so the slot reuses them (lm/slots.py says how much)."""
         body = {"messages": as_messages(messages), **self._body(max_tokens, stop, temperature, logprobs, seed)}
         return self._completion("chat", body, stop, stop_when, keep)
 
@@ -574,12 +701,15 @@ class LlamaCppModel(LanguageModel):
         return len(response.json()["tokens"])
 
     def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
         if self._states is not None:
             self._states.close()
             self._states = None
+
+
+def _xllamacpp_version() -> str:
+    import xllamacpp
+
+    return str(xllamacpp.__version__)
 
 
 def _load(path: Path, request: LoadRequest) -> LlamaCppModel:

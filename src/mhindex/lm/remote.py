@@ -1,6 +1,10 @@
 """Any OpenAI-compatible server: vLLM, Ollama, llama.cpp's server, OpenAI itself.
 
 `/v1/completions` for `openai:MODEL@URL`, `/v1/chat/completions` for `openai-chat:MODEL@URL`.
+A llama.cpp server (its /props says so) is used as mhindex uses llama.cpp in process: each call pinned to a
+slot (`id_slot`) and reusing only what lm/slots.py allows of what that slot holds, checked against the reply's
+`timings.cache_n`; run with batch-invariant kernels and one slot (scripts/lm_server.py), it answers as in
+process, byte for byte (tests/test_determinism.py). Several slots decode in one batch: load-dependent.
 The API key comes from `$MHINDEX_LM_API_KEY` (else `$OPENAI_API_KEY`). Calls retry 429 and 5xx
 answers (and dropped connections) with exponential back-off that honours `Retry-After`, and at
 most `concurrency` run at once. Each call, retries included, has one deadline (`--lm-timeout`):
@@ -34,6 +38,7 @@ from mhindex.lm.base import (
     cut_at_stop,
     tokens_within,
 )
+from mhindex.lm.slots import SlotState, common_prefix, cut_tokens, plan
 
 #: the most characters a token is taken to hold: a completion longer than max_tokens of these was not cut by its
 #: server
@@ -67,6 +72,9 @@ class RemoteModel(LanguageModel):
         self._tries = retries + 1
         self._slots = threading.BoundedSemaphore(concurrency)
         self._tokenize_url: str | None = None  # None: not probed yet; "": the server has none
+        self._concurrency = concurrency
+        self._llama: _LlamaSlots | None = None
+        self._llama_probed = False
         self._parameters: int | None = None
         self.context_length = context_length or self._probe_context_length() or 4096
 
@@ -199,11 +207,15 @@ class RemoteModel(LanguageModel):
             "timings": timings,
         }
 
+    def _reply(self, path: str, body: dict[str, Any], stop_when: StopWhen | None) -> dict[str, Any]:
+        return self._post(path, body) if stop_when is None else self._stream(path, body, stop_when)
+
     def _completion(
         self, path: str, body: dict[str, Any], stop: Sequence[str], stop_when: StopWhen | None = None
     ) -> Completion:
         started = time.perf_counter()
-        reply = self._post(path, body) if stop_when is None else self._stream(path, body, stop_when)
+        slots = self.llama_slots()
+        reply = self._reply(path, body, stop_when) if slots is None else self._planned(slots, path, body, stop_when)
         try:
             choice = reply["choices"][0]
             text = choice["message"]["content"] if path == "/chat/completions" else choice["text"]
@@ -288,6 +300,63 @@ class RemoteModel(LanguageModel):
         )
         return self._completion("/chat/completions", body, stop, stop_when)
 
+    # -- a llama.cpp server: slots pinned, prefixes reused as lm/slots.py plans ----------------------------------
+
+    def llama_slots(self) -> _LlamaSlots | None:
+        """The server's slots where it is llama.cpp's (its /props: `total_slots`, `build_info`), else None."""
+        if not self._llama_probed:
+            self._llama_probed = True
+            try:
+                props = self._client.get(self._root + "/props", timeout=10).json()
+                total = props.get("total_slots") if isinstance(props, dict) else None
+                if isinstance(total, int) and not isinstance(total, bool) and 0 < total <= 4096:
+                    self._llama = _LlamaSlots(min(total, self._concurrency), total, str(props.get("build_info", "")))
+            except Exception:  # noqa: BLE001 - a probe: any failure means "not llama.cpp"
+                pass
+        return self._llama
+
+    def _tokens(self, path: str, body: dict[str, Any]) -> list[int]:
+        """The prompt's tokens as the server reads it (a chat's through its own template)."""
+        prompt = self._rendered(body["messages"]) if path == "/chat/completions" else str(body["prompt"])
+        url = self._root + "/tokenize"
+        with self._errors(url):
+            response = self._client.post(url, json={"content": prompt, "add_special": True})
+            response.raise_for_status()
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            raise LMError(f"the LM server at {redact(url)} tokenized into something that is not a list of tokens")
+        return tokens
+
+    def _planned(
+        self, slots: _LlamaSlots, path: str, body: dict[str, Any], stop_when: StopWhen | None
+    ) -> dict[str, Any]:
+        """The call in a slot of its own, after the cut lm/slots.py plans; made again, from what the plan then
+        allows, where the server reused other than planned (another client used the slot)."""
+        tokens = self._tokens(path, body)
+        number = slots.acquire(tokens)
+        try:
+            for _ in range(2):
+                start = plan(tokens, slots.states[number])
+                if start.prepare != "none":
+                    cut = {"model": self.model, "prompt": cut_tokens(tokens, start.at), "max_tokens": 1,
+                           "temperature": 0.0, "cache_prompt": start.prepare == "cut", "id_slot": number}  # fmt: skip
+                    self._post("/completions", cut)
+                extra = {"cache_prompt": start.at > 0, "id_slot": number, "timings_per_token": True}
+                reply = self._reply(path, {**body, **extra}, stop_when)
+                slots.states[number] = SlotState(list(tokens), trailing=True)
+                timings = reply.get("timings")
+                if not isinstance(timings, dict) or timings.get("cache_n", start.at) == start.at:
+                    return reply
+                slots.states[number] = SlotState(trailing=True)
+            raise LMError(f"the LM server at {redact(self._root)} reused other prompt tokens than planned, twice: "
+                          f"another client is using its slot {number}")  # fmt: skip
+        finally:
+            slots.release(number)
+
     @property
     def _root(self) -> str:
         """The server's own root, where llama.cpp and vLLM answer /tokenize and llama.cpp /apply-template."""
@@ -299,6 +368,9 @@ class RemoteModel(LanguageModel):
         if self.chat_only:
             raise LMError(f"{self.name} is a chat endpoint: a method that continues the assistant's turn needs "
                           "completions (--lm openai:MODEL@URL)")  # fmt: skip
+        return self._rendered(messages)
+
+    def _rendered(self, messages: Messages) -> str:
         root = self._root
         with self._errors(root + "/apply-template"):
             response = self._client.post(root + "/apply-template", json={"messages": as_messages(messages)})
@@ -309,7 +381,17 @@ class RemoteModel(LanguageModel):
                 f"the LM server at {redact(root, self._secrets)} does not render its chat template "
                 "(/apply-template, as llama.cpp's server does), which this method continues"
             )
-        return str(response.json()["prompt"])
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        rendered = answer.get("prompt") if isinstance(answer, dict) else None
+        if not isinstance(rendered, str):
+            raise LMError(
+                f"the LM server at {redact(root, self._secrets)} rendered its chat template as "
+                f"{http.brief(response.text, secrets=self._secrets)}, not a prompt"
+            )
+        return rendered
 
     def count_tokens(self, text: str) -> int:
         """The server's /tokenize where it has one (llama.cpp, vLLM); else a cautious estimate."""
@@ -337,6 +419,30 @@ class RemoteModel(LanguageModel):
     def close(self) -> None:
         self._calls.shutdown(wait=False, cancel_futures=True)
         self._client.close()
+
+
+class _LlamaSlots:
+    """The slots of a llama.cpp server this process uses (`usable` of its `total`), what each holds
+    (lm/slots.py) and which are free."""
+
+    def __init__(self, usable: int, total: int, build: str) -> None:
+        self.total, self.build = total, build
+        self.states = [SlotState(trailing=True) for _ in range(usable)]  # unknown: another process may have used it
+        self._free = list(range(usable))
+        self._changed = threading.Condition()
+
+    def acquire(self, tokens: Sequence[int]) -> int:
+        with self._changed:
+            while not self._free:
+                self._changed.wait()
+            chosen = max(self._free, key=lambda n: (common_prefix(self.states[n].canonical, tokens), -n))
+            self._free.remove(chosen)
+            return chosen
+
+    def release(self, number: int) -> None:
+        with self._changed:
+            self._free.append(number)
+            self._changed.notify()
 
 
 def _piece(choice: Any, path: str) -> str | None:
