@@ -5,9 +5,6 @@ answers can move unnoticed, and `mhindex report` shows each row's trace as its m
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from conftest import SAMPLES
@@ -72,12 +69,8 @@ def test_flashrag_s_table_is_pinned(musique, tmp_path):
     """FlashRAG's rows mhindex runs: Naive Generation, Standard RAG, FLARE, Search-R1 and R1-Searcher."""
     short = ["--answer-tokens", "16", "--max-rounds", "2", "--look-ahead", "24", "--max-turns", "1", "--step-tokens",
              "40"]  # fmt: skip
-    # In a process of its own: these rows' prompts are short, so llama.cpp reuses what its slot already holds of
-    # them (no aligned opening to start from, lm/llamacpp.py), and a model this process ran before would leave
-    # other tokens there; a near tie can then go the other way.
-    asked = [sys.executable, "-m", "mhindex", "--home", str(musique), "eval", "musique", "--table", "FlashRAG"]
-    done = subprocess.run([*asked, *PINNED_RUN, "--out", str(tmp_path), *short], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    # In the shared worker, after whatever it ran before: a call's completion is its prompt's alone (lm/slots.py).
+    _eval(musique, "musique", "FlashRAG", tmp_path, *short)
     check_pinned("flashrag", tmp_path)
     _traces_are_in_the_report(musique, tmp_path)
 

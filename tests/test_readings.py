@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mhindex.eval.metrics import cover_substring
+from mhindex.lm.base import Completion, LanguageModel, cut_at_stop
 from mhindex.methods import r1searcher, searchr1
 from mhindex.methods.decompose import listed_sub_questions
 from mhindex.methods.efficientrag import json_answer, parse_json_object
@@ -83,6 +84,83 @@ def test_selfask_reads_each_completion_as_the_releases_call_model_does():
     assert disagreements(cases, ours) == []
 
 
+class _Scripted(LanguageModel):
+    """The model as the release saw it: each completion the recorded one (whole, as the release's call returned
+    it), cut where mhindex's own call would have ended it (its stop strings, or the first point `stop_when` holds:
+    a real call ends there or a token later, and the reading must not depend on which); each chat turn (a
+    follow-up's answer) a JSON reply of the recorded intermediate answer."""
+
+    name, context_length = "replayed", 1 << 20
+
+    def __init__(self, completions: list[str], answers: list[str]) -> None:
+        self.completions, self.answers = iter(completions), iter(answers)
+
+    def complete(self, prompt, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0,
+                 seed=None) -> Completion:  # fmt: skip
+        text = cut_at_stop(next(self.completions), stop)
+        if stop_when is not None:
+            text = next((text[:end] for end in range(1, len(text) + 1) if stop_when(text[:end])), text)
+        return Completion(text, 0, 0, 0.0)
+
+    def chat(self, messages, max_tokens=256, stop=(), temperature=0.0, logprobs=False, stop_when=None, keep=0,
+             seed=None) -> Completion:  # fmt: skip
+        return Completion(json.dumps({"answer": next(self.answers)}), 0, 0, 0.0)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4
+
+
+class _Nothing:
+    def search(self, query: str, k: int) -> list:
+        return []
+
+
+def _replayed(case: dict[str, Any], demos: str, dataset: str | None, **settings: Any) -> dict[str, Any]:
+    """mhindex's Self-Ask loop on the case's recorded outputs: its answer, history and departures."""
+    from mhindex.methods.base import MethodContext, Query
+    from mhindex.methods.selfask import SelfAsk, SelfAskSettings
+
+    model = _Scripted(case["completions"], case["intermediates"])
+    asker = SelfAsk(_Nothing(), model, SelfAskSettings(demos=demos, **settings), MethodContext(dataset=dataset))
+    return asker.answer(Query("q", case["question"])).record()
+
+
+def test_selfask_s_whole_loop_answers_as_efficientrag_s_on_whole_completions():
+    """EfficientRAG's `infer_sample` itself, replayed on whole completions (made with $MHINDEX_WHOLE_COMPLETIONS=1,
+    as its API call returns them, invalid final completions among them), and mhindex's loop on the same outputs,
+    each completion cut where mhindex's call ends early: the same answer and the same text after the prompt."""
+    datasets = {"musique": "musique", "hotpotqa": "hotpotqa", "2wikimultihopqa": "2wikimultihopqa"}
+
+    def ours(case):
+        record = _replayed(case, "dataset", datasets[case["prompt"]])
+        return {"answer": record["answer"], "text": record["selfask"]["history"]}, case["release"]
+
+    cases = table("selfask_loop")
+    assert any(c["release"]["answer"] == "" for c in cases)  # an invalid final completion: the release answers nothing
+    assert any(not c["completions"][-1].strip().endswith(".") and "\n" not in c["completions"][-1] for c in cases)
+    assert disagreements(cases, ours) == []
+
+
+def test_selfask_press_answers_as_press_s_own_loop_and_extract_answer():
+    """SearChain's row: Press et al.'s `promptf` and `extract_answer` replayed on the row's own completions (1.5B and
+    0.5B runs), and mhindex's `--demos press` loop on the same: the same final answer (the model's own, where the
+    fallback of before read the last intermediate answer in 85 of 90), an IndexError of Press's an empty answer with
+    its departure said, a question mhindex stops asking at its follow-up limit said too."""
+
+    def ours(case):
+        record = _replayed(case, "press", None, step_tokens=256)
+        said = record.get("departures") or []
+        if case["release"].get("beyond_limit"):
+            return any("follow-ups" in d for d in said), True
+        if case["release"].get("error"):
+            return (record["answer"], any("IndexError" in d for d in said)), ("", True)
+        return record["answer"], case["release"]["answer"]
+
+    cases = table("selfask_press")
+    assert len(cases) >= 60
+    assert disagreements(cases, ours) == []
+
+
 def test_ircot_s_reader_answers_as_the_release_writes_its_answer():
     """With --no-short-answer (the papers' tables' runs): commaqa's LLMQAModel, AnswerExtractor (CoT reader) and
     the final answer model_search.py writes."""
@@ -93,6 +171,8 @@ def test_ircot_s_reader_answers_as_the_release_writes_its_answer():
 
 def test_searchain_reads_a_chain_as_the_released_server_does_and_scores_as_its_client():
     def ours(case):
+        if case["kind"] == "confident":
+            return _first_fed_back(case)
         if case["kind"] != "chain":
             return [cover_substring(case["output"], gold) > 0 for gold in case["golds"]], case["release"]
         nodes = [["Unsolved" if node.unsolved else "Query", node.query] for node in Chain.parse(case["output"]).nodes]
@@ -102,8 +182,38 @@ def test_searchain_reads_a_chain_as_the_released_server_does_and_scores_as_its_c
         return nodes[: len(theirs)] if theirs and theirs[-1][0] == "Unsolved" else nodes, theirs
 
     cases = table("searchain")
-    assert {c["kind"] for c in cases} == {"chain", "answer", "generated"}
+    assert {c["kind"] for c in cases} == {"chain", "answer", "generated", "confident"}
+    confident = [c for c in cases if c["kind"] == "confident"]
+    assert any(c["release"]["message"].startswith("[Query]") for c in confident)  # a confident correction
+    assert any(c["release"]["message"].startswith("[Unsolved") for c in confident)
     assert disagreements(cases, ours) == []
+
+
+def _first_fed_back(case: dict[str, Any]) -> tuple[Any, Any]:
+    """SearChain's verification with a confident reader (the case's answers, relevance above the server's 1.5):
+    mhindex's first node fed back (its kind and query), or that it passed over an empty node, against the
+    server's message."""
+    from mhindex.methods.searchain import NodeCheck, SearChain
+
+    walker = object.__new__(SearChain)
+    walker.threshold = 1.5
+    mine: Any = None
+    for node in Chain.parse(case["output"]).nodes:
+        if not node.query:
+            mine = "passed over an empty node (a departure)"
+            break
+        check = NodeCheck(node.query, {"id": "p", "title": "T", "passage": "PASSAGE"}, case["answers"][node.query], 2.0)
+        if walker._verdict(node, check) in ("completed", "corrected"):
+            mine = ["Unsolved" if node.unsolved else "Query", node.query]
+            break
+    message = case["release"]["message"]
+    if not case["release"]["fed_back"]:
+        return mine, None
+    kind, _, rest = message.partition("]:")
+    query = rest.split("<SEP>")[0].strip()
+    theirs = "passed over an empty node (a departure)" if not query else ["Unsolved" if "Unsolved" in kind else
+                                                                          "Query", query]  # fmt: skip
+    return mine, theirs
 
 
 def test_react_reads_each_action_as_the_released_environment_does():

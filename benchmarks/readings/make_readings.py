@@ -4,18 +4,18 @@ tests/test_readings.py holds mhindex's own readings to, case by case.
 The outputs are what mhindex's models wrote in stored runs (benchmarks/results, and the paper tables' runs),
 awkward ones included; the readings are what the released functions, loaded from the releases as released
 (releases.py: a git mirror's tree at its commit, nothing of mhindex imported), return for them. Run it outside
-mhindex's environment, with the releases' own few dependencies:
+mhindex's environment, with the releases' own few dependencies, pinned (requirements.txt beside this file):
 
-    python3 -m venv /tmp/releases && /tmp/releases/bin/pip install tenacity tqdm rich python-dateutil rapidfuzz \\
-        requests jsonlines
+    python3 -m venv /tmp/releases && /tmp/releases/bin/pip install -r benchmarks/readings/requirements.txt
     /tmp/releases/bin/python benchmarks/readings/make_readings.py --mirrors /work/.mirror
+    /tmp/releases/bin/python benchmarks/readings/make_readings.py --mirrors /work/.mirror --check   # re-made alike?
 
 (`--mirrors`: a folder of git mirrors named owner+name/repo, as the `fetch` tool leaves them; a plain clone's
 .git folder serves too.) Each table names the release, commit, file and function it ran. FLARE's table needs
 FlashRAG's tokenizer, a Hugging Face one, made by transformers from the Qwen2.5 model's GGUF file (transformers
 reads GGUF only with torch and the gguf package installed):
 
-    /tmp/releases/bin/pip install transformers torch gguf
+    /tmp/releases/bin/pip install -r benchmarks/readings/requirements-flare.txt
     /tmp/releases/bin/python benchmarks/readings/make_readings.py --mirrors /work/.mirror --only flare \
         --tokenizer-gguf ~/.local/share/mhindex/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 """
@@ -75,6 +75,7 @@ def efficientrag(mirror: Path) -> None:
     parse = model.get_type_parser("json")
     _json_replies(release, parse)
     _selfask(release, model)
+    _selfask_loop(release)
 
 
 def _json_read(parse: Callable[[str], Any], reply: str, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -160,6 +161,96 @@ def _selfask(release: Release, model: Any) -> None:
             case["release"]["extract_question"] = selfask.extract_question(read)
     cite = release.cite("src/baseline/retrieve/selfask.py", "SelfAsk.call_model, extract_answer, extract_question")
     write("selfask", cite, cases, "Self-Ask's completions read as the release reads them (model.complete replayed)")
+
+
+def _intermediates(record: dict[str, Any]) -> list[str]:
+    """A Self-Ask record's intermediate answers, in order (each step's text ends with it)."""
+    return [step["text"].rpartition("Intermediate answer: ")[2] for step in record["steps"]]
+
+
+def _selfask_loop(release: Release) -> None:
+    """EfficientRAG's whole `SelfAsk.infer_sample` replayed on each record of a run made with whole completions
+    ($MHINDEX_WHOLE_COMPLETIONS=1: each as long as the release's call would have it, no early stop of mhindex's):
+    its `call_model` given the recorded raw completions in order, its `get_answer` the recorded intermediate
+    answers; the release's final answer and history, for mhindex's loop to be replayed on the same outputs."""
+    selfask = load(release, "src/baseline/retrieve", "selfask")
+    datasets = {"hotpotqa": "hotpotQA", "2wikimultihopqa": "2WikiMQA", "musique": "musique"}
+    original, extract = selfask.SelfAsk.call_model, selfask.extract_answer
+    read: list[str] = []
+    selfask.extract_answer = lambda generated: (read.append(generated), extract(generated))[1]  # what it read
+    cases = []
+    for record in records("*-readings-whole/*/selfask.jsonl"):
+        details = record["selfask"]
+        completions, answers = iter(details["completions"]), iter(_intermediates(record))
+
+        class Replay:
+            def __init__(self, text: str) -> None:
+                self.text = text
+
+            def complete(self, prompt: str) -> str:
+                return self.text
+
+        def call_model(asker: Any, prompt: str, stop: Any, completions: Any = completions) -> str:
+            asker.model = Replay(next(completions))
+            return original(asker, prompt, stop)
+
+        asker = object.__new__(selfask.SelfAsk)
+        asker.max_iter, asker.topk = 5, 10
+        asker.prompt_template = selfask.SELF_ASK_PROMPT_TEMPLATE_MAPPING[datasets[details["prompt"]]]
+        asker.intermediate, asker.follow_up = "\nIntermediate answer:", "Follow up:"
+        asker.final_ans = "So the final answer is:"
+        asker.call_model = lambda prompt, stop, a=asker: call_model(a, prompt, stop)
+        asker.get_answer = lambda question, answers=answers: (next(answers), [])
+        sample = {"id": record["id"], "answer": "", "decomposed_questions": {}, "question": record["question"]}
+        result = asker.infer_sample(sample)
+        opening = asker.prompt_template.format(question=record["question"])  # its own history is cut at the template
+        cases.append({"question": record["question"], "prompt": details["prompt"],
+                      "completions": details["completions"], "intermediates": _intermediates(record),
+                      "from": record["_file"],
+                      "release": {"answer": result["model_answer"], "text": read[-1][len(opening):]}})  # fmt: skip
+    cite = release.cite("src/baseline/retrieve/selfask.py", "SelfAsk.infer_sample (call_model, extract_answer)")
+    write("selfask_loop", cite, cases, "EfficientRAG's Self-Ask loop replayed on whole completions: answer, history")
+
+
+# -- Self-Ask as Press et al.'s notebook runs it (SearChain's row) ------------------------------------------------
+
+
+def selfask_press(mirror: Path) -> None:
+    """Press et al.'s `promptf` and `extract_answer` (ofirpress/self-ask, not fetchable here: a copy of the notebook's
+    functions in Bloominglightray/self-ask, whose promptf adds a list of what it returned, and whose defaults we pass
+    as Press's), replayed on each record of SearChain's Self-Ask row: `call_gpt` gives the recorded completions in
+    order (ended by the API's stop strings, as Press's calls are), `get_answer` the recorded intermediate answers."""
+    release = materialize(mirror, "Bloominglightray/self-ask")
+    notebook = json.loads((release.root / "self-ask" / "self-ask_plus_search-engine_demo.ipynb").read_text())
+    source = next("".join(cell["source"]) for cell in notebook["cells"]
+                  if cell["cell_type"] == "code" and "def promptf" in "".join(cell["source"]))  # fmt: skip
+    prompt = (REPO / "src" / "mhindex" / "prompts" / "selfask" / "press.txt").read_text(encoding="utf-8").strip()
+    before, after = prompt.split("{question}")
+    cases = []
+    for record in [*records("*/searchain/*/selfask*.jsonl"), *records("*-readings*/*/selfask@demos=press*.jsonl")]:
+        details = record["selfask"]
+        if details.get("reading") != "press":
+            continue
+        completions, answers = iter(details["completions"]), iter(_intermediates(record))
+        namespace: dict[str, Any] = {"print": lambda *a, **k: None}
+        exec(compile(source, "self-ask_plus_search-engine_demo.ipynb", "exec"), namespace)
+        namespace["call_gpt"] = lambda prompt, stop, completions=completions: next(completions)
+        namespace["get_answer"] = lambda question, answers=answers: next(answers)
+        try:
+            text, _ = namespace["promptf"](record["question"], [before, after], intermediate="\nIntermediate answer:",
+                                           followup="Follow up:", finalans="\nSo the final answer is:")  # fmt: skip
+        except StopIteration:  # the release asks on past mhindex's follow-up limit
+            found: dict[str, Any] = {"beyond_limit": True}
+        else:
+            try:
+                asked = len(before + record["question"] + after)
+                found = {"answer": namespace["extract_answer"](text), "text": text[asked:]}
+            except IndexError:
+                found = {"answer": None, "error": "IndexError"}
+        cases.append({"question": record["question"], "completions": details["completions"],
+                      "intermediates": _intermediates(record), "from": record["_file"], "release": found})  # fmt: skip
+    cite = release.cite("self-ask/self-ask_plus_search-engine_demo.ipynb", "promptf, extract_answer (Press et al.'s)")
+    write("selfask_press", cite, cases, "Press et al.'s Self-Ask loop replayed on SearChain's row, its final answer")
 
 
 def asker_intermediate() -> str:
@@ -254,6 +345,7 @@ def searchain(mirror: Path) -> None:
     body += "    message, query_seen_list, dic_question_answer_to_reference = '', [], []\n"
     body += "    ques_idx = sum_cite = good_cite = 0\n    continue_label = False\n"
     body += "\n".join("    " + line for line in ast.unparse(loop).splitlines())
+    body += "\n    return message, continue_label\n"
     namespace: dict[str, Any] = {}
     exec(compile(body, str(release.root / "Server" / "server.py"), "exec"), namespace)
 
@@ -276,6 +368,7 @@ def searchain(mirror: Path) -> None:
     chains = sampled(cases)
     for case in chains:
         case["release"] = queries(case["output"])
+    chains += _confident(namespace["read_chain"], server.match_or_not)
     scored = []
     for record in records("qwen2.5-1.5b-*/*/searchain.jsonl"):
         for field in ("answer", "generated"):
@@ -291,6 +384,31 @@ def searchain(mirror: Path) -> None:
     write("searchain", cite, chains + scored, "SearChain's server reads a chain's lines; its client scores all text")
 
 
+def _confident(read_chain: Callable[..., tuple[str, bool]], match_or_not: Callable[..., Any]) -> list[dict[str, Any]]:
+    """The server's verification path: each recorded round's chain read with a reader that is confident (relevance
+    2.0, over the server's 1.5) and answers each query with the answer mhindex's reader gave it in that round, its
+    retrieval the top passage "PASSAGE": the first node it feeds back (a confident answer the chain's does not
+    contain, an unsolved node), as its message says, or none. Chains whose queries repeat are left out (the server's
+    cross-encoder, not run here, decides whether a query was seen)."""
+    cases = []
+    for record in records("qwen2.5-1.5b-*/*/searchain.jsonl"):
+        for round_ in record.get("tree") or []:
+            nodes = round_.get("nodes") or []
+            queries = [node["query"] for node in nodes]
+            if not nodes or len(set(queries)) < len(queries):
+                continue
+            answers = {node["query"]: node.get("reader_answer") or "" for node in nodes}
+            cases.append({"kind": "confident", "output": round_["chain"], "answers": answers, "from": record["_file"]})
+    cases = sampled(cases)
+    for case in cases:
+        answers = case["answers"]
+        reader = types_simple(get_answer=lambda query, texts, title, said=answers: (said.get(query.strip(), ""), 2.0))
+        search = types_simple(get=lambda url: types_simple(json=lambda: {"topk": [{"text": "PASSAGE"}]}))
+        message, fed_back = read_chain(case["output"].split("\n"), lambda *a: False, search, reader, match_or_not)
+        case["release"] = {"message": message, "fed_back": fed_back}
+    return cases
+
+
 def types_simple(**attributes: Any) -> Any:
     import types
 
@@ -298,13 +416,19 @@ def types_simple(**attributes: Any) -> Any:
 
 
 def _golds() -> dict[str, list[str]]:
-    """Each sample question's gold answers, from the bundled samples as built (the evidence corpus's questions)."""
+    """Each sample question's gold answers, read from the bundled samples' release files as mhindex's converters read
+    them (HotpotQA's and 2WikiMultihopQA's answer; MuSiQue's answer and its aliases), not from a data root that the
+    generator's machine may lack."""
+    samples = REPO / "src" / "mhindex" / "corpora" / "samples"
     found: dict[str, list[str]] = {}
-    home = REPO / ".mhindex-eval"
-    for questions in sorted(home.glob("wikipedia-*/questions.jsonl")):
-        for line in questions.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            found[record["id"]] = record.get("answers") or []
+    for name in ("hotpotqa/hotpot_dev_distractor_v1.sample.json", "2wikimultihopqa/dev.sample.json"):
+        for record in json.loads((samples / name).read_text(encoding="utf-8")):
+            found[record["_id"]] = [record["answer"]] if record.get("answer") is not None else []
+    for line in (samples / "musique" / "musique_ans_v1.0_dev.sample.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        answer = record.get("answer")
+        aliases = [a for a in record.get("answer_aliases") or [] if a != answer]
+        found[record["id"]] = ([answer] if answer else []) + aliases
     return found
 
 
@@ -547,6 +671,7 @@ READERS = {
     "searchr1": ("PeterGriffinJin+Search-R1", searchr1),
     "r1searcher": ("RUCAIBox+R1-Searcher", r1searcher),
     "flare": ("RUC-NLPIR+FlashRAG", flare),
+    "selfask-press": ("Bloominglightray+self-ask", selfask_press),
 }
 
 
@@ -555,13 +680,31 @@ def main() -> None:
     parser.add_argument("--mirrors", type=Path, required=True, help="a folder of git mirrors, owner+name/repo")
     parser.add_argument("--only", nargs="*", choices=list(READERS), help="these releases alone")
     parser.add_argument("--tokenizer-gguf", type=Path, help="flare: a Qwen2.5 GGUF file, its tokenizer FlashRAG's")
+    parser.add_argument("--check", action="store_true",
+                        help="make the tables in a temporary folder and say whether each is byte-identical to the "
+                             "committed one (exit 1 if one is not)")  # fmt: skip
     args = parser.parse_args()
+    global OUT
+    if args.check:
+        import tempfile
+
+        OUT = Path(tempfile.mkdtemp(prefix="readings-"))
     for name in args.only or READERS:
         folder, make = READERS[name]
         if name == "flare":
             flare(args.mirrors / folder / "repo", args.tokenizer_gguf)
         else:
             make(args.mirrors / folder / "repo")
+    if args.check:
+        committed = REPO / "tests" / "readings"
+        moved = [
+            made.name
+            for made in sorted(OUT.glob("*.json"))
+            if not (committed / made.name).is_file() or (committed / made.name).read_bytes() != made.read_bytes()
+        ]
+        for made in sorted(OUT.glob("*.json")):
+            print(f"{made.name}: {'differs' if made.name in moved else 'byte-identical'}")
+        sys.exit(1 if moved else 0)
 
 
 if __name__ == "__main__":

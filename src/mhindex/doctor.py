@@ -136,6 +136,32 @@ class Diagnosis:
         return {"ok": not self.missing, "checks": [c.record() for c in self.checks], "room": self.room.record()}
 
 
+def determinism(home: Path, spec: str | None = None) -> dict:
+    """`mhindex doctor --determinism`: lm/determinism.py's check of the model `spec` names (the configured one),
+    kept in the data root for the next evaluations' fingerprints; the result, with the settings that decide it."""
+    from mhindex.errors import redact
+    from mhindex.lm import LanguageModel, load_lm, resolve_spec
+    from mhindex.lm.cache import CachedModel
+    from mhindex.lm.determinism import check, keep, settings_of
+    from mhindex.ui import reporter
+
+    named = resolve_spec(spec)
+
+    def load(threads: int, slots: int, cache: bool) -> LanguageModel:
+        model = load_lm(named, home, threads=threads, slots=slots, cache=cache)
+        return model.inner if isinstance(model, CachedModel) else model  # the prompt states kept, no stored calls
+
+    probe = load(threads=2, slots=1, cache=False)
+    try:
+        settings, local = settings_of(probe), probe.threads is not None
+    finally:
+        probe.close()
+    with reporter().activity(f"checking that {redact(named)} answers alike whatever ran before"):
+        result = {**check(load, local), "settings": settings, "lm": redact(named)}
+    keep(home, redact(named), result)
+    return result
+
+
 def examine(home: Path, fetch_jar: bool = False) -> Diagnosis:
     """Everything checked at once; with `fetch_jar`, Anserini's jar fetched first (out of pyserini's source
     package on PyPI), so that its check then finds it."""

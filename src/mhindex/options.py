@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import re
 import sys
 import types
@@ -111,6 +112,8 @@ def check_value(name: str, opt: Opt, value_type: Any, value: Any) -> None:
     expected = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}.get(value_type)
     if expected and (not isinstance(value, expected) or (value_type is not bool and isinstance(value, bool))):
         raise UsageError(f"{flag} takes {value_type.__name__}, not {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"{flag} must be a finite number, not {value!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if (opt.min is not None and value < opt.min) or (opt.max is not None and value > opt.max):
             bounds = " and ".join(

@@ -253,6 +253,19 @@ def doctor_report(found: Sequence, missing: Sequence) -> list:
     ]
 
 
+def determinism_report(result: dict) -> list:
+    """`mhindex doctor --determinism`: identical or not, each pass, what differed, and the settings that decide it."""
+    from rich.markup import escape
+
+    verdict = ("[green]identical[/green]: every call wrote the same completion in every pass" if result["identical"]
+               else "[red]not identical[/red]: the model's completions moved with what ran before")  # fmt: skip
+    lines = [f"{escape(str(result.get('lm')))}: {verdict} ({result['calls']} calls, {len(result['passes'])} passes)"]
+    lines += [f"  pass: {escape(name)}" for name in result["passes"]]
+    lines += [f"  [red]differed[/red]: {escape(said)}" for said in result["differing"]]
+    lines += [f"  {escape(key)}: {escape(str(value))}" for key, value in (result.get("settings") or {}).items()]
+    return lines
+
+
 def room_table(room: Any) -> Any:
     """What `corpus`, `index` and `build` check before they begin: the room here, and a conversion's and each
     backend's need for a million paragraphs (N million need about N times as much)."""

@@ -165,6 +165,7 @@ class Asker:
         "main_passage" too)."""
         from mhindex.methods.run import answer_records
 
+        self._open()
         number, query = _query(question, id, 1)
         return next(_answers(answer_records(self._method, [(number, query)]), {number: query}))
 
@@ -173,6 +174,7 @@ class Asker:
         questions at once (at most the Asker's: a local model has that many slots)."""
         from mhindex.methods.run import answer_records
 
+        self._open()
         workers = self.workers if workers is None else workers
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= self.workers:
             raise UsageError(f"workers must be between 1 and the Asker's {self.workers}, not {workers!r}")
@@ -185,8 +187,14 @@ class Asker:
 
         return _answers(answer_records(self._method, items(), workers), asked)
 
+    def _open(self) -> None:
+        if getattr(self, "_closed", False):
+            raise UsageError(f"this {self.method_name} Asker is closed: open another (mhindex.Asker(...))")
+
     def close(self) -> None:
-        self._session.close()
+        if not getattr(self, "_closed", False):
+            self._closed = True
+            self._session.close()
 
     def __enter__(self) -> Asker:
         return self

@@ -48,11 +48,17 @@ class Searcher:
 
     def __init__(self, retriever: Retriever, backend: str) -> None:
         self._retriever, self.backend = retriever, backend
+        self._closed = False
+
+    def _open(self) -> Retriever:
+        if self._closed:
+            raise UsageError(f"this {self.backend} Searcher is closed: open another (corpus.searcher(...))")
+        return self._retriever
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         """The `k` best paragraphs for `query`, best first; `titles`: only paragraphs of these pages."""
         _check_k(k)
-        return self._retriever.search(query, k, list(titles) if titles is not None else None)
+        return self._open().search(query, k, list(titles) if titles is not None else None)
 
     @overload
     def batch_search(self, queries: Sequence[str], qids: None = None, k: int = 10) -> list[list[Hit]]: ...
@@ -73,13 +79,15 @@ class Searcher:
             raise UsageError(f"qids must be a list of ids, one a query ({len(queries)}), not {qids!r} (k is k=...)")
         if qids is not None and len(set(qids)) != len(qids):
             raise UsageError("qids must not repeat an id: each names one query's hits")
-        found = self._retriever.search_many(list(queries), k)
+        found = self._open().search_many(list(queries), k)
         if qids is None:
             return found
         return {str(qid): hits for qid, hits in zip(qids, found, strict=True)}
 
     def close(self) -> None:
-        self._retriever.close()
+        if not self._closed:
+            self._closed = True
+            self._retriever.close()
 
     def __enter__(self) -> Searcher:
         return self
@@ -105,12 +113,16 @@ class Corpus:
 
     def _fresh(self) -> None:
         """What is read of the corpus (its manifest, the table of ids, the questions) is of the corpus on disk now: a
-        rebuild since (`build --force` replaces the folder) is read again, never answered from the old tables."""
+        rebuild since (`build --force` replaces the folder) is read again, never answered from the old tables; a
+        corpus moved or removed since it was opened is said so, in one line."""
         try:
             stat = os.stat(self._folder.corpus)
             built = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         except OSError:
-            built = (0, 0, 0)
+            raise UsageError(
+                f"corpus '{self._folder.name}' is no longer at {self._folder.root} (moved or removed since it was "
+                "opened): open it again where it is (mhindex.corpus(name, home=...))"
+            ) from None
         if built != self._built:
             self._manifest = self._folder.manifest()
             self._positions: dict[str, int] = {}
@@ -141,6 +153,7 @@ class Corpus:
     @property
     def indexes(self) -> list[str]:
         """The backends it has an index of."""
+        self._fresh()
         return list(self._folder.summary()["indexes"])
 
     def __len__(self) -> int:
@@ -152,6 +165,7 @@ class Corpus:
 
     def paragraphs(self) -> Iterator[Paragraph]:
         """Every paragraph, in the corpus's (shuffled) order."""
+        self._fresh()
         reader = self._folder.paragraphs()
         try:
             for record in reader:
@@ -211,6 +225,7 @@ class Corpus:
         where the memory and disk it is expected to need are not there (unless `preflight=False`)."""
         from mhindex.backends import BackendSpec, build_indexes
 
+        self._fresh()
         built = build_indexes(self._folder, BackendSpec.parse(backend, options), force=force, preflight=preflight)
         return [{"rebuilt": index.rebuilt, **index.manifest} for index in built]
 
@@ -219,6 +234,7 @@ class Corpus:
         `http://HOST:PORT`, with the backend's options as keywords (`k1=0.9`, `threads=4`)."""
         from mhindex.backends import BackendSpec, open_retriever
 
+        self._fresh()
         spec = BackendSpec.parse(backend, options)
         return Searcher(open_retriever(self._folder, spec), spec.label)
 

@@ -108,6 +108,8 @@ class Evaluation:
 
         if method not in self.report["methods"]:
             raise UsageError(f"{self.folder}: no method {method!r}; it has {', '.join(self.methods)}")
+        if not (self.folder / f"{method}.jsonl").is_file():
+            raise UsageError(f"{self.folder}: metrics.json reports {method!r}, but its answers {method}.jsonl are gone")
         return [Answer.from_record(record) for record in read_predictions(self.folder / f"{method}.jsonl")]
 
     def write_report(self, out: Path | str = "report.html", title: str | None = None) -> Path:
@@ -192,6 +194,8 @@ def evaluate(
     given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), tune_on=tune_on, tune_metric=tune_metric,
                  questions_of=questions_of, out=out, budget=budget, judge_lm=judge_lm)  # fmt: skip
     settings_from(EvalSettings, given, "eval")  # the bounds and choices `mhindex eval` checks, with its messages
+    if out is not None and Path(out).expanduser().exists() and not Path(out).expanduser().is_dir():
+        raise UsageError(f"out must be a folder (an evaluation's), and {out} is a file")
     expect(corpus, (Corpus, str), "corpus", "a Corpus or a corpus's name")
     expect(table, (str, type(None)), "table", "a paper's table, as --table takes it")
     names = _method_names(methods, table)

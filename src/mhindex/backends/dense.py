@@ -93,7 +93,9 @@ class DenseEncoding:
     vector_ids: str | None = option(
         None, "Dense --vectors: the vectors' paragraph ids, one a line, in their order.", metavar="FILE", stage="index"
     )
-    batch_size: int = option(32, "Dense: paragraphs encoded per batch.", min=1, stage="both")
+    batch_size: int = option(
+        32, "Dense: paragraphs handed to an encoding thread at a time (each is encoded alone).", min=1, stage="both"
+    )
     shard_size: int = option(10_000, "Dense: paragraphs per resumable shard.", min=1, stage="both")
     threads: int = option(1, "Threads for encoding and search.", min=1, stage="both")
     max_length: int = 256
@@ -131,16 +133,16 @@ WORK_PREFIX = ".dense-work-"
 
 def _work_dir(corpus: CorpusDir, options: DenseOptions) -> Path:
     """Where shards wait for an interrupted encoding to resume, keyed by everything that decides
-    which vectors a shard holds: the corpus, the encoder and its length and runtime, the shard
-    size (which paragraphs a shard covers) and the batch size (int8 activations are quantised
-    per batch)."""
+    which vectors a shard holds: the corpus, the encoder and its length and runtime, and the shard
+    size (which paragraphs a shard covers). Each paragraph is encoded alone (mhindex/encoders.py), so
+    its vector does not depend on the batch size; a work folder of an older mhindex, keyed by it, is left."""
     shape = [
         corpus.manifest()["corpus_sha256"],
         options.encoder,
         options.max_length,
         options.encoder_runtime,
         options.shard_size,
-        options.batch_size,
+        "alone",  # each text encoded in a batch of one
     ]
     key = hashlib.sha256(":".join(map(str, shape)).encode()).hexdigest()[:12]
     return corpus.indexes / f"{WORK_PREFIX}{key}"
@@ -151,6 +153,10 @@ def _faiss() -> Any:
         import faiss
     except ImportError:
         raise MhindexError("the dense backend needs FAISS: pip install faiss-cpu") from None
+    # FAISS scores 20 queries or more at once by BLAS, fewer one at a time: a query's scores then moved in the
+    # fifth significant digit with how many other queries (another client's, gathered) it was searched beside.
+    # One at a time always, so that its hits are its own.
+    faiss.cvar.distance_compute_blas_threshold = 2**30
     return faiss
 
 
@@ -367,7 +373,10 @@ def read_faiss_index(faiss: Any, path: Path, memory_map: bool) -> Any:
 class DenseBackend(Backend):
     name = "dense"
     title = "dense (FAISS)"
-    queries = "the query encoder's tokenizer, no instruction prefix, truncated at max_length"
+    queries = (
+        "the query encoder's tokenizer, no instruction prefix, truncated at max_length; every text encoded alone "
+        "(a vector does not depend on what is encoded beside it)"
+    )
     Settings = DenseOptions
     batches = True
     builds_index = True

@@ -11,7 +11,7 @@ from typing import Any
 from mhindex.backends.base import Backend
 from mhindex.backends.registry import BACKENDS, backend_class, settings_types
 from mhindex.errors import UsageError
-from mhindex.options import check_choices, declared, flag_among, flag_of
+from mhindex.options import check_choices, check_value, declared, flag_among, flag_of
 
 INDEX_STAGES = ("index", "both", "connection")
 SEARCH_STAGES = ("search", "both", "connection")
@@ -74,9 +74,10 @@ class BackendSpec:
             backend, given = served.name, {**given, served.address_option: backend}
         backend_type = backend_class(backend)
         fields = declared(backend_type.Settings)
-        for name in given:
+        for name, value in given.items():
             if name not in fields:
                 raise _not_an_option_of(name, backend)
+            check_value(name, fields[name][1], fields[name][2], value)  # what the CLI checks, for values from Python
         return cls(backend, backend_type, given, label)
 
     @classmethod
@@ -105,9 +106,15 @@ class BackendSpec:
             )
             for name in names
         )
-        for name in given:
+        for name, value in given.items():
             if name not in own and not any(name in part.given for part in parts):
                 raise _not_an_option_of(name, "+".join(names))
+            if name in own:
+                check_value(name, own[name][1], own[name][2], value)
+        for part in parts:
+            fields = declared(part.backend.Settings)
+            for name, value in part.given.items():
+                check_value(name, fields[name][1], fields[name][2], value)
         return cls(fusion.name, fusion, {k: v for k, v in given.items() if k in own}, "+".join(names), parts)
 
     @property

@@ -10,6 +10,12 @@ import typer
 from mhindex import render
 from mhindex.cli.app import Output, command, flag
 
+DETERMINISM_HELP = (
+    "Instead, check that the model (--lm, else the configured one) writes the same completions whatever ran before: "
+    "a handful of calls made again in another order, with the prompt states warm, at another thread count and two "
+    "at a time, compared byte for byte. The result is kept for the fingerprints of later evaluations (mhindex diff). "
+    "Exit code 1 when a completion differs."
+)
 FETCH_HELP = (
     "First fetch Anserini's jar (the Lucene backend's engine) out of pyserini's source package on PyPI into this "
     "Python environment; pyserini itself is not installed."
@@ -19,6 +25,7 @@ FETCH_HELP = (
 @command()
 def doctor(
     fetch_jar: Annotated[bool, flag(FETCH_HELP)] = False,
+    determinism: Annotated[bool, flag(DETERMINISM_HELP)] = False,
     *,
     root: Path,
     output: Output,
@@ -28,6 +35,15 @@ def doctor(
     something the default path needs (build, search, ask) is missing."""
     from mhindex.doctor import examine
 
+    if determinism:
+        from mhindex.cli.app import model_from
+        from mhindex.doctor import determinism as checked
+
+        result = checked(root, model_from(None).lm)
+        output.show(result, *render.determinism_report(result))
+        if not result["identical"]:
+            raise typer.Exit(1)
+        return
     found = examine(root, fetch_jar)
     output.show(found.record(), *render.doctor_report(found.checks, found.missing), render.room_table(found.room))
     if found.missing:

@@ -16,8 +16,8 @@ from mhindex.options import RANK_NEUTRAL
 
 #: The environment's parts: what decides the paragraphs, the rankings, and (between evaluations) the answers.
 PARTS = ("corpus", "retrieval", "answering")
-#: Recorded to tell corpora apart by name, not compared: two names for one sha256 are one corpus.
-NOT_COMPARED = frozenset({"corpus.name"})
+#: Recorded, not compared: two names for one sha256 are one corpus; when a model's determinism was last checked.
+NOT_COMPARED = frozenset({"corpus.name", "answering.determinism.check.checked"})
 
 
 def _served(address: str) -> dict[str, Any]:

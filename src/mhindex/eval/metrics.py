@@ -306,6 +306,7 @@ def aggregate(
     Recall is None where no question had gold paragraphs or the method retrieved nothing at all.
     `verdicts`: a judge's per question id (EfficientRAG's Accuracy), where one was asked."""
     rows, costs, failed, cached = [], {c: 0.0 for c in COST}, 0, 0
+    departures: dict[str, int] = {}  # where answers depart from the release's reading (methods.base.Answer), by kind
     split: dict[str, float] = {}  # where the model's seconds went (methods.base.call_entry's parts)
     by_id = {p["id"]: p for p in predictions if "id" in p and "error" not in p}
     for qid, question in questions.items():
@@ -316,6 +317,8 @@ def aggregate(
             prediction = {}
             row["efficientrag_em"] = 0.0  # an empty answer is inside every gold for that measure; no answer is not
         rows.append(row)
+        for note in {str(n) for n in prediction.get("departures") or () if isinstance(n, str)}:
+            departures[note] = departures.get(note, 0) + 1
         for c in COST:
             costs[c] += float(prediction.get(c) or 0)
         # An answer the call cache served took its calls' time when they were first made: counted so (marked).
@@ -357,6 +360,7 @@ def aggregate(
             "retrieved_per_question": sum(r["retrieved"] for r in rows) / n,
             "questions": len(rows),
             "failed": failed,
+            **({"departures": dict(sorted(departures.items()))} if departures else {}),
             **({"cached_answers": cached} if cached else {}),
             **{f"{c}_per_question": costs[c] / n for c in COST},
             **{f"lm_{part}_seconds_per_question": value / n for part, value in split.items()},

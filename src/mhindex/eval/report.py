@@ -84,7 +84,9 @@ def table_cells(metrics: dict[str, dict], paper: dict | None = None) -> tuple[li
     rows = [
         [
             name,
-            str(summary["questions"]) + (f" ({summary['failed']} failed)" if summary.get("failed") else ""),
+            str(summary["questions"])
+            + (f" ({summary['failed']} failed)" if summary.get("failed") else "")
+            + (f" ({departed} departed)" if (departed := departed_answers(summary)) else ""),
             *(_cell(summary, key, fmt, scale) for _, key, fmt, scale in shown),
         ]
         for name, summary in metrics.items()
@@ -94,8 +96,10 @@ def table_cells(metrics: dict[str, dict], paper: dict | None = None) -> tuple[li
     measures = paper_measures(paper)
     rows_of = paper.get("rows") or {}
 
+    decimals = {m["label"]: m.get("decimals", 1) for m in paper.get("measures") or [] if isinstance(m, dict)}
+
     def figures(found: dict | None) -> list[str]:
-        return [_figure((found or {}).get(m)) for m in measures]
+        return [_figure((found or {}).get(m), decimals.get(m, 1)) for m in measures]
 
     ours = []
     for row in rows:
@@ -107,14 +111,35 @@ def table_cells(metrics: dict[str, dict], paper: dict | None = None) -> tuple[li
     return [header[0], "Paper's row", *header[1:], *(f"Paper: {m}" for m in measures)], ours + missing
 
 
-def _figure(value: object) -> str:
-    return "-" if value is None else f"{float(value):.1f}"  # type: ignore[arg-type]
+def _figure(value: object, decimals: object = 1) -> str:
+    """A paper's figure with the decimals the paper printed (`papers.Measure.decimals`): one decimal printed
+    SearChain's 31.95 as 31.9 and its 33.95 as 34.0 (a binary float's rounding), and its 11.10 as 11.1."""
+    if value is None:
+        return "-"
+    places = decimals if isinstance(decimals, int) and 0 <= decimals <= 6 else 1
+    return f"{float(value):.{places}f}"  # type: ignore[arg-type]
 
 
 def paper_measures(paper: dict) -> list[str]:
     """The paper's columns that hold a figure for this dataset in any row (none where its figures were lost)."""
     figures = [row.get("paper") or {} for row in [*(paper.get("rows") or {}).values(), *(paper.get("not_run") or [])]]
     return [m["label"] for m in paper.get("measures") or [] if any(f.get(m["label"]) is not None for f in figures)]
+
+
+def departed_answers(summary: dict) -> int:
+    """How many of a row's answers departed from the release's reading (the most of any one kind: an answer can
+    depart in several ways, counted under each)."""
+    kinds = summary.get("departures") or {}
+    return max((int(n) for n in kinds.values()), default=0) if isinstance(kinds, dict) else 0
+
+
+def departure_notes(metrics: dict[str, dict]) -> list[str]:
+    """Under the table, each row's departures from its release's reading, one line a kind: never silent."""
+    return [
+        f"departed: {method_name(name)}: {count} of {summary['questions']} answers: {kind}"
+        for name, summary in metrics.items()
+        for kind, count in (summary.get("departures") or {}).items()
+    ]
 
 
 def paper_notes(paper: dict | None) -> list[str]:
@@ -134,7 +159,8 @@ def table_text(metrics: dict[str, dict], title: str, form: str, paper: dict | No
     if form == "md":
         lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
-        lines += ["", f"{CAPTION}{cached_note(metrics)}.", *(f"\n{note}" for note in paper_notes(paper))]
+        notes = [*departure_notes(metrics), *paper_notes(paper)]
+        lines += ["", f"{CAPTION}{cached_note(metrics)}.", *(f"\n{note}" for note in notes)]
         return "\n".join(lines) + "\n"
 
     def tex(text: str) -> str:
@@ -156,7 +182,7 @@ def table_text(metrics: dict[str, dict], title: str, form: str, paper: dict | No
         + tex(title)
         + r". $\pm$: half-width of the 95\% interval over the sampled questions"
         + tex(cached_note(metrics))
-        + "".join(". " + tex(note) for note in paper_notes(paper))
+        + "".join(". " + tex(note) for note in [*departure_notes(metrics), *paper_notes(paper)])
         + ".}",
         r"\end{table}",
     ]
@@ -221,7 +247,7 @@ def table(metrics: dict[str, dict], title: str, paper: dict | None = None):
     from rich.table import Table
 
     header, rows = table_cells(metrics, paper)
-    caption = "\n".join([CAPTION + cached_note(metrics), *paper_notes(paper)])
+    caption = "\n".join([CAPTION + cached_note(metrics), *departure_notes(metrics), *paper_notes(paper)])
     grid = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     labels = 2 if paper else 1  # the method, and the paper's row
     for number, column in enumerate(header):

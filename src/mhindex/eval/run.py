@@ -289,12 +289,23 @@ def _per_method(settings) -> bool:
     return isinstance(settings, dict) and all(isinstance(v, dict) for v in settings.values())
 
 
+#: What of the model's fingerprint decides its answers (lm/llamacpp.py): a folder's predictions are never made by two
+DECIDING = ("sha256", "kernels", "ubatch")
+
+
 def _flatten(run: dict, methods: dict) -> dict:
-    """`run` as one level of keys: a method's settings as `method.key`, the index's as `index.key`.
-    A legacy flat "settings" (one IRCoT-shaped set for all) applies to each method being run."""
+    """`run` as one level of keys: a method's settings as `method.key`, the index's as `index.key`, and what decides a
+    local model's answers as `answering.key` (a run of an mhindex that recorded no kernels ran llama.cpp's default
+    ones). A legacy flat "settings" (one IRCoT-shaped set for all) applies to each method being run."""
     flat = {key: value for key, value in run.items() if not isinstance(value, dict)}
     for key, value in (run.get("index") or {}).items():
         flat[f"index.{key}"] = value
+    fingerprint = run.get("fingerprint")
+    answering = fingerprint.get("answering") if isinstance(fingerprint, dict) else None
+    if isinstance(answering, dict) and answering.get("sha256"):  # a local model: its file, and the kernels that ran it
+        defaults = {"kernels": "llama.cpp's defaults", "ubatch": 512}
+        for key in DECIDING:
+            flat[f"answering.{key}"] = answering.get(key, defaults.get(key))
     settings = run.get("settings")
     if isinstance(settings, dict) and _per_method(settings):
         for method, values in settings.items():
@@ -588,7 +599,7 @@ def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, 
         "fingerprint": {
             "corpus": plan.corpus.fingerprint(),
             "retrieval": session.index.fingerprint if session.index else None,
-            "answering": session.lm.fingerprint() if session.lm else None,
+            "answering": session.answering() if session.lm else None,
         },
     }
     with evaluating(folder, None, "recording an evaluation's settings"):

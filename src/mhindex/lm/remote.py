@@ -135,6 +135,25 @@ class RemoteModel(LanguageModel):
     def parameters(self) -> int | None:
         return self._parameters
 
+    def fingerprint(self) -> dict[str, Any]:
+        """The server as far as it says: llama.cpp's build and slots (and how calls reuse its cache), else what its
+        /version says (vLLM's); whether its answers can move with its load (another request in its batch)."""
+        slots = self.llama_slots()
+        if slots is not None:
+            load = ("one slot: no other request shares its batch" if slots.total == 1 else
+                    f"load-dependent: its {slots.total} slots decode in one batch")  # fmt: skip
+            return {**super().fingerprint(), "runtime": f"llama.cpp server {http.brief(slots.build, 80)}",
+                    "server_slots": slots.total, "prefix_reuse": "prompt tokens only, a slot a call (lm/slots.py)",
+                    "load": load}  # fmt: skip
+        try:
+            version = self._client.get(self._root + "/version", timeout=10).json().get("version")
+        except Exception:  # noqa: BLE001 - a probe: unknown is an answer
+            version = None
+        named = f"vLLM {http.brief(str(version), 40)}" if isinstance(version, str) else "an OpenAI-compatible server"
+        return {**super().fingerprint(), "runtime": named,
+                "load": "load-dependent unless the server runs batch-invariant (vLLM: VLLM_BATCH_INVARIANT=1), "
+                        "which it does not say"}  # fmt: skip
+
     # -- interface ----------------------------------------------------------------------------
 
     def _stream(self, path: str, body: dict[str, Any], stop_when: StopWhen) -> dict[str, Any]:

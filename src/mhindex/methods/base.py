@@ -10,6 +10,7 @@ can run at once.
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -97,6 +98,9 @@ class Answer:
     scope: list[str] | None = None
     # What a method records beyond the common fields (SearChain: its rounds, tree and references).
     details: dict[str, Any] = field(default_factory=dict[str, Any])
+    # Where this answer departs from the release's own reading (a fallback of mhindex's, a limit the release lacks),
+    # one line each: eval counts them per row, in metrics.json and under the table (never silent).
+    departures: list[str] = field(default_factory=list[str])
 
     def record(self) -> dict[str, Any]:
         return {
@@ -112,6 +116,7 @@ class Answer:
             "method": self.method,
             "reasoning": self.reasoning,
             **({"scope": self.scope} if self.scope is not None else {}),
+            **({"departures": list(self.departures)} if self.departures else {}),
             **self.details,
         }
 
@@ -146,8 +151,12 @@ class Meter:
         keep: int = 0,
     ) -> Completion:
         """One greedy call; `label` says what it is for on the live status line of `ask`, `keep` how
-        much of the prompt opens every question alike (LanguageModel.complete)."""
+        much of the prompt opens every question alike (LanguageModel.complete). With $MHINDEX_WHOLE_COMPLETIONS=1
+        no call is ended early by `stop_when`: it runs to its stop strings or max_tokens, as a release's API call
+        does, so that the record keeps what the release would have read (benchmarks/readings/make_readings.py)."""
         self._announce(label)
+        if os.environ.get("MHINDEX_WHOLE_COMPLETIONS") == "1":
+            stop_when = None
         return self._count(
             label,
             self.lm.complete(

@@ -31,7 +31,7 @@ from typing import Any
 from mhindex.backends.base import Retriever
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, TraceStep, trace_step
-from mhindex.methods.efficientrag import SYSTEM, BaselineSettings, json_answer, released_prompt
+from mhindex.methods.efficientrag import NO_JSON, SYSTEM, BaselineSettings, json_answer, released_prompt
 from mhindex.options import option
 from mhindex.text import normalize_answer
 
@@ -146,6 +146,7 @@ class CoT(Method):
             reply,
             self.name,
             details={"cot": {**details, "reply": reply}},
+            departures=[NO_JSON] if details.get("json") is False else [],
         )
 
     @classmethod

@@ -12,8 +12,9 @@ The decomposition prompt is the paper's (its Appendix B, "Question Decomposition
 dataset; prompts/efficientrag/SOURCE.md), since the release imports its `QUERY_DECOMPOSE_PROMPT` from a module
 it does not ship. Deviations, each forced or said: calls are greedy (the release samples, so its three tries
 of an invalid reply would give the same one here); where the decomposition holds no JSON list the release
-fails the question, while here the question itself is searched and the record says so (`"fallback"`); and at
-most `--max-sub-questions` are searched (a small model can list the same question forever).
+fails the question, while here the question itself is searched and the record says so (`"fallback"`, and a
+departure that `eval` counts per row); and at most `--max-sub-questions` are searched (a small model can list the
+same question forever).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class Decompose(Method):
             clock(),
             answered,
             self.name,
+            departures=[f"decompose: {fallback} (the release fails the question)"] if fallback else [],
             details={
                 "decompose": {
                     "prompt": self.prompt_name,

@@ -25,7 +25,7 @@ from typing import Any
 from mhindex.backends.base import Hit, Retriever
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
-from mhindex.methods.efficientrag import SYSTEM, BaselineSettings, answer_step, json_answer, released_prompt
+from mhindex.methods.efficientrag import NO_JSON, SYSTEM, BaselineSettings, answer_step, json_answer, released_prompt
 from mhindex.options import option
 
 PROMPTS = ("json", "zero-shot")
@@ -110,6 +110,7 @@ class Direct(Method):
             reply,
             self.name,
             details={"direct": details},
+            departures=[NO_JSON] if details.get("json") is False else [],
         )
 
     @classmethod

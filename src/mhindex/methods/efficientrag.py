@@ -304,6 +304,7 @@ class EfficientRAG(Method):
             reasoning,
             self.name,
             details=details,
+            departures=[NO_JSON] if details["efficientrag"].get("generation", {}).get("json") is False else [],
         )
 
 
@@ -335,6 +336,11 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+#: the departure (methods.base.Answer) of a reply with no JSON answer, read from its first line where the release drops
+#: the question
+NO_JSON = "no JSON answer in the reply: its first line stands (the release fails the question)"
 
 
 def json_answer(reply: str) -> tuple[str, dict[str, Any] | None]:

@@ -101,6 +101,9 @@ class IterRetGen(Method):
             clock(),
             thought or "",
             self.name,
+            departures=["a reply without a JSON thought and answer stood for them (the release fails the question)"]
+            if no_json
+            else [],
             details={
                 "iterretgen": {
                     "prompt": self.prompt_name,

@@ -334,6 +334,13 @@ class _Asked:
     clock: Clock
     seen: dict[str, NodeCheck] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
+    departures: list[str] = field(default_factory=list)
+
+
+#: the departure (methods.base.Answer) of a node with no query
+EMPTY_QUERY = (
+    "a node with no query was passed over (the release searches for the empty query and feeds its top passage back)"
+)
 
 
 def contains(prediction: str, gold: str) -> bool:
@@ -476,6 +483,7 @@ class SearChain(Method):
             final.text,
             self.name,
             details=details,
+            departures=list(dict.fromkeys(asked.departures)),
         )
 
     def _trace(self, asked: _Asked, conversation: list[dict[str, Any]], last: Round) -> str:
@@ -517,6 +525,9 @@ class SearChain(Method):
         """Check the chain's nodes in order; the feedback for the first that needs one, else None."""
         meter, seen = asked.meter, asked.seen
         for node in current.chain.nodes:
+            if not node.query:  # "[Unsolved Query]:" and nothing: the release searches for "" and feeds back its top 1
+                asked.departures.append(EMPTY_QUERY)
+                continue
             key = normalize_answer(node.query)
             started, tokens_before = asked.clock(), (meter.prompt_tokens, meter.completion_tokens)
             if key in seen and not node.unsolved:  # the released code also re-checks unsolved queries

@@ -138,6 +138,19 @@ class Session:
                 "first-line or id"
             )
 
+    def answering(self) -> dict[str, Any] | None:
+        """What decides the answers besides the prompts, for the run's fingerprint: the model's own fingerprint and
+        whether its completions can move with what ran before (the settings that decide it and the last `mhindex
+        doctor --determinism` of it here: lm/determinism.py). None when no model was loaded."""
+        from mhindex.home import resolve_home
+        from mhindex.lm import resolve_spec
+        from mhindex.lm.determinism import recorded
+
+        if self.lm is None:
+            return None
+        spec = redact(resolve_spec(self.model.lm))
+        return {**self.lm.fingerprint(), "determinism": recorded(resolve_home(self.home), spec, self.lm)}
+
     def titles(self) -> tuple[str, str]:
         """The session's model and engine as a figure's title names them (no model where none was loaded)."""
         lm, backend = titles(redact(str(self.model.lm)), self.backend_label)

@@ -19,11 +19,13 @@ from mhindex.registry import Registry
 
 @dataclass(frozen=True)
 class Measure:
-    """A column of the paper's table: as the paper heads it ("cover-EM", "F1 (GPT3)"), and the key of
-    metrics.json that mhindex's own figure is compared on."""
+    """A column of the paper's table: as the paper heads it ("cover-EM", "F1 (GPT3)"), the key of metrics.json
+    that mhindex's own figure is compared on, and the decimals the paper prints its figures with (SearChain's
+    31.95 and 11.10 are shown so, not rounded to one)."""
 
     label: str
     key: str
+    decimals: int = 1
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class PaperTable:
         return {
             "name": self.name,
             "source": self.source,
-            "measures": [{"label": m.label, "key": m.key} for m in self.measures],
+            "measures": [{"label": m.label, "key": m.key, "decimals": m.decimals} for m in self.measures],
             "note": "; ".join([*([self.note] if self.note else []), *([] if shown else [f"no column for {dataset}"])]),
         }
 

@@ -19,7 +19,7 @@ TABLE = PaperTable(
         Measure("EM", "efficientrag_em"),
         Measure("F1", "f1"),
         Measure("Acc.", "accuracy_llm"),
-        Measure("Recall", "recall"),
+        Measure("Recall", "recall", decimals=2),
     ),
     (
         *(PaperRow(label) for label in _ROWS),

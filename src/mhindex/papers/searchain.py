@@ -20,7 +20,7 @@ _NO_SWITCH = "mhindex's SearChain has no switch for this ablation"
 TABLE = PaperTable(
     "SearChain",
     "Xu et al., WWW 2024, Table 1: cover-EM, gpt-3.5-turbo, ColBERTv2 over Wikipedia",
-    (Measure("cover-EM", "cover_em_substring"),),
+    (Measure("cover-EM", "cover_em_substring", decimals=2),),
     (
         # Without information retrieval
         _row("Direct Prompting", 31.95, 5.91, 25.82, _RUN),
