@@ -272,13 +272,60 @@ def test_an_lm_of_ones_own_without_its_context_window_is_one_line_before_any_cal
     "call, said",
     [
         (lambda m: mhindex.evaluate(5, ["nor"], limit=1, home=m.path.parent), "corpus must be a Corpus or a corpus"),
-        (lambda m: mhindex.evaluate(m, [1], limit=1), "each of methods must be a method's name, not 1"),
+        (lambda m: mhindex.evaluate(m, [1], limit=1), "methods must be a list of methods' names, not \\[1\\]"),
         (lambda m: mhindex.ask("Who?", method=None, corpus=m), "method must be a method's name, not None"),
         (lambda m: mhindex.ask("Who?", method="nor", corpus=3), "corpus must be a Corpus or a corpus's name, not 3"),
         (lambda m: mhindex.build(None, home=m.path.parent), "dataset must be a dataset's name"),
         (lambda m: mhindex.build("jsonl", inputs="x.jsonl", home=m.path.parent), "inputs must be a list of paths"),
+        # every public function's arguments, checked against its own annotations where they enter (round three)
+        (lambda m: mhindex.build(5), "dataset must be a dataset's name"),
+        (lambda m: mhindex.build("musique", seed="x", home=m.path.parent), "seed must be a whole number, not 'x'"),
+        (lambda m: mhindex.read_evaluation(5), "folder must be a path \\(str or Path\\), not 5"),
+        (lambda m: mhindex.score(5, 5), "predictions must be a path"),
+        (lambda m: mhindex.evaluate(m, ["nor"], limit=1, workers=0), "workers must be at least 1, not 0"),
+        (lambda m: mhindex.evaluate(m, ["nor"], limit=0), "limit must be at least 1, not 0"),
+        (lambda m: mhindex.ask("Who?", method="nor", corpus=m, lm=5), "lm must be a --lm spec .* or a LanguageModel"),
+        (lambda m: list(mhindex.ask_many("abc", method="nor", corpus=m)), "questions must be a list of .*, not 'abc'"),
+        (lambda m: m.searcher("lucene").search(None), "query must be a query's text, not None"),
+        (lambda m: m.searcher("lucene").search(5), "query must be a query's text, not 5"),
+        (lambda m: m.searcher("lucene").search("x", titles="abc"), "titles must be a list of strings"),
+        (lambda m: m.searcher("lucene").batch_search("abc"), "queries must be a list of queries' texts, not 'abc'"),
+        (lambda m: m.searcher("lucene", k1="x"), "--k1 takes float, not 'x'"),
+        (lambda m: m.searcher("lucene", k1=float("nan")), "--k1 must be a finite number"),
     ],
 )
 def test_a_wrong_type_given_to_the_api_is_one_line(musique, call, said):
-    with pytest.raises(mhindex.UsageError, match=said):
+    """Never a TypeError from deep inside, a string iterated as its characters, a default silently taken for a
+    wrong value, nor a wrong value blamed on a damaged index ("rebuild it")."""
+    with pytest.raises(mhindex.UsageError, match=said) as raised:
         call(musique)
+    assert "rebuild" not in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_closed_or_moved_object_says_so(musique, tmp_path):
+    searcher = musique.searcher("lucene")
+    assert searcher.search("county seat", k=1)
+    searcher.close()
+    with pytest.raises(mhindex.UsageError, match="this lucene Searcher is closed: open another"):
+        searcher.search("county seat")
+    asker = mhindex.Asker("retrieve", musique)
+    asker.close()
+    with pytest.raises(mhindex.UsageError, match="this retrieve Asker is closed"):
+        asker.ask("Who?")
+    # A corpus moved away after it was opened: one line saying where it was, not a FileNotFoundError.
+    home = tmp_path / "home"
+    built = mhindex.build("musique", home=home, backend=None)
+    (home / "musique").rename(tmp_path / "elsewhere")
+    for read in (lambda: built.paragraph("x"), lambda: list(built.paragraphs()), lambda: built.questions()):
+        with pytest.raises(mhindex.UsageError, match=f"corpus 'musique' is no longer at {home / 'musique'}"):
+            read()
+
+
+def test_an_evaluation_s_missing_answers_and_a_file_for_a_folder_are_one_line(musique, tmp_path):
+    evaluation = mhindex.evaluate(musique, ["retrieve"], limit=2, out=tmp_path / "eval")
+    (tmp_path / "eval" / "retrieve.jsonl").unlink()
+    with pytest.raises(mhindex.UsageError, match="reports 'retrieve', but its answers retrieve.jsonl are gone"):
+        evaluation.answers("retrieve")
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(mhindex.UsageError, match="out must be a folder"):
+        mhindex.evaluate(musique, ["retrieve"], limit=1, out=tmp_path / "a-file")

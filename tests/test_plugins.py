@@ -449,10 +449,14 @@ def test_a_plugin_that_exits_or_interrupts_is_one_warning_and_a_method_that_exit
 
 def test_a_plugin_is_imported_only_by_a_command_that_names_or_lists_it(hostile_python, tmp_path):
     """A slow plug-in (40 s to import) and two that exit on import delay and warn only the commands that use
-    them: not --version, --help, another method's help or a build. Named or listed, it is imported."""
+    them: not --version, --help, another method's help, a build, `info`, `list corpora`, an index or a search (the
+    last four imported every plug-in while they ran, round three). Named or listed, it is imported."""
     mark = tmp_path / "imported"
     env = {"MHINDEX_HOME": str(tmp_path / "home"), "HOSTILE_MARK": str(mark), "HOSTILE_SLEEP": "40"}
-    for args in (["--version"], ["--help"], ["ask", "--help"], ["eval", "-m", "ircot", "-h"], ["corpus", "musique"]):
+    ran = (["--version"], ["--help"], ["ask", "--help"], ["eval", "-m", "ircot", "-h"], ["corpus", "musique"],
+           ["info", "musique"], ["list", "corpora"], ["index", "musique", "--backend", "bm25s"],
+           ["search", "musique", "Van Hook Township", "--backend", "bm25s", "-k", "1"])  # fmt: skip
+    for args in ran:
         shown = run(hostile_python, *args, env=env)
         assert shown.returncode == 0, (args, shown.stderr)
         assert not mark.exists(), f"{args}: the slow plug-in was imported"
@@ -480,3 +484,81 @@ def test_a_plugin_option_named_like_a_commands_own_is_that_plugin_refused_not_ev
     assert asked.returncode == 2 and "Traceback" not in asked.stderr, asked.stderr
     said = "the plug-in method 'clash' of hostile is broken: its option --budget is one `eval` has itself: rename it"
     assert said in asked.stderr and asked.stderr.count(said) == 2  # the warning, then the one-line error
+
+
+# -- a plug-in's return values, checked at their door (round three) ------------------------------------------------
+
+
+class _Answers:
+    """A model (an LM plug-in's) whose every completion is the one given."""
+
+    name, context_length = "plugin-lm", 4096
+
+    def __init__(self, made) -> None:
+        self.made = made
+
+    def complete(self, prompt, **kwargs):
+        return self.made
+
+    def count_tokens(self, text):
+        return len(text)
+
+
+@pytest.mark.parametrize(
+    "made, said",
+    [
+        ("text", "returned a str, not a Completion"),
+        (dict(text=None), "whose text is None, not a string"),
+        (dict(prompt_tokens="12"), "prompt_tokens = '12', not a whole number"),
+        (dict(seconds=float("nan")), "seconds = nan, not a finite number"),
+        (dict(token_logprobs=[("a", "x")]), "a token log-probability"),
+        (dict(token_logprobs=[("a", 1e308)]), "a token log-probability"),
+        (dict(token_logprobs=[]), "no token log-probabilities for its text, though asked"),
+    ],
+)
+def test_an_lm_plugin_s_completion_is_checked_before_a_method_reads_it(made, said):
+    from mhindex.lm.base import Completion, LMError
+    from mhindex.methods.base import Meter
+
+    fields = {"text": "an answer", "prompt_tokens": 3, "completion_tokens": 2, "seconds": 0.1}
+    completion = made if isinstance(made, str) else Completion(**{**fields, **made})
+    with pytest.raises(LMError, match=said):
+        Meter(_Answers(completion)).complete("Q?", 8, [], logprobs=True)
+
+
+class _Retriever:
+    def __init__(self, found) -> None:
+        self.found = found
+
+    def search(self, query, k, titles=None):
+        return self.found
+
+    def search_many(self, queries, k):
+        return self.found
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("found", [None, [1, 2], [{"id": "p1"}], "p1"])
+def test_a_backend_plugin_s_hits_are_checked_before_they_are_read(found):
+    from mhindex.backends.indexes import _Checked
+    from mhindex.errors import MhindexError
+
+    checked = _Checked(_Retriever(found), "searching the plugin index of 'x'", "rebuild it")
+    for search in (lambda: checked.search("q", 3), lambda: checked.search_many(["q"], 3)):
+        with pytest.raises(MhindexError, match="not a list of hits.*a fault of its backend's code, not of the index"):
+            search()
+
+
+def test_a_metric_plugin_that_raises_or_scores_none_is_one_line(monkeypatch):
+    from mhindex.errors import UsageError
+    from mhindex.eval import metrics
+
+    def failing(prediction, gold):
+        raise ZeroDivisionError("division by zero")
+
+    for score, said in ((failing, "failed on the answer 'Paris': ZeroDivisionError"), (lambda p, g: None, "as None")):
+        monkeypatch.setattr(metrics, "answer_metrics", lambda s=score: (metrics.AnswerMetric("mine", "Mine", "", s),))
+        with pytest.raises(UsageError, match=f"the metric 'mine' (scored the answer 'Paris' )?{said}"):
+            metrics.score_one({"answer": "Paris"}, {"answers": ["Paris"]})

@@ -75,7 +75,7 @@ def requirements() -> list[Requirement]:
 
     found: dict[tuple[str, str], Requirement] = {}
     for registry in (BACKENDS, LMS, DATASETS, METHODS):
-        for plugin in registry.available().values():
+        for plugin in registry.available(every=True).values():
             for requirement in getattr(plugin, "requirements", ()):
                 found.setdefault((requirement.area, requirement.name), requirement)
     found.setdefault((MCP.area, MCP.name), MCP)  # `serve --mcp`: not a plug-in's, the server's own
@@ -114,7 +114,7 @@ def room(home: Path) -> Room:
 
     memory, free_under = free_room()
     needs: dict[str, tuple[int, int, str] | None] = {}
-    for name, backend in BACKENDS.available().items():
+    for name, backend in BACKENDS.available(every=True).items():
         if backend.builds_index and not backend.fuses:
             need = backend().footprint(*MILLION, backend.Settings())
             needs[name] = (need.memory, need.disk, need.basis) if need else None

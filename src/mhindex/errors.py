@@ -55,6 +55,27 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+#: an option whose value is a secret, whatever it is called (--api-key, --remote-api-key, --es-api-key, --milvus-token)
+_SECRET_FLAG = re.compile(r"(?i)^--?[a-z0-9-]*(?:key|token|password|secret)$")
+
+
+def redact_command(argv: Iterable[str]) -> str:
+    """A command line as it may be written anywhere (a lock file, a log): the value of every option that holds a
+    secret blanked (`--api-key K`, `--remote-api-key=K`), and credentials in a URL (`http://user:PASS@host`) too.
+    The one redaction of a command line: nothing else writes one."""
+    said, hide = [], False
+    for word in argv:
+        flag, equals, _ = word.partition("=")
+        if hide:
+            said.append("***")
+        elif equals and _SECRET_FLAG.match(flag):
+            said.append(f"{flag}=***")
+        else:
+            said.append(redact(word))
+        hide = not equals and bool(_SECRET_FLAG.match(word))
+    return " ".join(said)
+
+
 def one_line(error: BaseException, limit: int = 200) -> str:
     """An exception as one short line: an engine's (Java's, through pyjnius) carries its stack
     trace after the first line."""

@@ -147,6 +147,26 @@ def stale_temporaries(folder: Path, name: str | None = None) -> list[Path]:
     return sorted(stale)
 
 
+#: Set by the `mhindex` program (cli.entry): its temporary files go under the data root (`temporary_under`)
+PROCESS_TEMPORARY = False
+
+
+def temporary_under(root: Path) -> Path | None:
+    """The process's temporary folder, `<root>/.tmp/.process.tmp-PID`, made TMPDIR (and Python's tempfile's) for
+    the process and every engine it starts (the JVM is told too: -Djava.io.tmpdir), so that nothing mhindex or an
+    engine writes lands outside the data root, and a full disk is the data root's, said so. Removed at exit; one a
+    killed process left is swept by `mhindex gc`. Only for the `mhindex` program: a library's caller keeps its own
+    (None then)."""
+    if not PROCESS_TEMPORARY:
+        return None
+    folder = root / ".tmp" / f".process.tmp-{os.getpid()}"
+    if tempfile.tempdir != str(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        remove_at_exit(folder)
+        os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
+    return folder
+
+
 def remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)

@@ -28,6 +28,7 @@ from mhindex.files import write_under
 
 MANIFEST = "manifest.json"
 OFFSETS = "corpus.offsets"  # int64 byte offsets of each corpus.jsonl line, and the file's end
+CHECKS = "corpus.checks"  # each corpus.jsonl line's 8-byte blake2b (`line_check`), in the same order
 # Folders of the data root that are not corpora: a corpus may not take their names.
 RESERVED = ("downloads", "models", "cache", "default-corpus")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -160,9 +161,16 @@ class CorpusDir:
         }
 
 
+def line_check(line: bytes) -> int:
+    """A corpus line's own check, kept at build time in `corpus.checks`: the first 8 bytes of its blake2b."""
+    return int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")
+
+
 class ParagraphReader:
     """Paragraph N of a corpus by its line's byte offset, for the engines that return positions
-    (FAISS, PLAID). pread, not seek: safe to share between threads."""
+    (FAISS, PLAID). pread, not seek: safe to share between threads. Each line read is checked against the check kept
+    when the corpus was built (`corpus.checks`; a corpus built before them is read unchecked): a line rewritten in
+    place, even as valid JSON of the same length, is the corpus's damage, said so, never served as the paragraph."""
 
     def __init__(self, corpus: CorpusDir) -> None:
         from array import array
@@ -177,6 +185,12 @@ class ParagraphReader:
             with open(corpus.corpus, "rb") as handle:
                 for line in handle:
                     self._offsets.append(self._offsets[-1] + len(line))
+        self._checks = array("Q")
+        if (corpus.root / CHECKS).is_file():
+            with open(corpus.root / CHECKS, "rb") as handle:
+                self._checks.frombytes(handle.read())
+            if len(self._checks) != len(self._offsets) - 1:
+                self._checks = array("Q")  # not this corpus's (a partial copy): read unchecked, as an old corpus
         self._fd = os.open(corpus.corpus, os.O_RDONLY)
         self._corpus = corpus
         if os.fstat(self._fd).st_size < self._offsets[-1]:  # cut short since it was built: no engine is to blame
@@ -195,8 +209,11 @@ class ParagraphReader:
 
     def __getitem__(self, position: int) -> dict:
         start, end = self._offsets[position], self._offsets[position + 1]
+        line = os.pread(self._fd, end - start, start)
+        if self._checks and line_check(line) != self._checks[position]:
+            raise self._damaged(f"line {position + 1} is not the record it was when built")
         try:
-            return orjson.loads(os.pread(self._fd, end - start, start))
+            return orjson.loads(line)
         except orjson.JSONDecodeError:
             raise self._damaged(f"line {position + 1} is not the record it was when built") from None
 
@@ -368,6 +385,7 @@ def leftovers(home: Path, kept_by_methods: Iterable[Path] = ()) -> tuple[list[Pa
         return [], []
     folders = [
         home,
+        home / ".tmp",  # processes' temporary folders (files.temporary_under)
         home / "models",
         home / "cache" / "llama-state",
         *(p for p in (home / "models").glob("*") if p.is_dir()),

@@ -173,3 +173,55 @@ def one_line_errors(
 def brief(text: str, limit: int = 160, secrets: Iterable[str] = ()) -> str:
     text = redact(" ".join(text.split()), secrets)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: What a peer's JSON reply may be, at most (`peer_json`): a served index's /info, a remote search's hits.
+PEER_BYTES = 16 << 20
+PEER_DEPTH = 64
+
+
+def peer_json(
+    http: httpx.Client, url: str, *, seconds: float = 30.0, limit: int = PEER_BYTES, depth: int = PEER_DEPTH, **send
+) -> object:
+    """A peer's JSON reply, read with limits a peer cannot pass: `seconds` for the whole call (a reply trickled a
+    byte at a time is cut off), `limit` bytes (the body is read no further), and `depth` levels of nesting (a reply
+    nested a million deep is refused before anything recurses into it). Raises httpx's errors for one_line_errors,
+    and ValueError naming the limit a reply passed."""
+    import orjson
+
+    method = send.pop("method", "GET")
+    with http.stream(method, url, extensions=deadline(seconds), **send) as response:
+        response.raise_for_status()
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise ValueError(f"its reply passed {limit:,} bytes")
+    if _nesting(body) > depth:
+        raise ValueError(f"its reply is nested more than {depth} levels deep")
+    try:
+        return orjson.loads(bytes(body))
+    except orjson.JSONDecodeError as error:
+        raise ValueError(f"its reply is not JSON ({error})") from None
+
+
+def _nesting(body: bytes | bytearray) -> int:
+    """How deep brackets nest in a JSON text (strings skipped), without parsing it."""
+    deepest = level = 0
+    inside = escaped = False
+    for byte in body:
+        if inside:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                inside = False
+        elif byte == 0x22:
+            inside = True
+        elif byte in (0x5B, 0x7B):
+            level += 1
+            deepest = max(deepest, level)
+        elif byte in (0x5D, 0x7D):
+            level -= 1
+    return deepest

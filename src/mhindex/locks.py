@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mhindex.errors import UsageError
+from mhindex.errors import UsageError, redact_command
 from mhindex.files import unlinked
 from mhindex.ui import reporter
 
@@ -57,7 +57,7 @@ def _held(lock: Path, busy: str, what: str) -> Iterator[None]:
     unlinked(lock)
     lock.parent.mkdir(parents=True, exist_ok=True)
     try:  # O_NOFOLLOW: a lock file that is a link (made after the check) is refused, never written through
-        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as error:
         if error.errno != errno.ELOOP:
             raise
@@ -69,9 +69,8 @@ def _held(lock: Path, busy: str, what: str) -> Iterator[None]:
             holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip() or "another process"
             reporter().warning(f"{busy} by {holder}; waiting for it to finish")
             fcntl.flock(descriptor, fcntl.LOCK_EX)
-        note = (
-            f"process {os.getpid()} ({what}: {' '.join(sys.argv[1:]) or 'mhindex'}), since {time.strftime('%H:%M:%S')}"
-        )
+        command = redact_command(sys.argv[1:]) or "mhindex"  # a key or a password given on it is never written
+        note = f"process {os.getpid()} ({what}: {command}), since {time.strftime('%H:%M:%S')}"
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, note.encode(), 0)
         yield

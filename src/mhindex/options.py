@@ -47,6 +47,9 @@ class Opt:
     # Methods: an option added later, with the value that describes what runs recorded before it did
     # (a run.json that records the method without it was made that way, so resuming with another is refused).
     before: Any = ALWAYS
+    # A file or folder the option names, which is read ("file", "folder"): a record's value is read only from inside
+    # the data root (methods.settings_recorded).
+    reads: str | None = None
 
 
 def option(default: Any, help: str, **details: Any) -> Any:

@@ -143,12 +143,14 @@ class Registry(Mapping[str, T], Generic[T]):
         self._loaded.pop(name, None)
         broken(f"the plug-in {self.kind} '{name}' of {self.package(name)} is broken: {problem}; it is left out")
 
-    def available(self) -> dict[str, T]:
+    def available(self, every: bool = False) -> dict[str, T]:
         """Every name that loads, in order; a broken plug-in is warned about once and left out. Under
-        `named_only`, a plug-in not named is left out unimported."""
+        `named_only`, a plug-in not named is left out unimported, unless `every` (what a command lists or uses
+        whole: `list methods`, `doctor`, `gc`, every metric's column, the methods that claim a table's rows)."""
         found: dict[str, T] = {}
         for name in self:
-            if name in self._refused or (_named is not None and name not in _named and not self.builtin(name)):
+            skipped = not every and _named is not None and name not in _named and not self.builtin(name)
+            if name in self._refused or skipped:
                 continue  # refused (and said so once), or not named while the command line builds its commands
             try:
                 found[name] = self.get(name)

@@ -117,6 +117,18 @@ def python_terms_class(cls: C) -> C:
 #: The least value a whole-number argument of the API takes, by its name (the CLI's options declare the same bounds):
 #: a count of questions, workers, paragraphs or threads of 0 is a mistake, never a choice.
 LEAST = {"workers": 1, "limit": 1, "k": 1, "threads": 1, "lm_threads": 1, "budget": 1, "seed": 0, "lm_context": 1}
+#: How an argument is said where its annotation says it less well (a Corpus or its name, not "a Corpus or a string")
+SAID = {
+    "corpus": "a Corpus or a corpus's name",
+    "method": "a method's name",
+    "methods": "a list of methods' names",
+    "dataset": "a dataset's name (musique, jsonl, ...)",
+    "inputs": "a list of paths",
+    "lm": "a --lm spec (local:qwen2.5-0.5b, openai:MODEL@URL) or a LanguageModel",
+    "table": "a paper's table, as --table takes it",
+    "query": "a query's text",
+    "queries": "a list of queries' texts",
+}
 
 
 def _described(hint: Any) -> str:
@@ -135,7 +147,8 @@ def _described(hint: Any) -> str:
         return "one of " + ", ".join(repr(a) for a in args)
     names = {str: "a string", int: "a whole number", float: "a number", bool: "True or False",
              Path: "a path (str or Path)"}  # fmt: skip
-    return names.get(hint, getattr(hint, "__name__", str(hint)))
+    named = getattr(hint, "__name__", str(hint))
+    return names.get(hint) or (f"a {named}" if isinstance(hint, type) else named)
 
 
 def _plural(said: str) -> str:
@@ -196,7 +209,8 @@ def check_arguments(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
             continue
         if not _fits(value, hint):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-            raise UsageError(f"{name} must be {_described(hint)}, not {shown} (a {type(value).__name__})")
+            said = SAID.get(name) or _described(hint)
+            raise UsageError(f"{name} must be {said}, not {shown} (a {type(value).__name__})")
         least = LEAST.get(name)
         if least is not None and isinstance(value, int) and not isinstance(value, bool) and value < least:
             raise UsageError(f"{name} must be at least {least}, not {value}")

@@ -65,7 +65,11 @@ def part_weights(options: HybridOptions, parts: int) -> list[float]:
         raise UsageError(
             f"--weights needs {parts} finite numbers of 0 or more (one a part, in order), not {options.weights!r}"
         )
-    return weights
+    # Relative weights, made to sum to 1 (largest first, so that 1e308,1e308 sums to no inf): the ranking is the
+    # same for any multiple of them, and a fused score stays within 0 and 1.
+    largest = max(weights)
+    scaled = [w / largest for w in weights]
+    return [w / sum(scaled) for w in scaled]
 
 
 def fuse(

@@ -5,6 +5,8 @@ another corpus, or asking for other index-time options than it was built with, i
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -99,16 +101,43 @@ class _Checked:
         return k if self._most is None else max(1, min(k, self._most))
 
     def search(self, query: str, k: int = 10, titles: Any = None) -> list[Hit]:
-        return self._checked(self._inner.search)(query, self._cut(k), titles=titles)
+        return self._hits(self._checked(self._inner.search)(query, self._cut(k), titles=titles))
 
     def search_many(self, queries: Any, k: int = 10) -> list[list[Hit]]:
-        return self._checked(self._inner.search_many)(queries, self._cut(k))
+        found = self._checked(self._inner.search_many)(queries, self._cut(k))
+        if not isinstance(found, list) or len(found) != len(queries):
+            raise MhindexError(f"{self._what} returned {_kind(found)} for {len(queries)} queries, not a list of hits "
+                               "a query: a fault of its backend's code, not of the index")  # fmt: skip
+        return [self._hits(hits) for hits in found]
+
+    def _hits(self, hits: Any) -> list[Hit]:
+        """What an engine (or a plug-in's) returned, checked at the door: a list of hits, each with a string id,
+        title and text and a finite score, never passed on to be read as something else."""
+        if not isinstance(hits, list) or not all(_is_hit(hit) for hit in hits):
+            wrong = hits if not isinstance(hits, list) else next(h for h in hits if not _is_hit(h))
+            shown = _kind(wrong) if wrong is hits else f"a list holding {_kind(wrong)}"
+            raise MhindexError(f"{self._what} returned {shown}, not a list of hits: a fault of its backend's code, not "
+                               "of the index")  # fmt: skip
+        return hits
 
     def close(self) -> None:
         self._inner.close()
 
     def __getattr__(self, name: str) -> Any:  # the engine's own attributes (its FAISS index, its encoder)
         return getattr(self._inner, name)
+
+
+def _is_hit(hit: Any) -> bool:
+    score = getattr(hit, "score", 0.0)
+    finite = score is None or (isinstance(score, numbers.Real) and not isinstance(score, bool) and math.isfinite(score))
+    return (
+        isinstance(hit, Hit) and finite and all(isinstance(getattr(hit, n, None), str) for n in ("id", "title", "text"))
+    )
+
+
+def _kind(value: Any) -> str:
+    shown = repr(value)
+    return f"{shown[:40]}{'...' if len(shown) > 40 else ''} (a {type(value).__name__})"
 
 
 def build_index(corpus: CorpusDir, spec: BackendSpec, force: bool = False, preflight: bool = True) -> IndexResult:
@@ -157,8 +186,17 @@ def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool,
         check_room(corpus, backend, options)
     started = time.perf_counter()
     with atomic_directory(target, corpus.root.parent) as staging:
-        facts = backend.build(corpus, staging, options, BackendContext(corpus.root.parent))
+        try:
+            facts = backend.build(corpus, staging, options, BackendContext(corpus.root.parent))
+        except (MhindexError, KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as error:  # noqa: BLE001 - an engine's or a plug-in's failure: one line, nothing replaced
+            raise MhindexError(
+                f"the {backend.name} build of '{corpus.name}' failed ({one_line(error)}); nothing was replaced"
+            ) from None
         expected = corpus.manifest()["counts"]["paragraphs"]
+        if not isinstance(facts, dict):
+            raise MhindexError(f"the {backend.name} build returned {_kind(facts)}, not its facts; nothing was replaced")
         if facts.get("paragraphs") != expected:  # checked before the new index replaces the old one
             raise MhindexError(
                 f"the {backend.name} build indexed {facts.get('paragraphs')} of the {expected:,} paragraphs of "
@@ -234,7 +272,9 @@ def open_index(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
         options = spec.search_options()
         context = BackendContext(corpus.root.parent if corpus else Path("."))
         settings = _in_effect(options, {})
-        return OpenedIndex(engine.connect(corpus, options, context), settings, index_fingerprint(spec, settings, {}))
+        served = _Checked(engine.connect(corpus, options, context), f"the {spec.name} index served elsewhere",
+                          "is the server reachable and well?")  # fmt: skip
+        return OpenedIndex(served, settings, index_fingerprint(spec, settings, {}))
     if corpus is None:
         raise UsageError(f"the {spec.name} backend searches a built corpus; name one with --corpus")
     target = corpus.index_dir(spec.name)

@@ -172,10 +172,16 @@ _JVM_OPTIONS = [
     "--sun-misc-unsafe-memory-access=allow",
     "-Djava.util.logging.config.file=/dev/null",
 ]
-# The JVM shares our process: -Xrs leaves SIGINT and SIGTERM to Python, so Ctrl-C raises
-# KeyboardInterrupt (finished answers are kept, "interrupted" is printed) instead of the JVM
-# calling exit() under Python's feet; a crash report goes to the temp folder, not the user's.
-_IN_PROCESS_JVM_OPTIONS = ["-Xrs", f"-XX:ErrorFile={tempfile.gettempdir()}/mhindex-jvm-crash-%p.log"]
+def _temporary_options() -> list[str]:
+    """The JVM's temporary folder is the process's (files.temporary_under: under the data root for `mhindex`)."""
+    return [f"-Djava.io.tmpdir={tempfile.gettempdir()}"]
+
+
+def _in_process_options() -> list[str]:
+    """The JVM shares our process: -Xrs leaves SIGINT and SIGTERM to Python, so Ctrl-C raises KeyboardInterrupt
+    (finished answers are kept, "interrupted" is printed) instead of the JVM calling exit() under Python's feet; a
+    crash report goes to the temporary folder, not the user's."""
+    return ["-Xrs", f"-XX:ErrorFile={tempfile.gettempdir()}/mhindex-jvm-crash-%p.log", *_temporary_options()]
 _classes: dict[str, Any] = {}
 
 
@@ -190,7 +196,7 @@ def _jvm() -> dict[str, Any]:
     except ImportError:
         raise LuceneUnavailable("the Lucene backend needs pyjnius: pip install 'mhindex[lucene]'") from None
     if not jnius_config.vm_running:
-        jnius_config.add_options(*_JVM_OPTIONS, *_IN_PROCESS_JVM_OPTIONS)
+        jnius_config.add_options(*_JVM_OPTIONS, *_in_process_options())
         jnius_config.set_classpath(str(jar))
     import jnius
 
@@ -226,6 +232,7 @@ def index_collection_command(docs: Path, index: Path, threads: int) -> list[str]
     return [
         str(java_home() / "bin" / "java"),
         *_JVM_OPTIONS,
+        *_temporary_options(),
         "-cp",
         str(anserini_jar()),
         "io.anserini.index.IndexCollection",
@@ -263,10 +270,13 @@ def anserini_document(corpus_line: bytes) -> bytes:
     record = orjson.loads(corpus_line)
     title = record["title"]
     contents = f"{title}\n{record['text']}"
-    if len(contents) > JSON_STRING_LIMIT:
+    # Java counts a string in UTF-16 units, Python in code points: an emoji is two of Java's (10.5 million emoji
+    # passed a count of characters and Anserini dropped the paragraph and the two after it).
+    units = len(contents) if len(contents) * 2 <= JSON_STRING_LIMIT else len(contents.encode("utf-16-le")) // 2
+    if units > JSON_STRING_LIMIT:
         raise BadInput(
-            f"paragraph {record['id']!r} has {len(contents):,} characters; Anserini's JSON reader takes at most "
-            f"{JSON_STRING_LIMIT:,} in a field: split it, or index the corpus with another backend (bm25s)"
+            f"paragraph {record['id']!r} has {units:,} characters as Java counts them (UTF-16); Anserini's JSON "
+            f"reader takes at most {JSON_STRING_LIMIT:,} in a field: split it, or index it with another backend (bm25s)"
         )
     return orjson.dumps({"id": record["id"], "contents": contents, "title": title}) + b"\n"
 

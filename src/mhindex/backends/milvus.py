@@ -42,6 +42,8 @@ from mhindex.ui import reporter
 TOKEN_VARIABLE = "MHINDEX_MILVUS_TOKEN"
 WORK_PREFIX = ".milvus-work-"
 LITE_FILE = "milvus.db"
+#: what --milvus-uri may start with: a server's address (a path would make pymilvus open Milvus Lite there)
+SERVER_SCHEMES = ("http://", "https://", "tcp://", "grpc://")
 #: Milvus's names for the index types, by the option's values.
 INDEX_TYPES = {"flat": "FLAT", "hnsw": "HNSW", "ivfpq": "IVF_PQ"}
 LITE_TYPES = ("flat", "hnsw")  # what Milvus Lite 3.2 builds (its IVF_PQ is "reserved for a future phase")
@@ -159,6 +161,12 @@ def _vector_index(options: MilvusOptions, paragraphs: int) -> dict[str, Any]:
 
 def connect(options: MilvusOptions, lite: Path | None) -> Any:
     """A MilvusClient: the server at --milvus-uri (its token from the environment), else Milvus Lite in `lite`."""
+    if options.milvus_uri is not None and not options.milvus_uri.startswith(SERVER_SCHEMES):
+        # a path here is Milvus Lite's database, which pymilvus would create (and later delete) wherever it points
+        raise UsageError(
+            f"--milvus-uri takes a Milvus server's address (http://HOST:19530), not {redact(options.milvus_uri)!r}: "
+            "Milvus Lite keeps its database in the index's own folder (leave --milvus-uri out)"
+        )
     pymilvus = _pymilvus()
     uri = options.milvus_uri or (str(lite) if lite else None)
     if uri is None:

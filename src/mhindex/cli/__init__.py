@@ -60,7 +60,10 @@ def _run(argv: list[str] | None, stopped: list[str]) -> int:
 
         help_layout()
     try:
-        code = app(args=argv, prog_name="mhindex", standalone_mode=False)
+        # Run as the command line builds it: a plug-in the command does not name is not imported (a slow or
+        # broken one delays and warns only the commands that use it); what lists them all says `every`.
+        with named_only(named_on_command_line(["mhindex", *given])):
+            code = app(args=argv, prog_name="mhindex", standalone_mode=False)
         if isinstance(code, int):
             return code
     except MhindexError as error:
@@ -86,6 +89,9 @@ def _run(argv: list[str] | None, stopped: list[str]) -> int:
 def entry() -> None:
     """The `mhindex` program. After Ctrl-C a model call abandoned in a helper thread may still be inside llama.cpp
     (a long prompt cannot be cut short): everything is written and flushed by then, so the process exits at once."""
+    from mhindex import files
+
+    files.PROCESS_TEMPORARY = True  # this process's temporary files under the data root (files.temporary_under)
     code = main()
     if code in (130, 143):
         from mhindex.files import remove_now

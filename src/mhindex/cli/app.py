@@ -97,9 +97,14 @@ def _root(
 
 
 def setup(home: Path | None, quiet: bool) -> Path:
-    """Apply the options given before or after the subcommand; returns the data root."""
+    """Apply the options given before or after the subcommand; returns the data root (the `mhindex` program's
+    temporary files go under it: files.temporary_under)."""
+    from mhindex.files import temporary_under
+
     ui.configure(quiet=quiet or _globals["quiet"])
-    return resolve_home(home or _globals["home"])
+    root = resolve_home(home or _globals["home"])
+    temporary_under(root)
+    return root
 
 
 @dataclass(frozen=True)

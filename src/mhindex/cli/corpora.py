@@ -105,7 +105,7 @@ def gc(
     """Remove what killed builds left in the data root: temporary folders of processes that are gone."""
     from mhindex.home import collect_leftovers
 
-    removed, freed, kept = collect_leftovers(root, resumable_work(root), resumable)
+    removed, freed, kept = collect_leftovers(root, resumable_work(root, every=True), resumable)
     output.show({"removed": [str(p) for p in removed], "bytes": freed}, render.collected(removed, freed, kept))
 
 

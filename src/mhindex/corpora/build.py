@@ -36,8 +36,17 @@ from mhindex.corpora.parallel import (
 )
 from mhindex.corpora.records import COMPRESSED, Paragraph, Question, RecordGuard, id_key
 from mhindex.errors import BadInput, UsageError
-from mhindex.files import atomic_directory, file_digest, refuse_unless_room
-from mhindex.home import OFFSETS, CorpusDamaged, CorpusDir, claim_corpus_dir, corpus_dir, remember_default
+from mhindex.files import atomic_directory, file_digest, human_size, refuse_unless_room, room
+from mhindex.home import (
+    CHECKS,
+    OFFSETS,
+    CorpusDamaged,
+    CorpusDir,
+    claim_corpus_dir,
+    corpus_dir,
+    line_check,
+    remember_default,
+)
 from mhindex.locks import changing
 from mhindex.options import declared, flag_among, option, settings_from
 from mhindex.ui import reporter
@@ -397,14 +406,18 @@ def _build(job: _Job, *, seed: int, force: bool, skip_bad: bool, workers: int | 
     recorded = (seed, job.recorded_options, job.recorded_sources)
     if not force and is_up_to_date(target, dataset.name, described, digests, *recorded):
         return BuildResult(target, target.manifest(), rebuilt=False)
+    budget: float | None = None
     if preflight:
         need = conversion_footprint(expected_corpus_bytes(job.paths))
         refuse_unless_room(f"convert {dataset.name} into '{target.name}'", *need, job.home)
+        # the bytes the corpus may take as it is made: a compressed input that expands past the estimate (81 KB of
+        # gzip made 40 MB) is stopped when it passes the room there is, not when the disk is full
+        budget = room()[1](job.home) / DISK_PER_CORPUS_BYTE
     log = reporter()
     guard = RecordGuard(skip_bad=skip_bad, on_skip=lambda where: log.warning(f"skipped bad record: {where}"))
     started = time.perf_counter()
     with atomic_directory(target.root, job.home) as staging, digests:
-        lines, paragraphs_read, questions = _convert(job, staging, described, digests, guard, workers)
+        lines, paragraphs_read, questions = _convert(job, staging, described, digests, guard, workers, budget)
         corpus_sha = _write_shuffled(lines, staging / "corpus.jsonl", seed)
         untitled = _untitled(staging / "corpus.jsonl") if dataset.own_corpus else 0
         for done in lines.files:
@@ -439,7 +452,13 @@ def _build(job: _Job, *, seed: int, force: bool, skip_bad: bool, workers: int | 
 
 
 def _convert(
-    job: _Job, staging: Path, described: list[dict], digests: _Digests, guard: RecordGuard, workers: int | None
+    job: _Job,
+    staging: Path,
+    described: list[dict],
+    digests: _Digests,
+    guard: RecordGuard,
+    workers: int | None,
+    budget: float | None = None,
 ) -> tuple[KeptLines, int, _Questions]:
     """Every source's paragraphs staged (each kept once) and the questions written to `staging`: on every core
     where the release is one JSON-lines dataset large enough, else in this process."""
@@ -461,7 +480,7 @@ def _convert(
                 staged = staging / "paragraphs.staging"
                 digests.start()
                 items = _items(job.sources, job.per_source, guard, bar.advance)
-                offsets, paragraphs_read = _stage(items, staged, questions)
+                offsets, paragraphs_read = _stage(items, staged, questions, budget)
                 lines = KeptLines([staged], memoryview(offsets)[:-1], memoryview(offsets)[1:])
     if len(lines.ends) == 0:
         raise BadInput(f"no paragraphs found in {', '.join(map(str, job.paths))}: are these {dataset.name} files?")
@@ -528,9 +547,11 @@ def _question_line(record: dict, fixed: list[str] | None) -> bytes:
     return orjson.dumps(record if fixed is None else {**record, "gold_ids": fixed}) + b"\n"
 
 
-def _stage(items, staged: Path, questions: _Questions) -> tuple[array, int]:
+def _stage(items, staged: Path, questions: _Questions, budget: float | None = None) -> tuple[array, int]:
     """The one-process loop: each paragraph id's first line into `staged`, each question to
-    `questions` once the paragraphs before it are in; returns the staged offsets and the paragraphs read."""
+    `questions` once the paragraphs before it are in; returns the staged offsets and the paragraphs read. Past
+    `budget` bytes staged (the room the preflight saw), refused in one line: the inputs expand past it."""
+    most = float("inf") if budget is None else budget
     seen: set[int] = set()
     offsets = array("q", [0])
     # The loop runs once per paragraph read (millions): locals instead of attribute lookups.
@@ -548,6 +569,12 @@ def _stage(items, staged: Path, questions: _Questions) -> tuple[array, int]:
                 write(line)
                 position += len(line)
                 offsets_append(position)
+                if position > most:
+                    raise BadInput(
+                        f"the inputs expand to more than the {human_size(most)} of corpus there is room for (a "
+                        "compressed file far larger than its size?): nothing was kept; free room, or pass "
+                        "--no-preflight to go on"
+                    )
             elif isinstance(item, Question):
                 questions.add(
                     item.id, item.gold_ids, item.unmapped, functools.partial(_question_line, item.record()), seen
@@ -617,6 +644,7 @@ def _write_shuffled(lines: KeptLines, out: Path, seed: int) -> str:
     random.Random(seed).shuffle(order)
     digest = hashlib.sha256()
     positions = array("q", [0])
+    checks = array("Q")  # each line's own 8-byte blake2b: a line changed in place is caught where it is read
     starts, ends, part = lines.starts, lines.ends, lines.part
     with contextlib.ExitStack() as stack, open(out, "wb") as sink:
         files = [stack.enter_context(open(path, "rb")).fileno() for path in lines.files]
@@ -631,8 +659,11 @@ def _write_shuffled(lines: KeptLines, out: Path, seed: int) -> str:
             ends_in_out = accumulate(map(len, block), initial=positions[-1])
             next(ends_in_out)
             positions.extend(ends_in_out)
+            checks.extend(line_check(line) for line in block)
             digest.update(joined)
             sink.write(joined)
     with open(out.with_name(OFFSETS), "wb") as handle:
         positions.tofile(handle)
+    with open(out.with_name(CHECKS), "wb") as handle:
+        checks.tofile(handle)
     return digest.hexdigest()

@@ -244,6 +244,10 @@ def convert_dpr(inputs: list[Path], guard: RecordGuard, on_bytes: Callable[[int]
 # -- beir --------------------------------------------------------------------------------------------
 
 
+#: the largest relevance grade kept (trec_eval reads grades as C ints; orjson writes 64-bit whole numbers)
+GRADE_LIMIT = 2**31 - 1
+
+
 def qrel(fields: list[str], split: str, into: dict[str, dict]) -> list:
     """One judgement into `into`; it yields nothing of its own."""
     if len(fields) != 3:
@@ -254,6 +258,8 @@ def qrel(fields: list[str], split: str, into: dict[str, dict]) -> list:
         raise FieldError(f"field 'score' should be a number, got {fields[2]!r}") from None
     if not score.is_integer():
         raise FieldError(f"field 'score' should be a whole relevance grade (0, 1, 2, ...), got {fields[2]!r}")
+    if abs(score) > GRADE_LIMIT:  # JSON's and trec_eval's whole numbers: a grade past them cannot be written or scored
+        raise FieldError(f"field 'score' should be a relevance grade of at most {GRADE_LIMIT:,}, got {fields[2]!r}")
     judged = into.setdefault(fields[0], {"split": split, "gold": [], "relevance": {}})
     if judged["split"] != split:  # one question has one split: its grades would mix two splits' judgements
         raise FieldError(

@@ -26,20 +26,30 @@ def _served(address: str) -> dict[str, Any]:
 
     import httpx
 
-    from mhindex.http import client
+    from mhindex.http import client, peer_json
 
     key = os.environ.get("MHINDEX_API_KEY")
     try:
         with client(timeout=10.0, retries=1, headers={"Authorization": f"Bearer {key}"} if key else None) as http:
-            reply = http.get(address.rstrip("/") + "/info")
-            reply.raise_for_status()
-            found = reply.json()
+            found = peer_json(http, address.rstrip("/") + "/info", seconds=30.0, limit=1 << 20, depth=16)
     except (httpx.HTTPError, ValueError) as error:
         said = redact(f"{address}: no /info of a served index there ({type(error).__name__}: {error})", [key or ""])
         raise UsageError(said) from None
     if not isinstance(found, dict):
         raise UsageError(f"{address}/info: not a JSON object")
-    return {"server": True, **found}
+    return {"server": True, **_shaped(found, address)}
+
+
+def _shaped(info: dict[str, Any], address: str) -> dict[str, Any]:
+    """A served index's /info as far as `diff` reads it: each part a JSON object where there is one, its fingerprint
+    an object of objects; anything else is one line naming the field, not a traceback further on."""
+    for field in ("index", "fingerprint"):
+        if field in info and not isinstance(info[field], dict):
+            raise UsageError(f"{address}/info: field {field!r} is not a JSON object")
+    for part, value in (info.get("fingerprint") or {}).items():
+        if value is not None and not isinstance(value, dict):
+            raise UsageError(f"{address}/info: fingerprint.{part} is not a JSON object")
+    return info
 
 
 def environment_of(source: str | Path) -> dict[str, Any]:

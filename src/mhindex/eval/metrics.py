@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mhindex.errors import UsageError, one_line
 from mhindex.eval.hops import diagnose, hop_summary
 from mhindex.eval.ranking import RANKING_METRICS, ranking_scores, scores_retrieval
 from mhindex.text import normalize_answer
@@ -136,6 +137,20 @@ def best(metric, prediction: str, answers: Sequence[str], dataset: str | None = 
     return max((metric(prediction, gold) for gold in answers), default=0.0)
 
 
+def _scored(metric: AnswerMetric, answer: str, answers: Sequence[str], dataset: str | None) -> float:
+    """A metric's score, checked at its door: a plug-in's metric that raises, or gives other than a number from 0 to 1
+    (None, NaN, a string), is one line naming it, not a traceback after the predictions are written."""
+    try:
+        value = best(metric.score, answer, answers, dataset)
+    except Exception as error:  # noqa: BLE001 - whatever a plug-in raises is said as its failure
+        raise UsageError(f"the metric {metric.key!r} failed on the answer {answer!r}: {one_line(error)}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise UsageError(
+            f"the metric {metric.key!r} scored the answer {answer!r} as {value!r}, not a number from 0 to 1"
+        )
+    return float(value)
+
+
 @dataclass(frozen=True)
 class AnswerMetric:
     """One answer metric: its key in metrics.json, its column, what it scores and whose it is."""
@@ -208,7 +223,7 @@ METRICS = _plugin_metrics()
 def answer_metrics() -> tuple[AnswerMetric, ...]:
     """The answer metrics of every table: the built-ins, then those of installed plug-ins (a broken one is
     warned about and left out)."""
-    return tuple(METRICS.available().values())
+    return tuple(METRICS.available(every=True).values())  # a metric's column is in every table: all are used
 
 
 # Scored as one paper's code scores them. A method declares the ones its paper reports
@@ -279,7 +294,7 @@ def score_one(prediction: dict, question: dict, budget: int | None = None, verdi
     if (hops := diagnose(prediction, question, budget)) is not None:  # every hop's paragraph kept, for paired rows
         paper["hops_all"] = float(all(hop["kept"] for hop in hops))
     return {
-        **{m.key: best(m.score, answer, answers, dataset) for m in answer_metrics()},
+        **{m.key: _scored(m, answer, answers, dataset) for m in answer_metrics()},
         **paper,
         "recall": retrieval_recall(retrieved, question.get("gold_ids") or []),
         "retrieved": len(retrieved),

@@ -14,6 +14,7 @@ a grade above 0 as relevant.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,8 @@ def run_predictions(path: Path) -> list[dict[str, Any]] | None:
                 score = float(parts[4])
             except ValueError:
                 raise BadInput(f"{path} line {number}: field 'score' should be a number, got {parts[4]!r}") from None
+            if not math.isfinite(score):  # trec_eval and ir_measures order nan otherwise than here: no run holds one
+                raise BadInput(f"{path} line {number}: field 'score' should be a finite number, got {parts[4]!r}")
             ranked.setdefault(parts[0], []).append((score, parts[2]))
     return [
         {"id": qid, "answer": "", "retrieved": [{"id": doc} for _, doc in sorted(docs, reverse=True)]}

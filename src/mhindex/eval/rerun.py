@@ -97,17 +97,19 @@ def plans_of(folder: Path, home: Path, out: Path) -> tuple[list[EvalPlan], dict[
 
 def _plan(corpus: Any, run: dict[str, Any], metrics: dict[str, Any], out: Path, folder: Path) -> EvalPlan:
     """One evaluation of the folder (`metrics`: its metrics.json, or what an earlier one kept of it) as a plan."""
-    from mhindex.methods import method_class
+    from mhindex.methods import method_class, settings_recorded
 
     settings, variants = {}, []
     reported = set(metrics.get("methods") or ())  # a tuned run's table: the variants chosen, not the swept others
-    for name, recorded in (run.get("settings") or {}).items():
+    recorded_settings = run.get("settings") or {}
+    if not isinstance(recorded_settings, dict):
+        raise UsageError(f"{folder / 'run.json'}: settings is not a JSON object of each method's settings")
+    for name, recorded in recorded_settings.items():
         if reported and name not in reported:
             continue
         method = base_method(name)
-        settings_type: Any = method_class(method).Settings  # a dataclass (methods.settings.MethodSettings)
-        fields = {f.name for f in dataclasses.fields(settings_type)}
-        settings[name] = settings_type(**{k: v for k, v in recorded.items() if k in fields})
+        # checked as the command line's would be: a record names what is read and where it is sent
+        settings[name] = settings_recorded(method, recorded, str(folder / "run.json"), corpus.root.parent)
         variants.append(Variant(name, method, {}))
     if not variants:
         raise UsageError(f"{folder / 'run.json'} records no method")
@@ -155,6 +157,26 @@ def _without_timings(value: Any) -> Any:
     return value
 
 
+#: what a rerun's folder records of the folder it makes again, so that a stopped rerun is resumed by the same command
+RERUN_OF = ".rerun-of"
+
+
+def _rerun_of(out: Path, folder: Path) -> bool:
+    """Whether `out` is a rerun of `folder` (its mark names it), which the same command resumes."""
+    mark = out / RERUN_OF
+    return mark.is_file() and mark.read_text(encoding="utf-8").strip() == str(folder.resolve())
+
+
+def _unfinished(folder: Path) -> Path | None:
+    """The latest rerun of `folder` beside it that a Ctrl-C stopped (its mark there, its table not written yet)."""
+    stopped = [
+        p
+        for p in folder.parent.glob(f"{folder.name}.rerun-*")
+        if _rerun_of(p, folder) and not (p / "metrics.json").is_file()
+    ]
+    return max(stopped, default=None)
+
+
 def rerun(
     folder: Path, home: Path, open_session: Callable[[EvalPlan, dict[str, Any]], OpenedSession], out: Path | None = None
 ) -> Rerun:
@@ -164,12 +186,18 @@ def rerun(
     folder = folder.expanduser()
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder")
-    out = out or folder.with_name(f"{folder.name}.rerun-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
-    if out.exists() and any(out.iterdir()):
+    out = (
+        out
+        or _unfinished(folder)
+        or folder.with_name(f"{folder.name}.rerun-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")
+    )
+    if out.exists() and any(out.iterdir()) and not _rerun_of(out, folder):
         raise UsageError(f"{out} is not empty: give --out a new folder")
     plans, run = plans_of(folder, home, out)
     every = list(dict.fromkeys(method for plan in plans for method in plan.methods))
     session = open_session(dataclasses.replace(plans[-1], methods=every), run)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RERUN_OF).write_text(str(folder.resolve()) + "\n", encoding="utf-8")  # a Ctrl-C: the same command resumes
     differences, compared = {}, {}
     try:
         for plan in plans:  # a wrong index is refused before any evaluation is made again

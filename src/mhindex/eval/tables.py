@@ -73,7 +73,7 @@ def plan_table(name: str, dataset: str | None) -> TablePlan:
 
     table = paper_table(name)
     claimed: dict[str, list[TableRow]] = {}
-    for method, cls in METHODS.available().items():
+    for method, cls in METHODS.available(every=True).items():
         for title, declared in declared_rows(cls).items():
             if table_key(title) != table_key(table.name):
                 continue
@@ -124,7 +124,7 @@ def _claims(table: PaperTable) -> list[TableRow]:
 
     return [
         TableRow(label, method, {key: _shown(value) for key, value in settings.items()}, table.row(label) is None)
-        for method, cls in METHODS.available().items()
+        for method, cls in METHODS.available(every=True).items()
         for title, declared in declared_rows(cls).items()
         if table_key(title) == table_key(table.name)
         for label, settings in declared.items()

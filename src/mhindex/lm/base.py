@@ -10,6 +10,7 @@ confidence for readers that have no other).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -67,6 +68,37 @@ class Completion:
         if not self.token_logprobs:
             return None
         return sum(lp for _, lp in self.token_logprobs) / len(self.token_logprobs)
+
+
+def checked(made: object, model: str, logprobs: bool = False) -> Completion:
+    """A model's completion as the methods read it, checked at their door (a plug-in's model, a server's reply):
+    text a string, token counts whole numbers of 0 or more, seconds finite, and where log-probabilities were asked
+    for, a list of (token, log-probability) with each a finite number of at most 0, one at least for a text. One
+    LMError naming the model and the field otherwise, not a traceback further on or a silently empty judgement."""
+    if not isinstance(made, Completion):
+        raise LMError(f"the model {model} returned a {type(made).__name__}, not a Completion")
+    if not isinstance(made.text, str):
+        raise LMError(f"the model {model} returned a completion whose text is {made.text!r}, not a string")
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = getattr(made, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise LMError(f"the model {model} returned {name} = {value!r}, not a whole number of tokens")
+    if isinstance(made.seconds, bool) or not isinstance(made.seconds, int | float) or not math.isfinite(made.seconds):
+        raise LMError(f"the model {model} returned seconds = {made.seconds!r}, not a finite number")
+    if logprobs and made.token_logprobs is not None:
+        for pair in made.token_logprobs:
+            token, value = pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
+            if (
+                not isinstance(token, str)
+                or isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (math.isfinite(value) and value <= 1e-6)
+            ):
+                raise LMError(f"the model {model} returned a token log-probability {pair!r}: not a token and a "
+                              "finite log-probability of at most 0")  # fmt: skip
+        if made.text.strip() and not made.token_logprobs:
+            raise LMError(f"the model {model} returned no token log-probabilities for its text, though asked")
+    return made
 
 
 #: a conversation: {"role": "system"|"user"|"assistant", "content": str} turns; a string is one user turn

@@ -16,6 +16,7 @@ with the key and any credentials in the URL blanked.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 import time
@@ -168,9 +169,10 @@ class RemoteModel(LanguageModel):
         usage: Any = None
         timings: Any = {}
         finish = "stop_when"
+        most, written = int(body.get("max_tokens") or 0), 0  # a stream past max_tokens is read no further
 
         def call(extensions: dict[str, Any]) -> None:
-            nonlocal usage, timings, finish
+            nonlocal usage, timings, finish, written
             with self._errors(url), self._slots:
                 with connect_sse(
                     self._client,
@@ -206,9 +208,13 @@ class RemoteModel(LanguageModel):
                                     f"than OpenAI's: {http.brief(str(choice), secrets=self._secrets)}"
                                 )
                             pieces.append(piece)
-                            content.extend({"token": t, "logprob": lp} for t, lp in _logprobs(choice))
+                            written += len(piece)
+                            content.extend({"token": t, "logprob": lp} for t, lp in _logprobs(choice, redact(url)))
                             finish = choice.get("finish_reason") or finish
                         if stop_when("".join(pieces)):
+                            break
+                        if most and (written > most * CHARS_PER_TOKEN or len(pieces) > 2 * most):
+                            finish = "capped"  # as a whole reply past max_tokens is cut (_completion)
                             break
 
         self._within_deadline(call, url)
@@ -269,7 +275,7 @@ class RemoteModel(LanguageModel):
             if capped
             else (choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None),  # fmt: skip
             prompt_seconds=_seconds(timings, "prompt_ms"),
-            token_logprobs=tokens_within(_logprobs(choice), text) if "logprobs" in body else None,
+            token_logprobs=tokens_within(_logprobs(choice, where), text) if "logprobs" in body else None,
             # a llama.cpp server's own split of its time (outside it: the network, the queue, the server's HTTP)
             generation_seconds=_seconds(timings, "predicted_ms"),
             prompt_tokens_reused=timings.get("cache_n") if isinstance(timings.get("cache_n"), int) else None,
@@ -357,6 +363,9 @@ class RemoteModel(LanguageModel):
         allows, where the server reused other than planned (another client used the slot)."""
         tokens = self._tokens(path, body)
         number = slots.acquire(tokens)
+        if number not in slots.learnt:
+            slots.learnt.add(number)
+            slots.states[number] = self._held(number)
         try:
             for _ in range(2):
                 start = plan(tokens, slots.states[number])
@@ -375,6 +384,25 @@ class RemoteModel(LanguageModel):
                           f"another client is using its slot {number}")  # fmt: skip
         finally:
             slots.release(number)
+
+    def _held(self, number: int) -> SlotState:
+        """What a llama.cpp server's slot holds as this process first uses it (its GET /slots: the last prompt it
+        read), so that a new process reuses what an earlier one left there. All but that prompt's last token are
+        taken as read in batches of two or more (its last may have been read alone, by another client's call);
+        unknown (nothing reusable) where the server does not say."""
+        try:
+            found = self._client.get(self._root + "/slots", timeout=10).json()
+            slot = next(s for s in found if isinstance(s, dict) and s.get("id") == number)
+            prompt = slot.get("prompt")
+            if not isinstance(prompt, str) or not prompt:
+                return SlotState(trailing=True)
+            answer = self._client.post(self._root + "/tokenize", json={"content": prompt, "add_special": False}).json()
+            tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        except Exception:  # noqa: BLE001 - a probe: any failure means "unknown"
+            return SlotState(trailing=True)
+        if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+            return SlotState(trailing=True)
+        return SlotState(tokens[:-1], trailing=True)
 
     @property
     def _root(self) -> str:
@@ -447,6 +475,7 @@ class _LlamaSlots:
     def __init__(self, usable: int, total: int, build: str) -> None:
         self.total, self.build = total, build
         self.states = [SlotState(trailing=True) for _ in range(usable)]  # unknown: another process may have used it
+        self.learnt: set[int] = set()  # the slots whose state was asked of the server (RemoteModel._held)
         self._free = list(range(usable))
         self._changed = threading.Condition()
 
@@ -491,22 +520,32 @@ def _count(usage: dict[str, Any], key: str, where: str) -> int:
     return int(value)
 
 
-def _logprobs(choice: dict[str, Any]) -> list[tuple[str, float]]:
+def _logprobs(choice: dict[str, Any], where: str = "") -> list[tuple[str, float]]:
     """Token log-probabilities in either layout: chat's (and llama.cpp's) `content` list, or the
-    legacy completions' parallel `tokens`/`token_logprobs` lists (OpenAI, vLLM)."""
+    legacy completions' parallel `tokens`/`token_logprobs` lists (OpenAI, vLLM). A value of another kind (a string,
+    1e308, NaN) is the server's mistake, said in one line (LMError), never dropped: a method that judges them (FLARE)
+    would otherwise judge an empty list."""
     found = choice.get("logprobs") or {}
     if not isinstance(found, dict):
         return []
     if isinstance(found.get("content"), list):
-        return [
-            (t["token"], float(t["logprob"]))
-            for t in found["content"]
-            if isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), int | float)
-        ]
-    tokens, values = found.get("tokens") or [], found.get("token_logprobs") or []
-    if not isinstance(tokens, list) or not isinstance(values, list):
-        return []
-    return [(t, float(v)) for t, v in zip(tokens, values) if isinstance(t, str) and isinstance(v, int | float)]
+        pairs = [(t.get("token"), t.get("logprob")) if isinstance(t, dict) else (None, t) for t in found["content"]]
+    else:
+        tokens, values = found.get("tokens") or [], found.get("token_logprobs") or []
+        pairs = list(zip(tokens, values)) if isinstance(tokens, list) and isinstance(values, list) else []
+    read: list[tuple[str, float]] = []
+    for token, value in pairs:
+        if (
+            not isinstance(token, str)
+            or isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and value <= 1e-6)
+        ):
+            raise LMError(f"the LM server at {where} answered a token log-probability "
+                          f"{http.brief(repr((token, value)), 80)}: not a token and a finite log-probability of at "
+                          "most 0")  # fmt: skip
+        read.append((token, float(value)))
+    return read
 
 
 def _model_at(rest: str) -> tuple[str, str, str]:

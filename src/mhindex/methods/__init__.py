@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mhindex.errors import UsageError
 from mhindex.methods.base import Answer, Method, MethodContext, Query, TraceStep
-from mhindex.options import declared, flag_among, settings_from
+from mhindex.options import check_choices, check_value, declared, flag_among, flag_of, settings_from
 from mhindex.registry import Owners, Registry, missing_members
 
 __all__ = [
@@ -116,7 +116,7 @@ def method_rows() -> list[dict[str, Any]]:
                 for label, settings in rows.items()
             ],
         }
-        for name, cls in METHODS.available().items()
+        for name, cls in METHODS.available(every=True).items()
     ]
 
 
@@ -149,6 +149,48 @@ def settings_for(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def settings_recorded(name: str, recorded: Any, where: str, home: Path | None = None) -> Any:
+    """A method's settings as a record (run.json) holds them, checked as the command line's are: its type and
+    bounds, its choices, no setting the method does not know (what `recorded()` and `recorded_models()` add besides
+    are known), and a file or folder a setting names inside the data root `home` (a record names what is read and
+    where it is sent: a tampered one must not read a file of the user's and send it to a server). One line naming
+    the record, the method and the setting otherwise."""
+    import dataclasses
+
+    cls = method_class(name)
+    if not isinstance(recorded, dict):
+        raise UsageError(f"{where}: the settings of {name} are not a JSON object")
+    fields, options = {f.name for f in dataclasses.fields(cast(Any, cls.Settings))}, declared(cls.Settings)
+    known = fields | set(cls.Settings().recorded(None)) | set(cls.recorded_keys)
+    unknown = sorted(set(recorded) - known)
+    if unknown:
+        raise UsageError(f"{where}: {name} records settings this mhindex does not know: {', '.join(unknown)}")
+    for key, value in recorded.items():
+        if key in options:
+            try:
+                check_value(key, options[key][1], options[key][2], value)
+            except UsageError as error:
+                raise UsageError(f"{where}: {name}: {error}") from None
+            if options[key][1].reads and isinstance(value, str) and home is not None:
+                _inside_the_root(Path(value).expanduser(), home, f"{where}: {name}'s {flag_of(key, options[key][1])}")
+    settings = cls.Settings(**{k: v for k, v in recorded.items() if k in fields})
+    try:
+        check_choices(settings)
+    except UsageError as error:
+        raise UsageError(f"{where}: {name}: {error}") from None
+    return settings
+
+
+def _inside_the_root(path: Path, home: Path, said: str) -> None:
+    try:
+        path.resolve().relative_to(home.resolve())
+    except ValueError:
+        raise UsageError(
+            f"{said} names {path}, outside the data root {home}: a record is not read from there (give the option "
+            "yourself: mhindex eval ... with it)"
+        ) from None
+
+
 def trace_of(record: dict[str, Any], name: str = "") -> list[TraceStep]:
     """A record's trace as its method draws it (`Method.trace_steps`: `ask`'s tree and the report's page);
     a record of a method no longer installed shows its steps, as every method records them."""
@@ -158,9 +200,10 @@ def trace_of(record: dict[str, Any], name: str = "") -> list[TraceStep]:
         return Method.trace_steps(record)
 
 
-def resumable_work(home: Path) -> list[Path]:
-    """What every method keeps under the data root so that an interrupted run resumes (`Method.resumable`)."""
-    return [path for method in METHODS.available().values() for path in method.resumable(home)]
+def resumable_work(home: Path, every: bool = False) -> list[Path]:
+    """What the methods keep under the data root so that an interrupted run resumes (`Method.resumable`): every
+    method's for `gc` (`every`), which must not remove a plug-in's; the built-ins' and those named, elsewhere."""
+    return [path for method in METHODS.available(every).values() for path in method.resumable(home)]
 
 
 def make_method(name: str, retriever: Any, lm: Any, settings: Any, context: MethodContext | None = None) -> Method:

@@ -42,7 +42,10 @@ def routers_root(home: Path) -> Path:
 class AdaptiveSettings(IRCoTSettings):
     oner_k: int = option(15, "Adaptive: paragraphs for a question routed to one retrieval (OneR's K).", min=1)
     router: str | None = option(
-        None, "Adaptive: a trained router's folder \\[default: the one trained for the corpus].", metavar="DIR"
+        None,
+        "Adaptive: a trained router's folder \\[default: the one trained for the corpus].",
+        metavar="DIR",
+        reads="folder",
     )
 
 
@@ -105,6 +108,8 @@ class Adaptive(Method):
             "B": OneRetrieval(retriever, lm, _settings_for(OneRSettings, settings, k=settings.oner_k), context),
             "C": IRCoT(retriever, lm, _settings_for(IRCoTSettings, settings), context),
         }
+
+    recorded_keys = ("router", "router_sha256")
 
     def recorded_models(self) -> dict[str, Any]:
         return {"router": str(self.router.folder), "router_sha256": self.router.sha256}

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from mhindex import ui
 from mhindex.backends.base import Retriever
 from mhindex.errors import UsageError
-from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen
+from mhindex.lm.base import Completion, LanguageModel, Messages, StopWhen, checked
 from mhindex.methods.settings import MethodSettings, ReaderSettings
 from mhindex.requirements import Requirement
 
@@ -168,6 +168,7 @@ class Meter:
                 stop_when=stop_when,
                 keep=keep,
             ),
+            logprobs,
         )
 
     def sample(
@@ -206,13 +207,15 @@ class Meter:
         return self._count(
             label,
             self.lm.chat(messages, max_tokens=max_tokens, stop=stop, temperature=0.0, logprobs=logprobs, keep=keep),
+            logprobs,
         )
 
     def _announce(self, label: str) -> None:
         ui.check_stop()
         ui.note(f"{label} (LM call {self.calls + 1}, {self.prompt_tokens + self.completion_tokens:,} tokens so far)")
 
-    def _count(self, label: str, completion: Completion) -> Completion:
+    def _count(self, label: str, completion: Completion, logprobs: bool = False) -> Completion:
+        completion = checked(completion, self.lm.name, logprobs)  # a plug-in's model, a server's reply: at the door
         with self._lock:
             self.entries.append((time.perf_counter(), call_entry(label, completion)))
             self.calls += 1
@@ -393,6 +396,9 @@ class Method(ABC):
 
     @abstractmethod
     def answer(self, query: Query) -> Answer: ...
+
+    #: the keys `recorded_models` adds to run.json's settings of the method (a record holding them is known)
+    recorded_keys: tuple[str, ...] = ()
 
     def recorded_models(self) -> dict[str, Any]:
         """What run.json records of the models the method loaded beyond its settings (trained

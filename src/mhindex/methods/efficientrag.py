@@ -96,9 +96,10 @@ class EfficientRAGSettings(ReaderSettings):
         None,
         "Folder of a trained Labeler & Tagger \\[default: from 'mhindex train efficientrag': the corpus's own, "
         "else the latest].",
+        reads="folder",
     )
     query_filter: str | None = option(
-        None, "Folder of a trained Filter \\[default: beside the Labeler].", flag="--filter"
+        None, "Folder of a trained Filter \\[default: beside the Labeler].", flag="--filter", reads="folder"
     )
     device: str = option(
         "auto", "Where EfficientRAG's models run: auto (CUDA when available), cpu or cuda.", choices=DEVICES
@@ -193,6 +194,8 @@ class EfficientRAG(Method):
             "json": parsed is not None and "answer" in parsed,
         }
         return answer, reply, facts
+
+    recorded_keys = ("models",)
 
     def recorded_models(self) -> dict[str, Any]:
         return {"models": self.models}

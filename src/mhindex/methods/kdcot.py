@@ -102,6 +102,7 @@ class KDCoTSettings:
         None,
         "KD-CoT demonstration collection: a JSON list of {question, gpt_out} (KD-CoT's CoT_collection files) "
         "\\[default: mhindex's, of the corpus's dataset: webqsp or cwq].",
+        reads="file",
     )
     demo_encoder: str | None = option(
         None,
@@ -111,6 +112,7 @@ class KDCoTSettings:
         None,
         "A file with KD-CoT's instruction, put before the demonstration \\[default: mhindex's wording of the "
         "paper's format].",
+        reads="file",
     )
     reader_lm: str | None = option(
         None, "KD-CoT's reader: an LM spec (as --lm) \\[default: the LM reads the passages]."

@@ -114,6 +114,7 @@ class SearChainSettings:
         None,
         "A file with SearChain's Chain-of-Query prompt, {question} where the question goes \\[default: "
         "mhindex's, in the paper's format].",
+        reads="file",
     )
     chain_tokens: int = option(300, "Most tokens for one Chain-of-Query (and for Tracing's final content).", min=16)
     max_paragraph_words: int = option(350, "Paragraphs are cut to this many words in prompts.", min=1)

@@ -14,8 +14,11 @@ sends the query, stripped, to the retriever for its top `-k` (3), and "\\n\\n<in
 `--obs-tokens` tokens (max_obs_length, 500); anything else writes the release's "My previous action is invalid."
 note. After `--max-turns` turns (4) one more turn is written without searching. The answer is `extract_solution`
 over the prompt and the whole turn: the last `<answer>...</answer>`, none where the only one is the prompt's own
-example (then the answer is empty, which the release scores 0). Its EM is mhindex's EM: `em_check` normalises
-as SQuAD does, the best over the gold answers.
+example (then the answer is empty, which the release scores 0). The release reads its own invalid-action note as
+well, which names "<answer> and </answer>": a turn with a note and no answer of the model's answers "and" (as the
+release's reward reads it). Where the answer so read is not the model's own (the note's, or the prompt's example
+where the model copied it), the record says whose (`answer_from`), and the trace shows it. Its EM is mhindex's EM:
+`em_check` normalises as SQuAD does, the best over the gold answers.
 
 Deviations, each forced or said: the turn is stopped once a closing tag is written (the release generates on to
 500 tokens, then cuts: greedy, the text kept is the same); a query that is empty brings no passages (the
@@ -98,6 +101,19 @@ def extract_solution(solution: str) -> str | None:
     return found[-1].group(1).strip() if len(found) > 1 else None
 
 
+def answer_from(turn: str, answer: str | None) -> str:
+    """Whose `<answer>` `extract_solution` read: the model's, or the release's own invalid-action note's (the last
+    match lies inside a note the loop wrote), or none."""
+    if answer is None:
+        return "nobody"
+    matches = list(_ANSWER.finditer(turn))
+    if not matches:
+        return "the prompt's example"
+    last = matches[-1].start()
+    notes = [m.start() for m in re.finditer(re.escape(INVALID), turn)]
+    return "the invalid-action note" if any(n <= last < n + len(INVALID) for n in notes) else "the model"
+
+
 def passages(hits: list[Hit]) -> str:
     """`_passages2string` over Search-R1's corpus format ('"Title"\\ntext': the title line keeps its quotes)."""
     return "".join(f'Doc {number}(Title: "{hit.title}") {hit.text}\n' for number, hit in enumerate(hits, 1))
@@ -165,7 +181,8 @@ class SearchR1(Method):
                 turn += INVALID
         answer = extract_solution(opening + turn)
         details = {"searchr1": {"opening": opening, "turn": turn, "responses": responses, "searches": len(steps),
-                                "invalid": invalid, "answered": answered, "extracted": answer is not None}}  # fmt: skip
+                                "invalid": invalid, "answered": answered, "extracted": answer is not None,
+                                "answer_from": answer_from(turn, answer)}}  # fmt: skip
         return Answer(
             query.id, query.question, answer or "", [{"id": h.id, "title": h.title} for h in found.values()], steps,
             meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), turn, self.name, details=details,
@@ -182,5 +199,7 @@ class SearchR1(Method):
                 rows.append(["note", f"{details['invalid']} turn(s) with neither <search> nor <answer>"])
             if not details.get("extracted"):
                 rows.append(["note", "no <answer> was written: the answer is empty"])
+            elif details.get("answer_from", "the model") != "the model":
+                rows.append(["note", f"the answer is read from {details['answer_from']}, as the release reads it"])
             steps.append(trace_step("The assistant's turn", rows))
         return steps

@@ -4,13 +4,14 @@ its method, `eval` one for all the methods it compares."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any, cast
 
 from mhindex.backends import DEFAULT_BACKEND, BackendSpec
 from mhindex.backends.base import Retriever
-from mhindex.errors import redact
+from mhindex.errors import UsageError, redact
 from mhindex.home import CorpusDir
 from mhindex.lm import LanguageModel, ModelOptions
 from mhindex.methods import Method, MethodContext, make_method, method_class
@@ -41,9 +42,18 @@ def session_of_record(
     corpus: CorpusDir, methods: list[str], run: dict[str, Any], home: Path | None, judge: str | None
 ) -> Session:
     """The session an evaluation's run.json recorded (its backend, model, threads and context), the call cache
-    off: what `rerun` answers with again."""
-    model = ModelOptions(lm=run.get("lm"), lm_threads=run.get("lm_threads"), lm_context=run.get("lm_context"),
-                         cache=False)  # fmt: skip
+    off: what `rerun` answers with again. Each recorded value is checked as `--lm`, `--lm-threads`, `--lm-context`
+    and `--backend` are, in one line naming the record's field."""
+    from mhindex.options import settings_from
+
+    given = {"lm": run.get("lm"), "lm_threads": run.get("lm_threads"), "lm_context": run.get("lm_context")}
+    try:
+        model = settings_from(ModelOptions, {k: v for k, v in given.items() if v is not None}, "run.json")
+    except UsageError as error:
+        raise UsageError(f"run.json: {error}") from None
+    model = dataclasses.replace(model, cache=False)
+    if not isinstance(run.get("backend"), str):
+        raise UsageError(f"run.json: backend must be a backend's name, not {run.get('backend')!r}")
     backend = BackendSpec.parse(str(run.get("backend")))
     return Session(corpus, methods=methods, backend=backend, model=model, home=home, judge=judge)
 

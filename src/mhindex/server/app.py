@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import errno
+import functools
 import secrets
 import socket
 import sys
@@ -68,13 +69,14 @@ def make_app(
     api_key: str | None = None,
     positions: Any = None,
     access_log: bool = True,
-    mcp: Callable[[anyio.CapacityLimiter], Any] | None = None,
+    mcp: Callable[[Callable[..., Any]], Any] | None = None,
     host: str = "127.0.0.1",
     batches: bool = False,
 ):
     """The ASGI application over an open retriever. `positions(id) -> int` gives ColBERT's pid;
     `info` says what is served (its "corpus" and "dataset" are the corpus names IRCoT may ask for). `mcp`, given
-    the searches' limiter, makes the MCP server (server/mcp.py) answered at /mcp, behind the same guard. With
+    the server's admission of a search (routes.admitted), makes the MCP server (server/mcp.py) answered at /mcp,
+    behind the same guard. With
     `batches` (the engine answers a batch in one pass), concurrent requests' queries are searched together."""
     from starlette.applications import Starlette
     from starlette.routing import Route
@@ -83,10 +85,11 @@ def make_app(
         raise ValueError("the API key is empty")
     searches = anyio.CapacityLimiter(limits.workers)
     routes, lifespan = [Route(e.path, e.handler, methods=list(e.methods)) for e in ENDPOINTS], None
+    state: dict[str, Any] = {}
     if mcp is not None:
         from mhindex.server.mcp import MCP_PATH
 
-        tools = mcp(searches)
+        tools = mcp(functools.partial(_admitted_in, state))
         routes += list(tools.streamable_http_app(streamable_http_path=MCP_PATH, host=host).routes)
 
         @asynccontextmanager
@@ -101,9 +104,29 @@ def make_app(
     app.state.positions = positions or (lambda _id: -1)
     app.state.corpus_names = [n for n in dict.fromkeys([info.get("corpus"), info.get("dataset")]) if n]
     app.state.searches = searches
-    app.state.backlog = Backlog(limits.workers, limits.max_wait_ms / 1000)
+    app.state.backlog = Backlog(limits.workers, limits.max_wait_ms / 1000, _warmed(retriever))
+    state["app"] = app
     app.state.gatherer = Gatherer(limits.gather_ms / 1000, limits.batch_chunk) if batches and limits.gather_ms else None
-    return Guard(app, api_key, limits, access_log)
+    return Guard(app, api_key, limits, access_log, loopback=host in LOOPBACK)
+
+
+async def _admitted_in(state: dict[str, Any], function: Callable[..., Any], *args: Any) -> Any:
+    """MCP's searches, admitted as HTTP's are (routes.admitted over the app's state)."""
+    from mhindex.server.routes import admitted
+
+    return await admitted(state["app"].state, function, *args)
+
+
+def _warmed(retriever: Any) -> float:
+    """The seconds one search takes, timed before the server answers anything: without it the backlog's estimate of
+    a query's time is 0 until the first search ends, and a fresh server would queue any burst whatever
+    --max-wait-ms says (and the first client would pay the engine's warm-up)."""
+    began = time.perf_counter()
+    try:
+        retriever.search("mhindex warm up", 1)
+    except Exception:  # noqa: BLE001 - a search that fails here fails for its client too, said to it there
+        return 0.0
+    return time.perf_counter() - began
 
 
 async def _no_route(request, error) -> Any:
@@ -113,14 +136,21 @@ async def _no_route(request, error) -> Any:
     return reply(error_body(protocol_of(path), f"{what} {path}; this server answers {known}"), status)
 
 
-class Guard:
-    """The API key, the body's size and time limits, and one JSON access-log line a request."""
+#: the addresses a server is on this machine alone at
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
-    def __init__(self, app: Any, api_key: str | None, limits: Limits, access_log: bool) -> None:
+
+class Guard:
+    """The API key, the body's size and time limits, and one JSON access-log line a request. A server on a loopback
+    address without a key answers only requests addressed to it: a Host or Origin of another site is refused (a web
+    page's DNS rebinding would otherwise reach it through the browser; MCP's guidance asks servers to check them)."""
+
+    def __init__(self, app: Any, api_key: str | None, limits: Limits, access_log: bool, loopback: bool = False) -> None:
         self.app = app
         self.api_key = api_key
         self.limits = limits
         self.access_log = access_log
+        self.loopback = loopback
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -171,10 +201,33 @@ class Guard:
                 401,
             )
         headers = dict(scope.get("headers") or [])
+        if self.api_key is None and self.loopback and (foreign := _foreign(headers)) is not None:
+            return Refused(f"this server answers requests to itself only, not {foreign} (give it an --api-key to "
+                           "be reached otherwise)", 403)  # fmt: skip
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.limits.max_body_bytes:
             return Refused(f"the request body is over {self.limits.max_body_bytes:,} bytes", 413)
         return None
+
+
+def _foreign(headers: dict[bytes, bytes]) -> str | None:
+    """The Host or Origin of another site than this machine, said ("Host evil.example"), or None."""
+    from urllib.parse import urlsplit
+
+    host = headers.get(b"host", b"").decode("latin-1").strip()
+    if host and _bare(host) not in LOOPBACK:
+        return f"Host {host}"
+    origin = headers.get(b"origin", b"").decode("latin-1").strip()
+    if origin and origin != "null" and (urlsplit(origin).hostname or "") not in LOOPBACK:
+        return f"Origin {origin}"
+    return None
+
+
+def _bare(host: str) -> str:
+    """A Host header's name without its port ("[::1]:8000" -> "::1")."""
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 def _take_keys(scope: dict) -> list[str]:

@@ -18,10 +18,10 @@ WEIGHT = 0.1
 
 
 class Backlog:
-    def __init__(self, workers: int, max_wait: float) -> None:
+    def __init__(self, workers: int, max_wait: float, per_query: float = 0.0) -> None:
         self.workers, self.max_wait = workers, max_wait
         self.waiting = 0  # queries queued for a worker
-        self.per_query = 0.0  # seconds a query has taken lately; 0 until a search has been timed
+        self.per_query = per_query  # seconds a query has taken lately (the server times one before it serves)
         self._lock = threading.Lock()
 
     def wait(self) -> float:

@@ -13,7 +13,8 @@ from typing import Any
 import anyio
 
 from mhindex.backends.base import Retriever
-from mhindex.errors import UsageError
+from mhindex.errors import MhindexError, UsageError
+from mhindex.server.errors import Refused
 
 MCP_PATH = "/mcp"
 MCP_HELP = "MCP too: http (its tools at /mcp, the same API key) or stdio (MCP alone, on standard input and output)."
@@ -32,10 +33,12 @@ def mcp_server(
     info: dict[str, Any],
     position: Callable[[str], int],
     paragraph: Callable[[int], dict[str, Any]],
-    searches: anyio.CapacityLimiter | None = None,
+    searches: Callable[..., Any] | None = None,
 ) -> Any:
-    """An MCPServer whose tools search `retriever` (in worker threads, at most as many at once as `searches`
-    lets the HTTP endpoints run), fetch a paragraph by id (`position`, then `paragraph`), and say what is served."""
+    """An MCPServer whose tools search `retriever` (in worker threads, admitted as the HTTP endpoints' searches are:
+    `searches` is the server's admission, routes.admitted over its state, with its --workers, --max-waiting and
+    --max-wait-ms; over stdio, none), fetch a paragraph by id (`position`, then `paragraph`), and say what is
+    served. A refusal (the server busy, a bad title scope) is the client's one-line tool error."""
     import logging
 
     try:
@@ -55,7 +58,12 @@ def mcp_server(
     )
 
     async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(function, *args, limiter=searches)
+        try:
+            if searches is None:
+                return await anyio.to_thread.run_sync(function, *args)
+            return await searches(function, *args)
+        except (MhindexError, Refused) as error:  # the server busy (503 over HTTP), a scope refused: said, not traced
+            raise ToolError(str(error)) from None
 
     @server.tool()
     async def search(query: str, k: int = 10, titles: list[str] | None = None) -> list[dict[str, Any]]:

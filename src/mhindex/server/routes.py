@@ -63,6 +63,9 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
             except ClientDisconnect:
                 note(request, "the client disconnected before its request was read")
                 return Response(status_code=499)  # nobody reads it: the status is for the log
+            except HungUp:
+                note(request, "the client hung up during its search: the rest of its batch was not searched")
+                return Response(status_code=499)
             except Exception as error:  # noqa: BLE001 - a failing search is one error answer and one log line
                 reason = (
                     f"{type(error).__name__}: {error}" if isinstance(error, MhindexError) else one_line(error)
@@ -76,14 +79,25 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
     return decorate
 
 
+class HungUp(Exception):
+    """The client went away while its batch was being searched: the rest of it is not searched."""
+
+
 async def in_thread(
     request: Request, function: Callable[..., Any], *args: Any, queries: int = 1, admit: bool = True, **kwargs: Any
+) -> Any:
+    """A search of the request's, admitted by the server's one policy (`admitted`)."""
+    return await admitted(request.app.state, function, *args, queries=queries, admit=admit, **kwargs)
+
+
+async def admitted(
+    state: Any, function: Callable[..., Any], *args: Any, queries: int = 1, admit: bool = True, **kwargs: Any
 ) -> Any:
     """Run a search of `queries` in a worker thread, so that a slow one does not hold up the others; waiting its
     turn behind more than `max_waiting` others, or (a request's first search: `admit`) longer than `max_wait_ms`
     by the backlog's estimate, is refused at once (503, Retry-After), not queued without end. The limiter wakes its
-    waiters in the order they came."""
-    state = request.app.state
+    waiters in the order they came. The one admission of every search the server makes: HTTP's, every dialect's,
+    and MCP's tools'."""
     limiter, backlog = state.searches, state.backlog
     waiting = limiter.statistics().tasks_waiting
     if waiting >= state.limits.max_waiting:
@@ -112,7 +126,7 @@ async def search_many(request: Request, queries: list[str], k: int) -> list[Any]
 
     for start in range(0, len(queries), chunk):
         if start and await request.is_disconnected():
-            raise ClientDisconnect()
+            raise HungUp()
         part = queries[start : start + chunk]
         search = functools.partial(searched, admit=not start)  # a request is admitted (or not) at its first chunk
         results += await (state.gatherer.search(search, part, k) if state.gatherer else search(part, k))

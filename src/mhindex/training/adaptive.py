@@ -10,10 +10,12 @@ none, left out. The folder must hold all three methods' predictions (`mhindex ev
 question one of them has not answered (an evaluation stopped midway) is left out.
 
 The classifier is a softmax layer over the packaged MiniLM's question vectors, fitted by full-batch gradient
-descent (deterministic, seconds on CPU); a fifth of the questions (by their id's hash) is held out first and the
-held-out accuracy recorded, then the router is fitted on all of them. The vectors are kept in a work folder beside
-the router until it is written, so a stopped training resumes without encoding again; the router replaces the
-folder of that name only when whole.
+descent (deterministic, seconds on CPU) on four fifths of the questions (by their id's hash); the fifth held out
+is where its accuracy is measured, and its ids are recorded (`held_out_question_ids`), so that `eval --questions-of
+ROUTER_FOLDER` asks the router questions it did not learn from. The vectors are kept in a work folder beside the
+router until it is written, with the questions they are of, so a stopped training resumes without encoding again,
+and a work folder of other questions (another evaluation's, under the same name) is encoded anew, said so; the
+router replaces the folder of that name only when whole.
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ class RouterTrained:
 def labelled(home: Path, folder: Path) -> tuple[str, list[dict[str, Any]]]:
     """The evaluation's corpus, and its questions each with its route (`label`) and whether the dataset's bias
     gave it (`bias`)."""
-    run = json.loads((folder / "run.json").read_text()) if (folder / "run.json").is_file() else None
+    from mhindex.eval.rerun import read_record
+
+    run = read_record(folder / "run.json") if (folder / "run.json").is_file() else None  # damaged: one line
     if not isinstance(run, dict) or not isinstance(run.get("corpus"), str):
         raise UsageError(f"{folder}: not an evaluation's folder (no run.json naming its corpus)")
     missing = [name for _, name in ROUTED if not (folder / f"{name}.jsonl").is_file()]
@@ -105,32 +109,46 @@ def train(home: Path, folder: Path, name: str | None = None, restart: bool = Fal
 
     corpus, found = labelled(home, folder)
     target = inside(home, routers_root(home) / (name or corpus))
-    work = target.with_name(f".{target.name}.partial")
-    vectors_file = work / "vectors.npy"
-    if restart or not vectors_file.is_file():
-        encoder = make_encoder(PACKAGED_ENCODER, "onnx-int8", 128, threads, home / "models")
-        work.mkdir(parents=True, exist_ok=True)
-        np.save(vectors_file, np.asarray(encoder.encode_queries([q["question"] for q in found]), dtype=np.float64))
-    vectors = np.load(vectors_file)
-    if len(vectors) != len(found):  # another evaluation under the same name: encoded again
-        return train(home, folder, name, restart=True, threads=threads)
+    vectors = _vectors(home, target.with_name(f".{target.name}.partial"), found, restart, threads)
     labels = [ROUTES.index(q["label"]) for q in found]
     held = [_held_out(q["id"]) for q in found]
+    if all(held):  # too few questions to hold a fifth out: the router learns from them all, and says so
+        held = [False] * len(found)
+    kept = [i for i, h in enumerate(held) if not h]
+    weights, bias = fit(vectors[kept], [labels[i] for i in kept])
+    tested = [i for i, h in enumerate(held) if h]
     accuracy = None
-    if any(held) and not all(held):
-        kept = [i for i, h in enumerate(held) if not h]
-        weights, bias = fit(vectors[kept], [labels[i] for i in kept])
-        tested = [i for i, h in enumerate(held) if h]
+    if tested:
         guessed = (vectors[tested] @ weights + bias).argmax(axis=1)
         accuracy = float(np.mean([guess == labels[i] for guess, i in zip(guessed, tested, strict=True)]))
-    weights, bias = fit(vectors, labels)
     counts = Counter(q["label"] for q in found)
     result = RouterTrained(target, {route: counts.get(route, 0) for route in ROUTES},
                            sum(q["bias"] for q in found), accuracy, len(found))  # fmt: skip
     with atomic_directory(target, home) as staging:
         np.savez(staging / ROUTER_FILE, weights=weights, bias=bias)
         about = {**result.record(), "from": str(folder), "corpus": corpus, "encoder": PACKAGED_ENCODER,
-                 "question_ids": [q["id"] for q in found]}  # fmt: skip
+                 "question_ids": [found[i]["id"] for i in kept],
+                 "held_out_question_ids": [found[i]["id"] for i in tested]}  # fmt: skip
         (staging / TRAINED_FILE).write_text(json.dumps(about, indent=1) + "\n")
-    remove(work)
+    remove(target.with_name(f".{target.name}.partial"))
     return result
+
+
+def _vectors(home: Path, work: Path, found: list[dict[str, Any]], restart: bool, threads: int) -> Any:
+    """The questions' vectors: those a stopped training kept in `work` where they are of these very questions (their
+    ids and texts, by digest), else encoded now (and kept until the router is written)."""
+    import numpy as np
+
+    from mhindex.ui import reporter
+
+    digest = hashlib.sha256(json.dumps([[q["id"], q["question"]] for q in found]).encode()).hexdigest()
+    vectors_file, of = work / "vectors.npy", work / "questions.sha256"
+    if not restart and vectors_file.is_file():
+        if of.is_file() and of.read_text().strip() == digest:
+            return np.load(vectors_file)
+        reporter().warning(f"{work} holds the vectors of other questions (another evaluation's): encoding these")
+    encoder = make_encoder(PACKAGED_ENCODER, "onnx-int8", 128, threads, home / "models")
+    work.mkdir(parents=True, exist_ok=True)
+    np.save(vectors_file, np.asarray(encoder.encode_queries([q["question"] for q in found]), dtype=np.float64))
+    of.write_text(digest + "\n")
+    return np.load(vectors_file)
