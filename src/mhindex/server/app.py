@@ -30,7 +30,7 @@ import anyio
 import orjson
 
 from mhindex.errors import UsageError, redact
-from mhindex.server.backlog import Backlog
+from mhindex.server.backlog import Backlog, Shutdown
 from mhindex.server.batching import Gatherer
 from mhindex.server.errors import Refused, error_body
 from mhindex.server.limits import Limits
@@ -104,6 +104,8 @@ def make_app(
     app.state.positions = positions or (lambda _id: -1)
     app.state.corpus_names = [n for n in dict.fromkeys([info.get("corpus"), info.get("dataset")]) if n]
     app.state.searches = searches
+    app.state.threads = anyio.CapacityLimiter(limits.workers)  # the threads of the workers `searches` admits
+    app.state.stopping = Shutdown()
     app.state.backlog = Backlog(limits.workers, limits.max_wait_ms / 1000, _warmed(retriever))
     state["app"] = app
     app.state.gatherer = Gatherer(limits.gather_ms / 1000, limits.batch_chunk) if batches and limits.gather_ms else None
@@ -151,6 +153,7 @@ class Guard:
         self.limits = limits
         self.access_log = access_log
         self.loopback = loopback
+        self.stopping: Shutdown = app.state.stopping
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -304,13 +307,25 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+SHUTDOWN_GRACE_S = 10.0  # how long a stopping server lets the searches in flight run on
+
+
 def serve(app: Any, sock: socket.socket) -> None:
-    """Run until Ctrl-C or SIGTERM; uvicorn finishes the requests in flight before it stops."""
+    """Run until Ctrl-C or SIGTERM. A shutdown refuses the searches not yet begun (503: retry elsewhere) and
+    finishes those in flight, up to SHUTDOWN_GRACE_S; a request cut short past it is one log line, not a traceback
+    (routes.answers)."""
     import uvicorn
 
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+    stopping: Shutdown = app.stopping
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            stopping.begin()
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it shut down on once it is done: a stop, as uvicorn.run
         pass
     finally:

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import anyio
+
 T = TypeVar("T")
 
 #: the weight of the latest search in the running estimate of a query's seconds (an exponential average)
@@ -56,3 +58,21 @@ class Backlog:
             return result
 
         return run, leave
+
+
+class Shutdown:
+    """A stopping server, as its searches see it: once begun, no search begins, and those waiting for a worker are
+    woken to be refused at once (503) instead of waiting out the grace uvicorn gives the ones in flight. Begun in
+    the event loop (server.app.serve); read from worker threads too."""
+
+    def __init__(self) -> None:
+        self._begun = threading.Event()
+        self.waiting: set[anyio.CancelScope] = set()  # each search waiting for a worker
+
+    def begin(self) -> None:
+        self._begun.set()
+        for scope in list(self.waiting):
+            scope.cancel()
+
+    def is_set(self) -> bool:
+        return self._begun.is_set()

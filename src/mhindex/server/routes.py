@@ -8,6 +8,7 @@ handler's protocol's error shape (errors.py) and noted for the access log as one
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,7 +22,9 @@ from starlette.responses import Response
 
 from mhindex.backends.base import search_titles
 from mhindex.errors import MhindexError, one_line
+from mhindex.server.backlog import Shutdown
 from mhindex.server.errors import Refused, error_body
+from mhindex.server.limits import MAX_TITLES
 from mhindex.server.protocols import (
     DEFAULT_K,
     colbert_answer,
@@ -66,6 +69,14 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
             except HungUp:
                 note(request, "the client hung up during its search: the rest of its batch was not searched")
                 return Response(status_code=499)
+            except asyncio.CancelledError:
+                if not request.app.state.stopping.is_set():
+                    raise
+                # uvicorn cancels what is left when the shutdown's grace is over: one answer and one log line,
+                # not "Exception in ASGI application" and its traceback
+                message = "the server stopped before this search was done; retry on another"
+                note(request, message)
+                return reply(error_body(protocol, message), 503)
             except Exception as error:  # noqa: BLE001 - a failing search is one error answer and one log line
                 reason = (
                     f"{type(error).__name__}: {error}" if isinstance(error, MhindexError) else one_line(error)
@@ -77,6 +88,9 @@ def answers(protocol: str) -> Callable[[Handler], Handler]:
         return run
 
     return decorate
+
+
+STOPPING = "the server is stopping: this search was not begun; retry on another"
 
 
 class HungUp(Exception):
@@ -107,9 +121,29 @@ async def admitted(
                       f"--max-wait-ms {state.limits.max_wait_ms:g}); retry in a second", 503, 1)  # fmt: skip
     run, leave = backlog.queued(functools.partial(function, *args, **kwargs), queries)
     try:
-        return await anyio.to_thread.run_sync(run, limiter=limiter)
+        await _worker(state.stopping, limiter)
+        try:  # (the worker is taken: the threads' own limiter, as large, never makes it wait again)
+            return await anyio.to_thread.run_sync(run, limiter=state.threads)
+        finally:
+            limiter.release()
     finally:
         leave()  # a search given up before a worker took it no longer waits
+
+
+async def _worker(stopping: Shutdown, limiter: anyio.CapacityLimiter) -> None:
+    """Wait for a worker (in the order searches came), or be refused when a shutdown begins: the wait is the
+    server's limiter's own, taken here rather than by the thread pool, so that a shutdown can wake it."""
+    if stopping.is_set():
+        raise Refused(STOPPING, 503, 1)
+    waiting = anyio.CancelScope()
+    stopping.waiting.add(waiting)
+    try:
+        with waiting:
+            await limiter.acquire()
+    finally:
+        stopping.waiting.discard(waiting)
+    if waiting.cancelled_caught:
+        raise Refused(STOPPING, 503, 1)
 
 
 async def search_many(request: Request, queries: list[str], k: int) -> list[Any]:
@@ -171,6 +205,8 @@ async def search(request: Request) -> Response:
     query = field(body, "query", str)
     k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
     titles = strings(body, "titles")
+    if titles is not None and len(titles) > MAX_TITLES:
+        raise Refused(f"field 'titles' names at most {MAX_TITLES:,} titles, not {len(titles):,}")
     if k and titles is None and state.gatherer is not None:  # searched with other requests' queries
         hits = (await search_many(request, [query], k))[0]
     else:
