@@ -233,7 +233,9 @@ class MisbehavingLM:
     can be made to: `mode` says how. "trickle" sends a byte every half second and never ends;
     "silent" never answers; "usage" / "tokens" / "timings" answer a completion whose `usage`,
     token count or `timings` has the wrong type; "chunks" streams chunks of another shape;
-    "echo-key" refuses with a body that repeats the request's Authorization header."""
+    "echo-key" refuses with a body that repeats the request's Authorization header; "template-null" and
+    "template-html" answer /apply-template with a null prompt or an HTML page; "endless" streams a token a chunk
+    and never ends; "logprobs-strings" and "logprobs-huge" answer log-probabilities that are none."""
 
     def __init__(self, mode: str) -> None:
         import json
@@ -261,10 +263,21 @@ class MisbehavingLM:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
+                mode = server.mode
+                if self.path.endswith("/apply-template") and mode.startswith("template-"):
+                    if mode == "template-null":
+                        self._send(200, {"prompt": None})
+                    else:  # template-html
+                        data = b"<html><body>Bad Gateway</body></html>"
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/html")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                    return
                 if not self.path.endswith("/completions"):
                     self._send(404, {"error": "not here"})
                     return
-                mode = server.mode
                 try:
                     if mode == "trickle":
                         self.send_response(200)
@@ -281,6 +294,18 @@ class MisbehavingLM:
                             401,
                             {"error": f"bad credentials in header: Authorization: {self.headers.get('Authorization')}"},
                         )
+                    elif mode == "endless" and request.get("stream"):  # a token a chunk, never a last one
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/event-stream")
+                        self.end_headers()
+                        while not server.stop.is_set():
+                            self.wfile.write(b'data: {"choices": [{"text": " more"}]}\n\n')
+                            self.wfile.flush()
+                    elif mode in ("logprobs-strings", "logprobs-huge"):
+                        value = "x" if mode == "logprobs-strings" else 1e308
+                        choice = {"text": "Paris", "finish_reason": "stop",
+                                  "logprobs": {"tokens": ["Paris"], "token_logprobs": [value]}}  # fmt: skip
+                        self._send(200, {"choices": [choice], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
                     elif mode == "chunks" and request.get("stream"):
                         self.send_response(200)
                         self.send_header("Content-Type", "text/event-stream")

@@ -8,7 +8,7 @@ import pytest
 
 from mhindex.cli import main
 from mhindex.methods.efficientrag import json_answer
-from mhindex.methods.selfask import final_answer, released_reading
+from mhindex.methods.selfask import final_answer, press_answer, released_reading
 
 QUESTION = "Who founded the company that made the Van Hook Township?"
 
@@ -48,9 +48,9 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
         assert f"Follow up: {step['query']}" in history and len(step["retrieved_ids"]) == 3
         assert step["text"].rpartition("Intermediate answer: ")[2] + "." in history
     # The final completion is read as the release reads it (its raw text holds the newline that ends it), so the
-    # answer is the LM's own final answer, never the fallback to the last intermediate answer.
+    # answer is the LM's own final answer, with no departure from the release's reading.
     final = details["completions"][-1]
-    assert "\n" in final.lstrip() and details["fallback"] is None and record["answer"]
+    assert "\n" in final.lstrip() and record["departures"] == [] and record["answer"]
     assert record["answer"] == final_answer("So the final answer is:" + released_reading(final, "\n"))
     assert history.endswith("So the final answer is:" + final.lstrip().split("\n")[0])
     assert len(details["completions"]) == 2 + len(steps)
@@ -58,14 +58,20 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
 
     # SearChain's row: Press et al.'s own four demonstrations.
     press = mh("ask", QUESTION, "--method", "selfask", "--demos", "press", *fast).json()
-    assert press["selfask"]["prompt"] == "press" and press["selfask"]["fallback"] is None and press["answer"]
+    assert press["selfask"]["prompt"] == "press" and press["selfask"]["reading"] == "press"
+    assert press["departures"] == [] and press["answer"]
     # Completions too short to reach the format's stop strings are invalid, as in the release: no follow-up,
-    # no final answer, and the trace says so instead of looping or failing.
+    # no final answer (the release answers "" there too, so it is no departure), instead of looping or failing.
     broken = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast).json()
-    assert broken["steps"] == [] and broken["answer"] == ""
-    assert broken["selfask"]["fallback"] == "the final completion gave no answer: there is none"
-    shown = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast[:-1]).out
-    assert "note: the final completion gave no answer" in " ".join(shown.split())
+    assert broken["steps"] == [] and broken["answer"] == "" and broken["departures"] == []
+    assert broken["selfask"]["completions"] and all(len(c) <= 8 for c in broken["selfask"]["completions"])
+    # Press's loop cut the same way: his extract_answer over what was written; where it fails (IndexError on
+    # nothing after the colon) we answer "" and the record says so.
+    cut = mh("ask", QUESTION, "--method", "selfask", "--demos", "press", "--step-tokens", "1", *fast).json()
+    read = press_answer(cut["selfask"]["history"])
+    assert cut["answer"] == (read or "") and (read is None) == any("extract_answer" in d for d in cut["departures"])
+    assert press_answer("So the final answer is:") is None and press_answer("So the final answer is: ") is None
+    assert press_answer("Follow up: x\nSo the final answer is: Paris.") == "Paris"
 
 
 @pytest.mark.slow

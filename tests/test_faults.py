@@ -543,3 +543,36 @@ def test_eval_exits_1_when_questions_failed(built, tmp_path):
         )
     assert code == 1 and json.loads(out)["methods"]["nor"]["failed"] == 2
     assert "2 answers failed and score 0 in the table; the same command asks them again" in err
+
+
+def test_temporary_files_stay_under_the_data_root(tmp_path):
+    """The `mhindex` program's temporary files, and those of the engines it starts (Anserini's JVM indexing), go
+    under the data root (`<home>/.tmp/.process.tmp-PID`), removed at exit: the TMPDIR the user had sees nothing,
+    and a full TMPDIR cannot be blamed on the data root or leave files outside it."""
+    home, elsewhere = tmp_path / "home", tmp_path / "tmpdir"
+    elsewhere.mkdir()
+    env = {**os.environ, "TMPDIR": str(elsewhere)}
+    done = subprocess.run([sys.executable, "-m", "mhindex", "--home", str(home), "--quiet", "build", "musique",
+                           "--input", str(MUSIQUE)], capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert list((home / ".tmp").iterdir()) == []  # its own folder there, gone with it
+    assert (home / "musique" / "indexes" / "lucene" / "manifest.json").is_file()
+
+
+def test_a_corpus_line_changed_in_place_is_the_corpus_s_damage_never_served(tmp_path):
+    """A corpus.jsonl line rewritten as valid JSON of the same length was served as if it were the paragraph:
+    each line is checked against the digest kept when the corpus was built (`corpus.checks`)."""
+    import mhindex
+
+    corpus = mhindex.build("musique", home=tmp_path / "home", backend=None)
+    first = next(corpus.paragraphs())
+    path = corpus.path / "corpus.jsonl"
+    data = path.read_bytes()
+    line = data.split(b"\n", 1)[0]
+    record = orjson.loads(line)
+    changed = orjson.dumps({**record, "text": record["text"][:-1] + ("X" if record["text"][-1] != "X" else "Y")})
+    assert len(changed) == len(line)
+    path.write_bytes(changed + data[len(line) :])
+    with pytest.raises(mhindex.MhindexError, match="corpus 'musique' is damaged: .* line 1 is not the record it was"):
+        corpus.paragraph(first.id)

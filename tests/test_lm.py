@@ -369,3 +369,36 @@ def test_a_model_in_parts_is_joined_once_and_checked(tmp_path, monkeypatch):
     assert joined == models / "tiny.gguf" and joined.read_bytes() == whole
     with pytest.raises(LMError, match="model_part9 is not installed: pip install tiny-parts"):
         _joined(tmp_path / "other", "tiny", "tiny.gguf", "0" * 64, [("model_part9", "x.bin")], "pip install tiny-parts")
+
+
+@pytest.mark.parametrize(
+    "mode, call, said",
+    [
+        (
+            "template-null",
+            lambda m: m.chat_prompt("Q?"),
+            'rendered its chat template as {"prompt": null}, not a prompt',
+        ),
+        ("template-html", lambda m: m.chat_prompt("Q?"), "rendered its chat template as <html>"),
+        ("logprobs-strings", lambda m: m.complete("Q?", max_tokens=4, logprobs=True), "a token log-probability"),
+        ("logprobs-huge", lambda m: m.complete("Q?", max_tokens=4, logprobs=True), "a token log-probability"),
+    ],
+)
+def test_a_model_server_s_reply_is_checked_where_it_enters(mode, call, said):
+    """A chat template rendered as null or as a web page, log-probabilities that are strings or 1e308: one line
+    naming the server, never the string "None" sent as a prompt (Search-R1) nor FLARE silently judging nothing."""
+    from servers import MisbehavingLM
+
+    with MisbehavingLM(mode) as lm:
+        with pytest.raises(LMError, match=said):
+            call(RemoteModel("m", lm.url, retries=0, context_length=4096, timeout=20))
+
+
+def test_a_streamed_completion_that_never_ends_is_read_no_further_than_max_tokens():
+    from servers import MisbehavingLM
+
+    with MisbehavingLM("endless") as lm:
+        made = RemoteModel("m", lm.url, retries=0, context_length=4096, timeout=20).complete(
+            "Q?", max_tokens=8, stop_when=lambda text: False
+        )
+    assert made.finish_reason == "capped" and len(made.text) <= 8 * CHARS_PER_TOKEN

@@ -54,6 +54,10 @@ async def exercise(session, home) -> None:
     assert missing.is_error and missing.content[0].text.endswith(": no paragraph of musique has the id 'no-such-id'")
     refused = await session.call_tool("search", {"query": QUERY, "k": 0})
     assert refused.is_error and refused.content[0].text.endswith(": k must be between 1 and 100, not 0")
+    # A title scope past the server's limit: the client's one-line tool error (no "Error executing tool", no
+    # traceback in the server's log: the tests read it), as HTTP's 400.
+    scoped = await session.call_tool("search", {"query": QUERY, "k": 3, "titles": ["t"] * 5000})
+    assert scoped.is_error and scoped.content[0].text.endswith("a title scope names at most 4,096 titles, not 5,000")
     served = (await session.call_tool("corpora", {})).structured_content["result"]
     assert served[0]["corpus"] == "musique" and served[0]["backend"] == "lucene" and served[0]["paragraphs"] > 1000
 

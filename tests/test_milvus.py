@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -299,3 +300,18 @@ def test_hybrid_mode_holds_both_halves_and_fuses_them_as_the_hybrid_backend_does
     finally:
         for retriever in (hybrid, bm25, faiss):
             retriever.close()
+
+
+def test_a_path_for_milvus_uri_is_refused_before_anything_is_made(tmp_path, capsys):
+    """`--milvus-uri /elsewhere/x.db` (or ./rel.db, or a folder of the user's) would make Milvus Lite create, and
+    later delete, files there: only a server's address is taken; nothing is made anywhere."""
+    (tmp_path / "home").mkdir()
+    home = small_wiki_corpus(tmp_path / "home")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for given in (str(elsewhere / "x.db"), "./rel.db", str(elsewhere)):
+        capsys.readouterr()
+        code = main(["--home", str(home), "index", "wiki", "--backend", "milvus", "--milvus-uri", given])
+        said = capsys.readouterr().err
+        assert code == 2 and "--milvus-uri takes a Milvus server's address" in said, said
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "rel.db").exists() and not Path("rel.db").exists()

@@ -163,7 +163,7 @@ def test_slow_and_vanishing_clients(served):
     # A body that trickles in is cut off after --body time (1 s here), with a 408.
     with socket.create_connection(("127.0.0.1", port)) as slow:
         slow.sendall(
-            b'POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"query"'
+            b'POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"query"'
         )
         slow.settimeout(10)
         started = time.time()
@@ -174,7 +174,7 @@ def test_slow_and_vanishing_clients(served):
     assert answer.startswith("HTTP/1.1 408") and "did not arrive within 1 s" in answer and time.time() - started < 5
     # A client that hangs up mid-body leaves the server answering others.
     with socket.create_connection(("127.0.0.1", port)) as gone:
-        gone.sendall(b'POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"qu')
+        gone.sendall(b'POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"qu')
     assert httpx.get(url + "/health").json() == {"status": "ok"}
 
 
@@ -437,3 +437,135 @@ def test_a_large_batch_shares_the_workers_and_a_full_queue_is_refused_with_retry
         assert any(r.status_code == 200 for r in burst)
         assert httpx.get(f"{server.url}/health").status_code == 200
         assert httpx.post(f"{server.url}/search", json={"query": QUERIES[1], "k": 2}).status_code == 200
+
+
+def test_a_keyless_loopback_server_answers_only_requests_addressed_to_it(served):
+    """DNS rebinding: a web page's script reaching 127.0.0.1 through a name of its own sends that name as the Host
+    (and its site as the Origin): refused, 403, naming it. A server with a key answers whoever has it."""
+    urls, _, _ = served
+    body = {"query": QUERIES[0], "k": 1}
+    assert httpx.post(urls["open"] + "/search", json=body).status_code == 200
+    assert (
+        httpx.post(urls["open"] + "/search", json=body, headers={"Origin": "http://localhost:3000"}).status_code == 200
+    )
+    for headers, said in (({"Host": "evil.example"}, "not Host evil.example"),
+                          ({"Origin": "http://evil.example"}, "not Origin http://evil.example")):  # fmt: skip
+        refused = httpx.post(urls["open"] + "/search", json=body, headers=headers)
+        assert refused.status_code == 403 and said in refused.text
+    keyed = httpx.post(urls["locked"] + "/search", json=body, headers={"Host": "evil.example", "X-API-Key": KEY})
+    assert keyed.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "reply, said",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nested more than 16 levels deep"),
+        (b'{"index": [1, 2]}', "field 'index' is not a JSON object"),
+        (b'{"fingerprint": {"corpus": "x"}}', "fingerprint.corpus is not a JSON object"),
+        (b'{"pad": "' + b"x" * (2 << 20) + b'"}', "passed 1,048,576 bytes"),
+    ],
+)
+def test_a_peer_s_reply_to_diff_is_read_with_limits(reply, said):
+    """`mhindex diff http://HOST` reads a peer's /info with a size, depth, shape and time limit: one line each."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import mhindex
+    from servers import FileServer  # noqa: F401 - the file server's module; the peer here is a bare one
+
+    class Peer(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+    peer = ThreadingHTTPServer(("127.0.0.1", 0), Peer)
+    threading.Thread(target=peer.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(mhindex.UsageError, match=said):
+            mhindex.diff(f"http://127.0.0.1:{peer.server_address[1]}", f"http://127.0.0.1:{peer.server_address[1]}")
+    finally:
+        peer.shutdown()
+
+
+STOPPED_WHILE_SEARCHING = """
+import sys
+import time
+from pathlib import Path
+
+from mhindex.backends import BackendSpec, open_retriever
+from mhindex.home import open_corpus
+from mhindex.server import app as server
+from mhindex.server.limits import Limits
+from mhindex.ui import stop_signals
+
+
+class Slow:  # each batch holds the one worker 4 s, past the shutdown's grace of 1 s
+    def __init__(self, retriever):
+        self.retriever = retriever
+
+    def search_many(self, queries, k, **options):
+        time.sleep(4)
+        return self.retriever.search_many(queries, k, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.retriever, name)
+
+
+corpus = open_corpus(Path(sys.argv[1]), sys.argv[2])
+retriever = Slow(open_retriever(corpus, BackendSpec.parse("lucene")))
+server.SHUTDOWN_GRACE_S = 1.0
+sock = server.listening_socket("127.0.0.1", int(sys.argv[3]))
+with stop_signals():  # as the CLI runs it: SIGTERM unwinds as Ctrl-C does
+    server.serve(server.make_app(retriever, {"corpus": corpus.name}, Limits(workers=1)), sock)
+"""
+
+
+def test_sigterm_while_batches_run_refuses_what_has_not_begun_and_prints_no_traceback(musique_lucene, tmp_path):
+    """A real server over the MuSiQue index, one worker, each batch 4 s, SIGTERM while one batch runs and two wait:
+    the two waiting are refused at once (503, not begun), the one running is answered 503 when the shutdown's grace
+    is over, and the log holds one line for each, no "Exception in ASGI application" and no traceback (before,
+    the waiting ones were searched through the grace and the one cut short printed uvicorn's traceback)."""
+    corpus, _ = musique_lucene
+    port, script = free_port(), tmp_path / "serve_slowly.py"
+    script.write_text(STOPPED_WHILE_SEARCHING)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(corpus.root.parent), corpus.name, str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if httpx.get(url + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+
+        def batch(_: int) -> httpx.Response:
+            return httpx.post(url + "/search/batch", json={"queries": QUERIES[:2], "k": 3}, timeout=30)
+
+        with ThreadPoolExecutor(3) as pool:
+            first = pool.submit(batch, 0)
+            time.sleep(0.5)  # the first holds the worker
+            waiting = [pool.submit(batch, n) for n in (1, 2)]
+            time.sleep(0.5)
+            process.send_signal(signal.SIGTERM)
+            answers = [first.result(), *(w.result() for w in waiting)]
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert [a.status_code for a in answers] == [503, 503, 503]
+    errors = [a.json()["error"] for a in answers]
+    assert "stopped before this search was done" in errors[0]
+    assert all("stopping: this search was not begun" in e for e in errors[1:])
+    assert "Traceback" not in err and "Exception in ASGI" not in err, err
+    logged = [json.loads(line) for line in err.splitlines() if line.startswith('{"time"')]
+    assert sorted(x["status"] for x in logged if x["path"] == "/search/batch") == [503, 503, 503]

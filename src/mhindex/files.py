@@ -161,7 +161,10 @@ def temporary_under(root: Path) -> Path | None:
         return None
     folder = root / ".tmp" / f".process.tmp-{os.getpid()}"
     if tempfile.tempdir != str(folder):
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:  # a read-only or full root: the command says so where it writes, or runs on without writing
+            return None
         remove_at_exit(folder)
         os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
     return folder

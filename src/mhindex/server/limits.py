@@ -8,6 +8,10 @@ from typing import Any
 
 from mhindex.options import option
 
+#: the most titles one search's scope may name, over HTTP and MCP alike (IRCoT names a handful; 4,096 is a batch's
+#: most queries)
+MAX_TITLES = 4096
+
 #: how a client gives the key `serve --api-key` requires (server/app.py's Guard reads them all)
 API_KEY_HELP = (
     "Require this key: Authorization: Bearer KEY, X-API-Key, http://key:KEY@HOST, /k/KEY/... or ?api_key=KEY "

@@ -15,6 +15,7 @@ import anyio
 from mhindex.backends.base import Retriever
 from mhindex.errors import MhindexError, UsageError
 from mhindex.server.errors import Refused
+from mhindex.server.limits import MAX_TITLES
 
 MCP_PATH = "/mcp"
 MCP_HELP = "MCP too: http (its tools at /mcp, the same API key) or stdio (MCP alone, on standard input and output)."
@@ -73,6 +74,8 @@ def mcp_server(
             raise ToolError("the query is empty")
         if not 1 <= k <= MAX_K:
             raise ToolError(f"k must be between 1 and {MAX_K}, not {k}")
+        if titles is not None and len(titles) > MAX_TITLES:
+            raise ToolError(f"a title scope names at most {MAX_TITLES:,} titles, not {len(titles):,}")
         hits = await in_thread(lambda: retriever.search(query, k, titles=titles))
         return [hit.record() for hit in hits]
 
