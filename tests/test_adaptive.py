@@ -49,7 +49,8 @@ def test_the_router_learns_the_simplest_method_that_answered_each_question(train
             expected["C"] += 1
             by_bias += 1
     assert about["labels"] == expected and about["by_bias"] == by_bias and about["questions"] == 6
-    assert sorted(about["question_ids"]) == sorted(answers["nor"])
+    # a fifth held out to measure it (by each id's hash), the rest learnt from
+    assert sorted(about["question_ids"] + about["held_out_question_ids"]) == sorted(answers["nor"])
 
 
 @pytest.mark.slow
@@ -127,7 +128,8 @@ def test_eval_will_not_score_the_router_on_the_questions_it_learnt_from(trained,
     ]
     assert main(asked) == 2
     said = capsys.readouterr().err.strip().splitlines()
-    assert len(said) == 1 and "6 of the 13 questions sampled trained adaptive's models" in said[0]
+    learnt = len(json.loads((home / "models" / "adaptive" / "musique" / "trained.json").read_text())["question_ids"])
+    assert len(said) == 1 and f"{learnt} of the 13 questions sampled trained adaptive's models" in said[0]
     assert not (home / "x" / "adaptive.jsonl").exists()
 
 
@@ -142,3 +144,58 @@ def test_a_folder_without_the_three_methods_is_one_line(tmp_path, capsys):
     assert len(error) == 1 and "no predictions of oner, ircot" in error[0]
     assert main(["--home", str(home), "ask", "Who?", "--method", "adaptive", "--lm", "local:smollm2-135m"]) != 0
     assert "no Adaptive-RAG router" in capsys.readouterr().err
+
+
+def _routes_folder(home, folder, questions) -> None:
+    """An evaluation's folder as `eval -m nor,oner,ircot` leaves it, its answers written here (no model runs):
+    NoR right on the even questions, none right on the odd (labelled by MuSiQue's bias, C)."""
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"corpus": "musique"}))
+    for method in ("nor", "oner", "ircot"):
+        rows = [{"id": q["id"], "answer": q["answers"][0] if n % 2 == 0 and method == "nor" else "no idea"}
+                for n, q in enumerate(questions)]  # fmt: skip
+        (folder / f"{method}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_training_resumes_only_its_own_questions_vectors_and_holds_a_fifth_out(tmp_path, capsys, monkeypatch):
+    """A training stopped after encoding keeps its questions' vectors; another evaluation trained under the same
+    name, with as many questions, is encoded anew and said so (it was fitted on the first one's vectors and said
+    it trained on its own); the router records the ids it learnt from and those held out to measure it, so that
+    `eval --questions-of` can ask it only questions it has not seen; a damaged run.json is one line."""
+    import numpy as np
+
+    from mhindex.training import adaptive
+
+    home = tmp_path / "home"
+    assert main(["--quiet", "--home", str(home), "corpus", "musique"]) == 0
+    questions = read_jsonl(home / "musique" / "questions.jsonl")
+    first, second = tmp_path / "first", tmp_path / "second"
+    _routes_folder(home, first, questions[:20])
+    _routes_folder(home, second, questions[20:40])
+
+    def stopped(*_):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(adaptive, "fit", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            adaptive.train(home, first)
+    assert (home / "models" / "adaptive" / ".musique.partial" / "vectors.npy").is_file()
+    resumed = adaptive.train(home, second)
+    assert "holds the vectors of other questions (another evaluation's): encoding these" in capsys.readouterr().err
+    router = home / "models" / "adaptive" / "musique"
+    about = json.loads((router / "trained.json").read_text())
+    learnt, held = about["question_ids"], about["held_out_question_ids"]
+    ids = [q["id"] for q in questions[20:40]]
+    assert sorted(learnt + held) == sorted(ids) and held and not set(learnt) & set(held)
+    assert resumed.questions == 20 and resumed.held_out_accuracy is not None
+    kept = np.load(router / "router.npz")
+    fresh = adaptive.train(home, second, name="fresh", restart=True)
+    assert fresh.held_out_accuracy == resumed.held_out_accuracy
+    again = np.load(home / "models" / "adaptive" / "fresh" / "router.npz")
+    assert np.array_equal(kept["weights"], again["weights"]) and np.array_equal(kept["bias"], again["bias"])
+
+    (second / "run.json").write_text('{"corpus": "musi')
+    assert main(["--home", str(home), "train", "adaptive", "--from", str(second)]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and str(second / "run.json") in said[0] and "Traceback" not in said[0]

@@ -10,7 +10,15 @@ import pytest
 from mhindex.cli import main
 from mhindex.methods.flare import first_sentence, masked_query
 from mhindex.methods.r1searcher import END_QUERY, UNKNOWN, documents, read_round, released_prompt, stopped
-from mhindex.methods.searchr1 import INVALID, PROMPT, cut_response, extract_solution, read_action, released_question
+from mhindex.methods.searchr1 import (
+    INVALID,
+    PROMPT,
+    answer_from,
+    cut_response,
+    extract_solution,
+    read_action,
+    released_question,
+)
 
 QUESTION = "Who founded the company that made the Van Hook Township"
 
@@ -57,6 +65,25 @@ def test_searchr1_writes_its_turn_as_the_release_and_reads_its_answer_from_it(mh
     plain = mh("ask", QUESTION, "--method", "searchr1", "--template", "plain", "--max-turns", "0", "--step-tokens",
                "8", "--json").json()  # fmt: skip
     assert plain["searchr1"]["opening"] == prompt and plain["lm_calls"] == 1
+
+
+def test_searchr1_says_when_the_answer_the_release_reads_is_not_the_model_s():
+    """The release's extract_solution reads its own invalid-action note ("... between <answer> and </answer>") as an
+    answer, "and"; mhindex answers as the release does, and the record says whose answer it is, never passing the
+    note's word or the prompt's example off as the model's."""
+    opening = PROMPT.format(question="Who?")
+    rambled = "I think about it." + INVALID  # no action of the model's: the loop wrote its note
+    assert extract_solution(opening + rambled) == "and" and answer_from(rambled, "and") == "the invalid-action note"
+    answered = rambled + "<answer> Paris </answer>"
+    assert extract_solution(opening + answered) == "Paris" and answer_from(answered, "Paris") == "the model"
+    # The prompt holds two matches of the release's pattern ("<answer> and </answer>", "<answer> Beijing </answer>",
+    # Search-R1 infer.py at a14dc3a): a turn with no answer is read as the example's.
+    assert (
+        extract_solution(opening + "nothing") == "Beijing"
+        and answer_from("nothing", "Beijing") == "the prompt's example"
+    )
+    assert extract_solution("nothing") is None and answer_from("nothing", None) == "nobody"
+    assert answer_from("I say <answer> Beijing </answer>", "Beijing") == "the model"
 
 
 @pytest.mark.slow

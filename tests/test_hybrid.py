@@ -77,6 +77,12 @@ def test_weighted_fusion_normalises_and_weighs_each_part(corpus, parts):
             ]
         top = even.search(QUERY, 5)
         assert top[0].score <= 1.0 and all(a.score >= b.score for a, b in zip(top, top[1:]))
+        # Weights are relative: 1e308,1e308 (whose sum overflows to inf) ranks and scores as 1,1 does.
+        huge = open_retriever(
+            corpus, BackendSpec.parse("lucene+dense", {"fusion": "weighted", "weights": "1e308,1e308"})
+        )
+        assert [(h.id, h.score) for h in huge.search(QUERY, 5)] == [(h.id, h.score) for h in top]
+        huge.close()
     finally:
         for retriever in (only_lucene, only_dense, even):
             retriever.close()

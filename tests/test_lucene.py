@@ -356,10 +356,19 @@ def test_a_full_disk_during_indexing_is_an_error_never_a_broken_index(small_disk
     assert outcomes == {0, 1}  # the sizes straddle what the index needs
 
 
-def test_a_paragraph_past_anserinis_field_limit_is_named_before_indexing(tmp_path):
-    """Anserini's JSON reader refuses a field of more than 20,000,000 characters and, with it, every later
-    document of its file: the build said "indexed 4 of 11 ... run it again with --force", which failed alike."""
-    huge = " ".join(f"w{j % 100000}" for j in range(3_500_000))  # some 23 million characters
+@pytest.mark.parametrize(
+    "huge",
+    [
+        " ".join(f"w{j % 100000}" for j in range(3_500_000)),  # some 23 million characters
+        "\U0001f600" * 10_500_000,  # 10.5 million emoji: 21 million UTF-16 units, as Java counts them
+    ],
+    ids=["words", "emoji"],
+)
+def test_a_paragraph_past_anserinis_field_limit_is_named_before_indexing(tmp_path, huge):
+    """Anserini's JSON reader refuses a field of more than 20,000,000 characters (Java's: UTF-16 units, two an
+    emoji) and, with it, every later document of its file: the build said "indexed 4 of 11 ... run it again with
+    --force", which failed alike; 10.5 million emoji passed a count of Python's characters and Anserini dropped
+    the paragraph and the two after it."""
     lines = [
         json.dumps({"id": f"p{i}", "contents": f"T{i}\n" + (huge if i == 7 else f"word{i} " * 10)}) for i in range(11)
     ]
@@ -375,7 +384,8 @@ def test_a_paragraph_past_anserinis_field_limit_is_named_before_indexing(tmp_pat
         assert indexing.returncode == 2 and len(said) == 1, said
         assert re.fullmatch(
             rf"mhindex: error: {re.escape(str(home / 'big' / 'corpus.jsonl'))} line {line}: paragraph 'p7' has "
-            r"2\d,\d{3},\d{3} characters; Anserini's JSON reader takes at most 20,000,000 in a field: split it, or "
+            r"2\d,\d{3},\d{3} characters \(as Java counts them: UTF-16 units\); Anserini's JSON reader takes at most "
+            r"20,000,000 in a field: split it, or "
             r"index the corpus with another backend \(bm25s\)",
             said[0],
         ), said

@@ -151,6 +151,20 @@ def test_beir_queries_judged_by_qrels(mh, home, tmp_path):
     assert "missing-doc" in result.err
 
 
+def test_a_relevance_grade_past_what_json_and_trec_eval_hold_is_refused(mh, home, tmp_path):
+    """A qrels grade of 99999999999999999999 is one line naming the file, line and field (it was an orjson
+    traceback: no 64-bit whole number holds it), and nothing is built."""
+    folder = tmp_path / "big"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = _write(folder / "corpus.jsonl", [b'{"_id": "d1", "title": "T", "text": "a paragraph"}\n'])
+    queries = _write(folder / "queries.jsonl", [b'{"_id": "q1", "text": "which paragraph?"}\n'])
+    qrels = _write(folder / "qrels" / "test.tsv", [b"query-id\tcorpus-id\tscore\n", b"q1\td1\t99999999999999999999\n"])
+    result = mh("corpus", "beir", "-i", qrels, "-i", queries, "-i", corpus, "--name", "big")
+    assert result.code == 2, result.err
+    assert f"{qrels} line 2: field 'score' should be a relevance grade of at most 2,147,483,647" in result.err
+    assert "Traceback" not in result.err and not (home / "big").exists() and leftovers(home) == []
+
+
 def test_a_repeated_id_keeps_its_first_paragraph_and_says_so(mh, home, tmp_path):
     lines = [
         b'{"id": "a", "title": "T", "text": "first"}\n',

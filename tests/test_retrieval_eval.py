@@ -126,6 +126,14 @@ def test_a_beir_folder_is_scored_on_its_qrels_as_ir_measures_scores_it(mh, home,
     (same,) = every.json().values()
     assert same["ndcg_10"] == pytest.approx(summary["ndcg_10"])
 
+    # A score of nan is refused, naming the file, line and field (trec_eval and ir_measures would order it
+    # otherwise than mhindex's sort, and the run would score another figure there than here).
+    first, *rest = run_file.read_text().splitlines(keepends=True)
+    (tmp_path / "nan.trec").write_text(" ".join([*first.split()[:4], "nan", first.split()[5]]) + "\n" + "".join(rest))
+    nan = mh("score", tmp_path / "nan.trec", "--questions", "hpbeir", "--json")
+    assert nan.code == 2 and f"{tmp_path / 'nan.trec'} line 1: field 'score' should be a finite number" in nan.err
+    assert "Traceback" not in nan.err
+
     # Several files side by side, each under its recorded method (or the variant its file names), with their
     # paired differences: the TREC run ranks as retrieve@k=15 did, so it differs from it in nothing.
     (five,) = (home / "hpbeir" / "eval").glob("*/retrieve@k=5.jsonl")

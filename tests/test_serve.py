@@ -163,7 +163,8 @@ def test_slow_and_vanishing_clients(served):
     # A body that trickles in is cut off after --body time (1 s here), with a 408.
     with socket.create_connection(("127.0.0.1", port)) as slow:
         slow.sendall(
-            b'POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"query"'
+            b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            b'{"query"'
         )
         slow.settimeout(10)
         started = time.time()

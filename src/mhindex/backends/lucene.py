@@ -281,8 +281,9 @@ def anserini_document(corpus_line: bytes) -> bytes:
     units = len(contents) if len(contents) * 2 <= JSON_STRING_LIMIT else len(contents.encode("utf-16-le")) // 2
     if units > JSON_STRING_LIMIT:
         raise BadInput(
-            f"paragraph {record['id']!r} has {units:,} characters as Java counts them (UTF-16); Anserini's JSON "
-            f"reader takes at most {JSON_STRING_LIMIT:,} in a field: split it, or index it with another backend (bm25s)"
+            f"paragraph {record['id']!r} has {units:,} characters (as Java counts them: UTF-16 units); Anserini's "
+            f"JSON reader takes at most {JSON_STRING_LIMIT:,} in a field: split it, or index the corpus with another "
+            "backend (bm25s)"
         )
     return orjson.dumps({"id": record["id"], "contents": contents, "title": title}) + b"\n"
 

@@ -13,12 +13,13 @@ sends the query, stripped, to the retriever for its top `-k` (3), and "\\n\\n<in
 ...</information>\\n\\n" (`_passages2string` over Search-R1's corpus format) is written into the turn, cut at
 `--obs-tokens` tokens (max_obs_length, 500); anything else writes the release's "My previous action is invalid."
 note. After `--max-turns` turns (4) one more turn is written without searching. The answer is `extract_solution`
-over the prompt and the whole turn: the last `<answer>...</answer>`, none where the only one is the prompt's own
-example (then the answer is empty, which the release scores 0). The release reads its own invalid-action note as
-well, which names "<answer> and </answer>": a turn with a note and no answer of the model's answers "and" (as the
-release's reward reads it). Where the answer so read is not the model's own (the note's, or the prompt's example
-where the model copied it), the record says whose (`answer_from`), and the trace shows it. Its EM is mhindex's EM:
-`em_check` normalises as SQuAD does, the best over the gold answers.
+over the prompt and the whole turn: the last `<answer>...</answer>` where there are two or more. The prompt itself
+holds two ("inside <answer> and </answer>" and its example "<answer> Beijing </answer>"), so a turn with no answer
+of the model's answers "Beijing", and one where the loop wrote its invalid-action note (which names "<answer> and
+</answer>") answers "and", as the release's reward reads them (verl/utils/reward_score/qa_em.py at a14dc3a). Where
+the answer so read is not the model's own (the prompt's example, the note's), the record says whose
+(`answer_from`), and the trace shows it. Its EM is mhindex's EM: `em_check` normalises as SQuAD does, the best over
+the gold answers.
 
 Deviations, each forced or said: the turn is stopped once a closing tag is written (the release generates on to
 500 tokens, then cuts: greedy, the text kept is the same); a query that is empty brings no passages (the
@@ -96,7 +97,7 @@ def read_action(response: str) -> tuple[str | None, str]:
 
 def extract_solution(solution: str) -> str | None:
     """`qa_em.extract_solution` of the prompt and the whole turn: the last <answer>, stripped; None where there
-    is at most one (the prompt's example is one)."""
+    is at most one (Search-R1's own prompt holds two: its answer is "Beijing" where the model wrote none)."""
     found = list(_ANSWER.finditer(solution))
     return found[-1].group(1).strip() if len(found) > 1 else None
 
