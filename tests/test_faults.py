@@ -565,7 +565,7 @@ def test_a_corpus_line_changed_in_place_is_the_corpus_s_damage_never_served(tmp_
     each line is checked against the digest kept when the corpus was built (`corpus.checks`)."""
     import mhindex
 
-    corpus = mhindex.build("musique", home=tmp_path / "home", backend=None)
+    corpus = mhindex.build("musique", home=tmp_path / "home", backend="bm25s")
     first = next(corpus.paragraphs())
     path = corpus.path / "corpus.jsonl"
     data = path.read_bytes()
@@ -576,3 +576,11 @@ def test_a_corpus_line_changed_in_place_is_the_corpus_s_damage_never_served(tmp_
     path.write_bytes(changed + data[len(line) :])
     with pytest.raises(mhindex.MhindexError, match="corpus 'musique' is damaged: .* line 1 is not the record it was"):
         corpus.paragraph(first.id)
+    # A search that reaches the line says the same, never "the index is damaged" (bm25s reads texts from the corpus).
+    with pytest.raises(mhindex.MhindexError) as said, corpus.searcher("bm25s") as searcher:
+        searcher.search(first.title + " " + first.text, 3)
+    assert "corpus 'musique' is damaged" in str(said.value) and "index" not in str(said.value).split(";")[0]
+    path.write_bytes(data[: len(data) // 2])  # other damage: cut short
+    with pytest.raises(mhindex.MhindexError) as said, corpus.searcher("bm25s") as searcher:  # said when opened
+        searcher.search(first.title + " " + first.text, 1674)
+    assert "corpus 'musique' is damaged" in str(said.value) and "shorter than when it was built" in str(said.value)

@@ -220,14 +220,19 @@ def selfask_press(mirror: Path) -> None:
     functions in Bloominglightray/self-ask, whose promptf adds a list of what it returned, and whose defaults we pass
     as Press's), replayed on each record of SearChain's Self-Ask row: `call_gpt` gives the recorded completions in
     order (ended by the API's stop strings, as Press's calls are), `get_answer` the recorded intermediate answers."""
-    release = materialize(mirror, "Bloominglightray/self-ask")
+    # the upload that holds the notebook (the repository's later commits delete it)
+    release = materialize(mirror, "Bloominglightray/self-ask", "dbc25747e584daa7102b1739b65f3f06adf6b1d5")
     notebook = json.loads((release.root / "self-ask" / "self-ask_plus_search-engine_demo.ipynb").read_text())
     source = next("".join(cell["source"]) for cell in notebook["cells"]
                   if cell["cell_type"] == "code" and "def promptf" in "".join(cell["source"]))  # fmt: skip
     prompt = (REPO / "src" / "mhindex" / "prompts" / "selfask" / "press.txt").read_text(encoding="utf-8").strip()
     before, after = prompt.split("{question}")
     cases = []
-    for record in [*records("*/searchain/*/selfask*.jsonl"), *records("*-readings*/*/selfask@demos=press*.jsonl")]:
+    for record in [
+        *records("*/searchain/*/selfask*.jsonl"),
+        *records("*/searchain-press/*/selfask*.jsonl"),
+        *records("*-readings*/*/selfask@demos=press*.jsonl"),
+    ]:
         details = record["selfask"]
         if details.get("reading") != "press":
             continue

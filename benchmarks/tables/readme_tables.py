@@ -35,7 +35,9 @@ SEARCHAIN_PAPER = {"direct": "Direct Prompting", "cot": "CoT", "direct-r": "Dire
 
 
 def _metrics(folder: Path) -> dict[str, dict]:
-    return json.loads((folder / "metrics.json").read_text(encoding="utf-8"))["methods"]
+    """A results folder's rows by name; none where the run has not made its metrics yet (a re-run under way)."""
+    path = folder / "metrics.json"
+    return json.loads(path.read_text(encoding="utf-8"))["methods"] if path.is_file() else {}
 
 
 def _row(found: dict[str, dict], stem: str) -> tuple[str, dict] | None:
