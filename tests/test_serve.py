@@ -520,7 +520,7 @@ class Slow:  # each batch holds the one worker 4 s, past the shutdown's grace of
 
 corpus = open_corpus(Path(sys.argv[1]), sys.argv[2])
 retriever = Slow(open_retriever(corpus, BackendSpec.parse("lucene")))
-server.SHUTDOWN_GRACE_S = 1.0
+server.SHUTDOWN_GRACE_S = 1
 sock = server.listening_socket("127.0.0.1", int(sys.argv[3]))
 with stop_signals():  # as the CLI runs it: SIGTERM unwinds as Ctrl-C does
     server.serve(server.make_app(retriever, {"corpus": corpus.name}, Limits(workers=1)), sock)

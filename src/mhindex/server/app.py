@@ -307,7 +307,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-SHUTDOWN_GRACE_S = 10.0  # how long a stopping server lets the searches in flight run on
+SHUTDOWN_GRACE_S = 10  # seconds: how long a stopping server lets the searches in flight run on
 
 
 def serve(app: Any, sock: socket.socket) -> None:
