@@ -50,7 +50,7 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
     # The final completion is read as the release reads it (its raw text holds the newline that ends it), so the
     # answer is the LM's own final answer, with no departure from the release's reading.
     final = details["completions"][-1]
-    assert "\n" in final.lstrip() and record["departures"] == [] and record["answer"]
+    assert "\n" in final.lstrip() and not record.get("departures") and record["answer"]
     assert record["answer"] == final_answer("So the final answer is:" + released_reading(final, "\n"))
     assert history.endswith("So the final answer is:" + final.lstrip().split("\n")[0])
     assert len(details["completions"]) == 2 + len(steps)
@@ -119,11 +119,11 @@ def test_cot_in_reacts_format_and_react_falling_back_to_self_consistent_cot(mh, 
     # Seeded: the same chains again (a sampled call is never answered from the call cache); other seeds, others.
     again = mh("ask", QUESTION, *sc).json()
     assert [c["chain"] for c in again["react"]["cot_sc"]["chains"]] == [c["chain"] for c in fallback["chains"]]
-    # Each chain read its whole prompt, whatever the model's slot held (the greedy CoT's reply, ReAct's step): a
-    # prefix reused would take the last prompt token's logits from another batch, and a sample can change with it.
+    # A chain may reuse what the model's slot holds of its prompt, but never reads its last prompt tokens one alone:
+    # its logits come out as from the whole prompt (batch-invariant kernels; lm/slots.py, tests/test_determinism.py).
     for run in (first, again):
         sampled = [c for c in run["lm"]["calls"] if c["label"].startswith("sampling chain")]
-        assert len(sampled) == 3 and all(c["read"] == c["prompt_tokens"] > 100 for c in sampled), sampled
+        assert len(sampled) == 3 and all(2 <= c["read"] <= c["prompt_tokens"] for c in sampled), sampled
     other = mh("ask", QUESTION, *sc, "--sc-seed", "100").json()
     assert [c["chain"] for c in other["react"]["cot_sc"]["chains"]] != [c["chain"] for c in fallback["chains"]]
 
@@ -261,6 +261,9 @@ def test_each_baseline_answers_over_http_on_bm25s_as_in_process(mh, musique, tmp
             remote = mh(*asked, "--lm", f"openai:smollm2@{url}", "--json")
             assert local.code == remote.code == 0, (method, remote.err)
             assert kept(remote.json()) == kept(local.json()), method
-            assert remote.json()["lm_calls"] >= 1 and remote.json()["lm"]["calls_from_cache"] == 0  # all over HTTP
+            # over HTTP but for a prompt repeated within the question (Iter-RetGen's second iteration where its
+            # retrieval brings the same paragraphs), answered by the call cache in process alike
+            cached = local.json()["lm"]["calls_from_cache"]
+            assert remote.json()["lm_calls"] >= 1 and remote.json()["lm"]["calls_from_cache"] == cached, method
             shown = mh(*asked, "--lm", f"openai:smollm2@{url}")  # the calls again, from the call cache
             assert shown.code == 0 and f"{remote.json()['lm_calls']} LM call" in " ".join(shown.out.split())

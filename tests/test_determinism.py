@@ -75,7 +75,9 @@ def test_every_call_is_the_same_whatever_ran_before(musique, tmp_path):
 
     # This process: other methods first, then these in another order, the prompt states warm (kept by the reference),
     # the answers made again (its call cache emptied), one thread.
-    _eval(musique, tmp_path / "before", "nor,oner", "--no-cache")
+    before = ["--limit", "2", "--seed", "3", "--quiet", "-k", "2", "--answer-tokens", "16", "--no-cache"]
+    assert main(["--home", str(musique), "eval", "musique", "--method", "nor,oner", *before, "--out",
+                 str(tmp_path / "before")]) == 0  # fmt: skip
     (cold / "cache" / "lm.sqlite").unlink()
     assert list((cold / "cache" / "llama-state").glob("*.bin"))  # IRCoT's opening, kept
     warm = {}

@@ -502,7 +502,7 @@ def test_a_papers_table_runs_its_rows_each_as_the_paper_ran_it_and_says_why_the_
     hotpot, musique = plan_table("SearChain", "hotpotqa"), plan_table("searchain", "musique")
     assert [r.variant for r in hotpot.rows] == [
         "direct@prompt=zero-shot", "cot@style=plain,max_demos=4", "direct-r@prompt=zero-shot,k=5",
-        "selfask@demos=press", "react@fallback=cot-sc,max_demos=6", "searchain",
+        "selfask@demos=press,step_tokens=256", "react@fallback=cot-sc,max_demos=6", "searchain",
     ]  # fmt: skip
     assert "react@fallback=cot-sc,max_demos=4" in [r.variant for r in musique.rows]
     dsp = next(row for row in hotpot.record()["not_run"] if row["row"] == "DSP")

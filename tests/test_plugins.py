@@ -323,11 +323,12 @@ def test_each_layer_imports_only_the_layers_below_it():
 
 def test_the_command_line_stays_a_layer_that_parses_and_prints():
     """What a command decides (a default folder, a fallback, a check) belongs in the library, where Python
-    callers get it too; the CLI grew to 1,482 lines once by deciding: held under 940 (docs/development.md), 900
-    until `mhindex diff`, a command that parses two paths and prints what the library compared, took 16, and 920
-    until `train adaptive`, which parses a folder and prints what the library trained, took 18."""
+    callers get it too; the CLI grew to 1,482 lines once by deciding: held under 960 (docs/development.md), 900
+    until `mhindex diff`, a command that parses two paths and prints what the library compared, took 16, 920
+    until `train adaptive`, which parses a folder and prints what the library trained, took 18, and 940 until
+    `doctor --determinism`, a flag parsed and a check printed, took 14."""
     lines = sum(len(path.read_text().splitlines()) for path in (SRC / "cli").glob("*.py"))
-    assert lines < 940, f"cli/ is {lines} lines: move what it decides into the library"
+    assert lines < 960, f"cli/ is {lines} lines: move what it decides into the library"
 
 
 def test_no_function_of_the_library_is_over_80_lines():

@@ -161,13 +161,30 @@ def temporary_under(root: Path) -> Path | None:
         return None
     folder = root / ".tmp" / f".process.tmp-{os.getpid()}"
     if tempfile.tempdir != str(folder):
+        _sweep_dead(folder.parent)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError:  # a read-only or full root: the command says so where it writes, or runs on without writing
             return None
+        remove_at_exit(folder.parent, only_if_empty=True)  # after the folder (last in, first out): no empty .tmp
         remove_at_exit(folder)
         os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
     return folder
+
+
+def _sweep_dead(temporary: Path) -> None:
+    """The temporary folders of `mhindex` processes that were killed (SIGKILL, a crash): the next command removes
+    them, as `mhindex gc` would."""
+    import psutil
+
+    try:
+        found = list(temporary.glob(".process.tmp-*"))
+    except OSError:
+        return
+    for left in found:
+        pid = left.name.rpartition("-")[2]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            remove(left)
 
 
 def remove(path: Path) -> None:
@@ -177,22 +194,30 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-_AT_EXIT: list[Path] = []
+_AT_EXIT: list[tuple[Path, bool]] = []
 
 
-def remove_at_exit(path: Path) -> None:
-    """Remove `path` when the process ends: at a normal exit (atexit), and from `remove_now()`, which the
-    command calls before it leaves at once after Ctrl-C (os._exit runs no atexit handler)."""
+def remove_at_exit(path: Path, only_if_empty: bool = False) -> None:
+    """Remove `path` when the process ends (`only_if_empty`: a folder others may share, left where it holds
+    anything): at a normal exit (atexit), and from `remove_now()`, which the command calls before it leaves at once
+    after Ctrl-C (os._exit runs no atexit handler). The last registered is removed first."""
     import atexit
 
     if not _AT_EXIT:
         atexit.register(remove_now)
-    _AT_EXIT.append(path)
+    _AT_EXIT.append((path, only_if_empty))
 
 
 def remove_now() -> None:
     while _AT_EXIT:
-        remove(_AT_EXIT.pop())
+        path, only_if_empty = _AT_EXIT.pop()
+        if not only_if_empty:
+            remove(path)
+            continue
+        try:
+            path.rmdir()
+        except OSError:  # another process's folder is in it, or it is gone
+            pass
 
 
 def size_on_disk(path: Path) -> int:

@@ -54,14 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None, stopped: list[str]) -> int:
-    given = sys.argv[1:] if argv is None else argv
+    given = sys.argv[1:] if argv is None else [str(a) for a in argv]  # a Path among them, as click takes it
     if not given or "-h" in given or "--help" in given:
         from mhindex.render import help_layout
 
         help_layout()
     try:
-        # Run as the command line builds it: a plug-in the command does not name is not imported (a slow or
-        # broken one delays and warns only the commands that use it); what lists them all says `every`.
+        # a plug-in the command does not name is not imported: a slow or broken one delays only the commands using it
         with named_only(named_on_command_line(["mhindex", *given])):
             code = app(args=argv, prog_name="mhindex", standalone_mode=False)
         if isinstance(code, int):

@@ -97,8 +97,7 @@ def _root(
 
 
 def setup(home: Path | None, quiet: bool) -> Path:
-    """Apply the options given before or after the subcommand; returns the data root (the `mhindex` program's
-    temporary files go under it: files.temporary_under)."""
+    """Apply the options given before or after the subcommand; returns the data root (temporary files go under it)."""
     from mhindex.files import temporary_under
 
     ui.configure(quiet=quiet or _globals["quiet"])

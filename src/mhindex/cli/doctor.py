@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from mhindex import render
-from mhindex.cli.app import Output, command, flag
+from mhindex.cli.app import Output, command, flag, model_from
 
 DETERMINISM_HELP = (
     "Instead, check that the model (--lm, else the configured one) writes the same completions whatever ran before: "
@@ -36,14 +36,11 @@ def doctor(
     from mhindex.doctor import examine
 
     if determinism:
-        from mhindex.cli.app import model_from
         from mhindex.doctor import determinism as checked
 
         result = checked(root, model_from(None).lm)
         output.show(result, *render.determinism_report(result))
-        if not result["identical"]:
-            raise typer.Exit(1)
-        return
+        raise typer.Exit(0 if result["identical"] else 1)
     found = examine(root, fetch_jar)
     output.show(found.record(), *render.doctor_report(found.checks, found.missing), render.room_table(found.room))
     if found.missing:

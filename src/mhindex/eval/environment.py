@@ -91,7 +91,10 @@ def _shown(value: Any) -> str:
 def _walk(prefix: str, a: Any, b: Any, top: bool = True) -> tuple[list[str], list[str]]:
     """How `a` and `b` differ, a line each (dicts key by key), and, at the top, the keys only one records (an older
     mhindex's folder has no encoder sha256): those are not compared. Deeper, a key one lacks is a difference (an
-    index part, a converter option, a release file one has and the other has not)."""
+    index part, a converter option, a release file one has and the other has not), said leaf by leaf, so that what
+    is not compared (when a check was made) is not shown either."""
+    if not top and {a is _ABSENT, b is _ABSENT} == {True, False} and isinstance(b if a is _ABSENT else a, dict):
+        a, b = ({} if a is _ABSENT else a), ({} if b is _ABSENT else b)
     if not (isinstance(a, dict) and isinstance(b, dict)):
         differs = a != b and prefix not in NOT_COMPARED
         return [f"{prefix}: {_shown(a)} in the first, {_shown(b)} in the second"] if differs else [], []

@@ -481,6 +481,8 @@ def metrics_problem(report: dict) -> str | None:
                 continue
             if key == "hops" and isinstance(value, dict):  # eval/hops.py: numbers, and numbers by hop
                 value = [v for part in value.values() for v in (part.values() if isinstance(part, dict) else [part])]
+            if key == "departures" and isinstance(value, dict):  # eval/metrics.py: a count by kind of departure
+                value = list(value.values())
             if not _numbers(value):
                 return f"field 'methods.{name}.{key}' should be a number, not {value!r}"[:200]
     paired = report.get("paired", [])

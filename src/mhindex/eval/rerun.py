@@ -105,11 +105,13 @@ def _plan(corpus: Any, run: dict[str, Any], metrics: dict[str, Any], out: Path, 
     if not isinstance(recorded_settings, dict):
         raise UsageError(f"{folder / 'run.json'}: settings is not a JSON object of each method's settings")
     for name, recorded in recorded_settings.items():
+        method = base_method(name)
+        # every one checked as the command line's would be (a record names what is read and where it is sent),
+        # those the table left out too: a method this mhindex does not know is said, never passed over
+        checked = settings_recorded(method, recorded, str(folder / "run.json"), corpus.root.parent)
         if reported and name not in reported:
             continue
-        method = base_method(name)
-        # checked as the command line's would be: a record names what is read and where it is sent
-        settings[name] = settings_recorded(method, recorded, str(folder / "run.json"), corpus.root.parent)
+        settings[name] = checked
         variants.append(Variant(name, method, {}))
     if not variants:
         raise UsageError(f"{folder / 'run.json'} records no method")

@@ -183,7 +183,7 @@ class SelfAsk(Method):
         details = {
             "selfask": {
                 "prompt": "press" if self.settings.demos == "press" else self.prompt_name,
-                "reading": "press" if self.settings.demos == "press" else "efficientrag",
+                "reading": "press" if self.settings.demos == "press" else "EfficientRAG",
                 "history": run.prompt[len(base) :] + final,
                 "follow_ups": len(run.steps),
                 "completions": run.completions,
