@@ -12,7 +12,8 @@ from conftest import read_jsonl
 from mhindex.cli import main
 from mhindex.eval.metrics import best, exact_match
 
-QUICK = ["--lm", "local:smollm2-135m", "--max-steps", "2", "--answer-tokens", "16", "--step-tokens", "32"]
+QUICK = ["--lm", "local:smollm2-135m", "--max-steps", "2", "--answer-tokens", "16", "--step-tokens", "32",
+         "--max-demos", "2"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -68,7 +68,7 @@ def test_a_corpus_is_built_listed_read_by_id_and_searched(musique):
             searcher.batch_search(["Van Hook Township", "Stanley"], 3)  # type: ignore[call-overload]
         scoped = searcher.search("county seat", k=2, titles=["Mountrail County Courthouse"])
         assert {h.title for h in scoped} == {"Mountrail County Courthouse"}
-        with pytest.raises(mhindex.UsageError, match="k must be a whole number"):
+        with pytest.raises(mhindex.UsageError, match="k must be at least 1, not 0"):
             searcher.search("county", k=0)
 
     # Bad input is the CLI's one line, raised as the documented exceptions (never SystemExit).

@@ -59,17 +59,18 @@ def test_selfask_asks_follow_ups_of_the_retriever_and_says_when_the_format_break
     # SearChain's row: Press et al.'s own four demonstrations.
     press = mh("ask", QUESTION, "--method", "selfask", "--demos", "press", *fast).json()
     assert press["selfask"]["prompt"] == "press" and press["selfask"]["reading"] == "press"
-    assert press["departures"] == [] and press["answer"]
+    assert not press.get("departures") and press["answer"]
     # Completions too short to reach the format's stop strings are invalid, as in the release: no follow-up,
     # no final answer (the release answers "" there too, so it is no departure), instead of looping or failing.
     broken = mh("ask", QUESTION, "--method", "selfask", "--step-tokens", "1", *fast).json()
-    assert broken["steps"] == [] and broken["answer"] == "" and broken["departures"] == []
+    assert broken["steps"] == [] and broken["answer"] == "" and not broken.get("departures")
     assert broken["selfask"]["completions"] and all(len(c) <= 8 for c in broken["selfask"]["completions"])
     # Press's loop cut the same way: his extract_answer over what was written; where it fails (IndexError on
     # nothing after the colon) we answer "" and the record says so.
     cut = mh("ask", QUESTION, "--method", "selfask", "--demos", "press", "--step-tokens", "1", *fast).json()
     read = press_answer(cut["selfask"]["history"])
-    assert cut["answer"] == (read or "") and (read is None) == any("extract_answer" in d for d in cut["departures"])
+    departed = any("extract_answer" in d for d in cut.get("departures") or [])
+    assert cut["answer"] == (read or "") and (read is None) == departed
     assert press_answer("So the final answer is:") is None and press_answer("So the final answer is: ") is None
     assert press_answer("Follow up: x\nSo the final answer is: Paris.") == "Paris"
 

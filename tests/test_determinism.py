@@ -22,6 +22,12 @@ METHODS = "flare,searchr1,ircot"
 SHORT = ["--limit", "2", "--seed", "3", "--quiet", "-k", "2", "--max-demos", "1", "--max-steps", "2",
          "--answer-tokens", "16", "--step-tokens", "40", "--max-rounds", "2", "--look-ahead", "24",
          "--max-turns", "1"]  # fmt: skip
+#: Each method's own options among SHORT's (a method evaluated alone is given no option of another's)
+OWN = {
+    "flare": {"-k", "--max-rounds", "--look-ahead"},
+    "searchr1": {"-k", "--step-tokens", "--max-turns"},
+    "ircot": {"-k", "--max-demos", "--max-steps", "--answer-tokens", "--step-tokens"},
+}
 # What an answer's record holds that follows the clock or the process, not the model: left out of the comparison.
 TIMED = {"seconds", "lm", "prompt_seconds", "generation_seconds", "restore_seconds", "save_seconds"}
 
@@ -81,8 +87,11 @@ def test_every_call_is_the_same_whatever_ran_before(musique, tmp_path):
     (cold / "cache" / "lm.sqlite").unlink()
     assert list((cold / "cache" / "llama-state").glob("*.bin"))  # IRCoT's opening, kept
     warm = {}
-    for method in reversed(METHODS.split(",")):
-        warm |= _eval(cold, tmp_path / f"warm-{method}", method, "--lm-threads", "1")
+    for method in reversed(METHODS.split(",")):  # each alone, with the options that are its own
+        own = [*SHORT[:5], *(w for o, v in zip(SHORT[5::2], SHORT[6::2]) if o in OWN[method] for w in (o, v))]
+        assert main(["--home", str(cold), "eval", "musique", "--method", method, *own, "--lm-threads", "1",
+                     "--out", str(tmp_path / f"warm-{method}")]) == 0  # fmt: skip
+        warm |= _calls(tmp_path / f"warm-{method}")
     assert warm == reference
     # The call cache off (this process's own prompt states, cold), at four threads; with two workers (two slots).
     assert _eval(cold, tmp_path / "four", METHODS, "--no-cache", "--lm-threads", "4") == reference

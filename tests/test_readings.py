@@ -142,10 +142,11 @@ def test_selfask_s_whole_loop_answers_as_efficientrag_s_on_whole_completions():
 
 
 def test_selfask_press_answers_as_press_s_own_loop_and_extract_answer():
-    """SearChain's row: Press et al.'s `promptf` and `extract_answer` replayed on the row's own completions (1.5B and
-    0.5B runs), and mhindex's `--demos press` loop on the same: the same final answer (the model's own, where the
-    fallback of before read the last intermediate answer in 85 of 90), an IndexError of Press's an empty answer with
-    its departure said, a question mhindex stops asking at its follow-up limit said too."""
+    """SearChain's row: Press et al.'s `promptf` and `extract_answer` replayed on the row's own completions (the
+    0.5B runs of benchmarks/readings/selfask_runs.sh; the 1.5B row's re-run, paper_tables.sh TABLES=searchain-press,
+    adds its own as it is made), and mhindex's `--demos press` loop on the same: the same final answer (the model's
+    own, where the fallback of before read the last intermediate answer in 85 of 90), an IndexError of Press's an
+    empty answer with its departure said, a question mhindex stops asking at its follow-up limit said too."""
 
     def ours(case):
         record = _replayed(case, "press", None, step_tokens=256)
@@ -157,7 +158,7 @@ def test_selfask_press_answers_as_press_s_own_loop_and_extract_answer():
         return record["answer"], case["release"]["answer"]
 
     cases = table("selfask_press")
-    assert len(cases) >= 60
+    assert len(cases) >= 20
     assert disagreements(cases, ours) == []
 
 

@@ -88,14 +88,19 @@ def _shown(value: Any) -> str:
     return "nothing" if value is _ABSENT else repr(value)
 
 
+def _compared_part(value: Any, prefix: str) -> Any:
+    """`value` (found at `prefix`) without what is recorded and not compared (when a check was made)."""
+    if not isinstance(value, dict):
+        return value
+    return {k: _compared_part(v, f"{prefix}.{k}") for k, v in value.items() if f"{prefix}.{k}" not in NOT_COMPARED}
+
+
 def _walk(prefix: str, a: Any, b: Any, top: bool = True) -> tuple[list[str], list[str]]:
     """How `a` and `b` differ, a line each (dicts key by key), and, at the top, the keys only one records (an older
     mhindex's folder has no encoder sha256): those are not compared. Deeper, a key one lacks is a difference (an
-    index part, a converter option, a release file one has and the other has not), said leaf by leaf, so that what
-    is not compared (when a check was made) is not shown either."""
-    if not top and {a is _ABSENT, b is _ABSENT} == {True, False} and isinstance(b if a is _ABSENT else a, dict):
-        a, b = ({} if a is _ABSENT else a), ({} if b is _ABSENT else b)
+    index part, a converter option, a release file one has and the other has not)."""
     if not (isinstance(a, dict) and isinstance(b, dict)):
+        a, b = _compared_part(a, prefix), _compared_part(b, prefix)
         differs = a != b and prefix not in NOT_COMPARED
         return [f"{prefix}: {_shown(a)} in the first, {_shown(b)} in the second"] if differs else [], []
     said: list[str] = []
