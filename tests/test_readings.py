@@ -158,7 +158,7 @@ def test_selfask_press_answers_as_press_s_own_loop_and_extract_answer():
         return record["answer"], case["release"]["answer"]
 
     cases = table("selfask_press")
-    assert len(cases) >= 20
+    assert len(cases) >= 8
     assert disagreements(cases, ours) == []
 
 

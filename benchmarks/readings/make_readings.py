@@ -231,7 +231,7 @@ def selfask_press(mirror: Path) -> None:
     for record in [
         *records("*/searchain/*/selfask*.jsonl"),
         *records("*/searchain-press/*/selfask*.jsonl"),
-        *records("*-readings*/*/selfask@demos=press*.jsonl"),
+        *records("*-readings*/selfask-press-*/selfask*.jsonl"),
     ]:
         details = record["selfask"]
         if details.get("reading") != "press":
