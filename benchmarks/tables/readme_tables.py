@@ -59,8 +59,10 @@ def searchain_table(dataset: str) -> str:
     the first run's (searchain/)."""
     from mhindex.papers.searchain import TABLE
 
-    press = {("selfask@demos=press,step_tokens=256" if name == "selfask" else name): m
-             for name, m in _metrics(PAPER_TABLES / "searchain-press" / dataset).items()}  # its one row, `selfask`
+    press = {
+        ("selfask@demos=press,step_tokens=256" if name == "selfask" else name): m
+        for name, m in _metrics(PAPER_TABLES / "searchain-press" / dataset).items()
+    }  # its one row, `selfask`
     found = {**_metrics(PAPER_TABLES / "searchain" / dataset), **press}  # fmt: skip
     lines = ["| row (paper's) | cover-EM | paper | F1 | Recall (≤15) | LM calls/q | tokens/q | departed |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
