@@ -315,3 +315,30 @@ def test_a_path_for_milvus_uri_is_refused_before_anything_is_made(tmp_path, caps
         said = capsys.readouterr().err
         assert code == 2 and "--milvus-uri takes a Milvus server's address" in said, said
     assert list(elsewhere.iterdir()) == [] and not (tmp_path / "rel.db").exists() and not Path("rel.db").exists()
+
+
+def test_a_lite_database_held_elsewhere_or_damaged_is_one_line_saying_which_may_be(tmp_path, capsys):
+    """Milvus Lite's database opened by a second process while this one holds it (as `mhindex serve` holds it), and
+    the same database damaged: one line that names the database and both causes, never "cannot reach Milvus"
+    with pymilvus's words alone."""
+    home = tmp_path / "home"
+    home.mkdir()
+    small_wiki_corpus(home)
+    assert main(["--quiet", "--home", str(home), "index", "wiki", "--backend", "milvus"]) == 0
+    database = home / "wiki" / "indexes" / "milvus" / "milvus.db"
+    asked = [sys.executable, "-m", "mhindex", "--home", str(home), "search", "wiki", "Who directed it?", "-b", "milvus"]
+    held = searcher(home, "milvus")
+    try:
+        assert held.search("Who directed the film?", 3)
+        second = subprocess.run(asked, capture_output=True, text=True, timeout=120)
+    finally:
+        held.close()
+    said = second.stderr.strip().splitlines()
+    if second.returncode != 0:  # Milvus Lite refuses a second process (else it shares the database: nothing to say)
+        assert len(said) == 1 and f"Milvus Lite could not open this index's database {database}" in said[0], said
+    for part in (p for p in database.rglob("*") if p.is_file()):
+        part.write_bytes(b"\0" * 64)
+    damaged = subprocess.run(asked, capture_output=True, text=True, timeout=120)
+    said = damaged.stderr.strip().splitlines()
+    assert damaged.returncode != 0 and len(said) == 1 and "Traceback" not in damaged.stderr, damaged.stderr
+    assert f"Milvus Lite could not open this index's database {database}" in said[0] and "damaged" in said[0], said

@@ -177,11 +177,19 @@ def connect(options: MilvusOptions, lite: Path | None) -> Any:
     # pymilvus logs each failed call at ERROR, a traceback's worth of lines, before raising: the error is said once,
     # in one line, by the caller. Milvus Lite serves in this process: its gRPC server logs the calls it does not
     # implement (AllocTimestamp, which the client then does without) as tracebacks.
-    for name in ["grpc._server", *(n for n in logging.root.manager.loggerDict if n.startswith("pymilvus"))]:
+    # Milvus Lite's server manager logs a database it cannot open (another process's lock, damage) with a traceback.
+    quiet = ("pymilvus", "milvus_lite")
+    for name in ["grpc._server", "milvus_lite", *(n for n in logging.root.manager.loggerDict if n.startswith(quiet))]:
         logging.getLogger(name).setLevel(logging.CRITICAL)  # pymilvus sets its modules' loggers' levels itself
     try:
         return pymilvus.MilvusClient(uri=uri, token=token, timeout=options.milvus_timeout)
     except Exception as error:  # noqa: BLE001 - pymilvus raises its own and grpc's: one line either way
+        if not options.milvus_uri:  # Milvus Lite's own file: held by another process (a server of it), or damaged
+            raise MilvusError(
+                f"Milvus Lite could not open this index's database {uri} ({one_line(error)}): another process may "
+                "hold it (an `mhindex serve` of this index: stop it, or ask it), or it is damaged (build the index "
+                "again with --force)"
+            ) from None
         raise MilvusError(redact(f"cannot reach Milvus at {uri}: {one_line(error)}", [token])) from None
 
 
@@ -514,6 +522,11 @@ class MilvusRetriever:
         try:
             client.load_collection(self._name, timeout=self._timeout)
         except Exception as error:  # noqa: BLE001 - a collection gone from the server: one line
+            if lite is not None:  # Milvus Lite opened its file but cannot read the collection in it
+                raise MilvusError(
+                    f"Milvus Lite could not open this index's database {lite} (its collection {self._name}: "
+                    f"{one_line(error)}): it is damaged; build the index again with --force"
+                ) from None
             raise MilvusError(f"the Milvus collection {self._name} at {self._where}: {one_line(error)}") from None
         self._paragraphs = corpus.paragraphs()
         self._encoder = None if "vector" not in self._fields else make_encoder(
