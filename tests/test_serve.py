@@ -573,3 +573,38 @@ def test_sigterm_while_batches_run_refuses_what_has_not_begun_and_prints_no_trac
     assert "Traceback" not in err and "Exception in ASGI" not in err, err
     logged = [json.loads(line) for line in err.splitlines() if line.startswith('{"time"')]
     assert sorted(x["status"] for x in logged if x["path"] == "/search/batch") == [503, 503, 503]
+
+
+def test_a_client_that_hangs_up_mid_batch_is_logged_as_such_and_not_searched_for(musique_lucene):
+    """A client that sends a batch of 2,000 queries and hangs up 0.3 s later: the rest of its batch is not searched
+    (499), and the log says it hung up during its search, not that it "disconnected before its request was read"."""
+    corpus, _ = musique_lucene
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mhindex", "--home", str(corpus.root.parent), "serve", corpus.name, "--port", str(port),
+         "--batch-chunk", "8"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        body = json.dumps({"queries": [f"who founded company {n}" for n in range(2000)], "k": 20}).encode()
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(b"POST /search/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # fmt: skip
+            time.sleep(0.3)
+        time.sleep(2)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    logged = [json.loads(line) for line in err.splitlines() if line.startswith('{"time"')]
+    batch = [x for x in logged if x["path"] == "/search/batch"]
+    assert len(batch) == 1 and batch[0]["status"] == 499 and batch[0]["ms"] < 2000, batch
+    assert batch[0]["error"] == "the client hung up during its search: the rest of its batch was not searched"
+    assert "Traceback" not in err
