@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -159,6 +161,20 @@ def test_work_that_cannot_fit_is_refused_before_it_begins_and_work_that_fits_is_
             assert built.stat().st_mtime_ns > made and not leftovers(disk)
 
 
+@contextmanager
+def tmpfs(root: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of `size` mounted at `root` for the test (mounting needs root: where it cannot, the test skips,
+    saying so), unmounted after."""
+    root.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(root)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}): the faults need a file system")
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", str(root)], check=False)
+
+
 def test_a_compressed_input_that_expands_past_the_room_is_stopped_keeping_nothing(tmp_path):
     """81 KB of gzip that makes 40 MB of corpus: the preflight counts a compressed input's bytes four times, and
     such an input passes it; the conversion stops it when the staged corpus passes the room there is, in one line,
@@ -166,12 +182,7 @@ def test_a_compressed_input_that_expands_past_the_room_is_stopped_keeping_nothin
     import gzip
     import json
 
-    root = tmp_path / "disk"
-    root.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(root)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}): the faults need a file system")
-    try:
+    with tmpfs(tmp_path / "disk", "32m") as root:
         bomb = tmp_path / "paragraphs.jsonl.gz"
         with gzip.open(bomb, "wt", compresslevel=9) as out:
             for number in range(80_000):  # each line distinct (duplicates are dropped), each 500 bytes
@@ -180,22 +191,13 @@ def test_a_compressed_input_that_expands_past_the_room_is_stopped_keeping_nothin
         done = mhindex(root, "corpus", "jsonl", "--input", str(bomb), "--name", "bomb")
         assert done.returncode == 2 and "the inputs expand to more than" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr and not (root / "bomb").exists() and not leftovers(root)
-    finally:
-        subprocess.run(["umount", str(root)], check=False)
 
 
 def test_a_build_that_fits_is_not_refused(tmp_path):
     """The MuSiQue sample's corpus and Lucene index take under 3 MB at their peaks (measured on a tmpfs: the
     conversion 1.9 MB, the index 1.9 MB beside the corpus): `build` in a 3.2 MB root is done, not refused (the
     Lucene estimate once added a small index's files to the ratio that already counts them, and asked 3.7 MB)."""
-    root = tmp_path / "disk"
-    root.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3200k", "tmpfs", str(root)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.decode().strip()}): the faults need a file system")
-    try:
+    with tmpfs(tmp_path / "disk", "3200k") as root:
         done = mhindex(root, "--quiet", "build", "musique")
         assert done.returncode == 0, done.stderr
         assert (root / "musique" / "indexes" / "lucene" / "manifest.json").is_file() and not leftovers(root)
-    finally:
-        subprocess.run(["umount", str(root)], check=False)
