@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -339,3 +340,17 @@ class MisbehavingLM:
         self.stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def wait_until_serving(url: str, seconds: float = 60) -> None:
+    """Until `mhindex serve` at `url` answers /health (it opens its index first)."""
+    import httpx
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError(f"nothing served at {url} within {seconds:.0f} s")

@@ -24,7 +24,7 @@ from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.cli import main
 from mhindex.errors import UsageError
 from mhindex.eval.metrics import retrieval_recall
-from servers import Uvicorn, free_port
+from servers import Uvicorn, free_port, wait_until_serving
 
 QUERIES = [
     "Who was Mach's principle named after?",
@@ -544,13 +544,7 @@ def test_sigterm_while_batches_run_refuses_what_has_not_begun_and_prints_no_trac
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(url + "/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+        wait_until_serving(url)
 
         def batch(_: int) -> httpx.Response:
             return httpx.post(url + "/search/batch", json={"queries": QUERIES[:2], "k": 3}, timeout=30)
@@ -586,13 +580,7 @@ def test_a_client_that_hangs_up_mid_batch_is_logged_as_such_and_not_searched_for
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+        wait_until_serving(f"http://127.0.0.1:{port}")
         body = json.dumps({"queries": [f"who founded company {n}" for n in range(2000)], "k": 20}).encode()
         with socket.create_connection(("127.0.0.1", port)) as client:
             client.sendall(b"POST /search/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
