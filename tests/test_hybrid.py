@@ -5,6 +5,7 @@ command line and served; each fused ranking checked against the parts' own ranki
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -148,3 +149,17 @@ def test_a_served_hybrid_answers_in_mhindex_and_ircot_protocols(corpus):
             assert [h["title"] for h in ircot["retrieval"]] == [h.title for h in fused]
     finally:
         opened.close()
+
+
+def test_the_terminal_table_prints_fused_scores_that_tell_ranks_apart(corpus, capsys):
+    """Reciprocal-rank scores differ in the third or fourth decimal: the table prints as many decimals as the
+    scores need (they once all printed as `0.03`)."""
+    home = str(corpus.root.parent)
+    assert main(["--home", home, "search", "wiki", QUERY, "--backend", "lucene+dense", "--json"]) == 0
+    scores = [hit["score"] for hit in json.loads(capsys.readouterr().out)["hits"]]
+    assert len({f"{score:.2f}" for score in scores}) < len(set(scores))  # two decimals would merge some
+    assert main(["--home", home, "search", "wiki", QUERY, "--backend", "lucene+dense"]) == 0
+    printed = re.findall(r"^\S\s+(\d+)\s+\S\s+(\d+\.\d+)\s", capsys.readouterr().out, re.M)
+    assert [int(rank) for rank, _ in printed] == list(range(1, len(scores) + 1))
+    assert len({score for _, score in printed}) == len(set(scores))
+    assert [float(score) for _, score in printed] == pytest.approx(scores, abs=10 ** -len(printed[0][1].split(".")[1]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -256,6 +257,15 @@ def test_paper_columns_appear_with_their_method():
     console = Console(width=400, record=True)
     console.print(table({"oner": rows["oner"]}, "t"))
     assert "EM (EfficientRAG)" not in console.export_text() and "Cover-EM (all LM text)" not in console.export_text()
+    # A paper's table shows its own measures: SearChain's has no EfficientRAG column, though Self-Ask declares one
+    # (it is a row of EfficientRAG's table too); EfficientRAG's own table has it.
+    from mhindex.eval.tables import plan_table
+
+    selfask = {"selfask": rows["efficientrag"]}
+    for name, shown in (("SearChain", False), ("EfficientRAG", True)):
+        console = Console(width=400, record=True)
+        console.print(table(selfask, "t", plan_table(name, "hotpotqa").record()))
+        assert ("EM (EfficientRAG)" in console.export_text()) is shown, name
 
 
 def test_paired_bootstrap_interval():
@@ -356,7 +366,15 @@ def test_a_paired_difference_on_too_few_questions_is_starred_nowhere():
         return next(r for r in rows if r["metric"] == "em"), console.export_text()
 
     few, shown = compared(2)
-    assert few["difference"] == 1.0 and few["ci95"] == (1.0, 1.0) and few["excludes_zero"] is False
-    assert "+100.0 *" not in shown and "too few questions" in shown
+    assert few["difference"] == 1.0 and few["ci95"] is None and few["excludes_zero"] is False
+    assert few["no_interval"] == "too few questions (under 10)"
+    assert "+100.0 *" not in shown and "Paired differences: too few questions (under 10) in each of" in shown
+    # The Python API follows the same rule, for a record written before it too (which kept the [+100, +100]).
+    import mhindex
+
+    recorded = {**few, "ci95": [1.0, 1.0]}
+    evaluation = mhindex.Evaluation(Path("."), {"methods": {"right": {}, "wrong": {}}, "paired": [recorded]})
+    (pair,) = [row for row in evaluation.paired(as_frame=False) if row["metric"] == "em"]
+    assert pair["difference"] == 100.0 and pair["ci95"] is None and pair["no_interval"] == few["no_interval"]
     enough, shown = compared(FEWEST_FOR_AN_INTERVAL)
     assert enough["excludes_zero"] is True and "+100.0 *" in shown and "too few" not in shown

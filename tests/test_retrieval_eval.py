@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 
 import ir_measures
+import orjson
 import pytest
 from ir_measures import AP, RR, R, nDCG
 
-from conftest import SAMPLES, read_jsonl
+from conftest import SAMPLES, read_jsonl, small_wiki_corpus
 
 HOTPOTQA = SAMPLES / "hotpotqa" / "hotpot_dev_distractor_v1.sample.json"
 QUERIES = 12
@@ -207,3 +208,35 @@ def test_a_beir_folder_keeps_its_answers_and_is_scored_on_both(mh, tmp_path):
     (summary,) = scored.json().values()
     assert summary["questions"] == 1 and summary["em"] == 1.0 and summary["f1"] == 1.0  # the answer, right
     assert summary["ndcg_10"] == pytest.approx(1.0) and summary["recall"] == 1.0  # its ranking, ideal
+
+
+def test_a_retrieval_only_run_on_questions_with_answers_shows_no_answer_columns(mh, home, tmp_path):
+    """`eval --method retrieve` and `score run.trec` on a corpus whose questions have answers: the run answers
+    nothing, so its answer columns are absent (alone) or "-" (beside a method that answers), never 0.0, in the
+    table, metrics.json and `score --json` alike; recall is scored as before."""
+    home.mkdir(parents=True)
+    small_wiki_corpus(home)
+    assert mh("--quiet", "index", "wiki", "--backend", "lucene").code == 0
+    evaluated = mh("eval", "wiki", "--method", "retrieve", "--limit", "5", "--out", tmp_path / "run")
+    assert evaluated.code == 0, evaluated.err
+    header = next(line for line in evaluated.out.splitlines() if "Method" in line)
+    assert "Recall" in header and "F1" not in header and "EM" not in header, header
+    stored = orjson.loads((tmp_path / "run" / "metrics.json").read_bytes())["methods"]["retrieve"]
+    assert stored["em"] is None and stored["f1"] is None and stored["f1_interval"] is None and stored["recall"] > 0
+    # A TREC run of the same queries, and beside it a file that answers: its EM and F1 are "-" for the run.
+    records = read_jsonl(tmp_path / "run" / "retrieve.jsonl")
+    lines = [f"{r['id']} Q0 {hit['id']} {rank} {hit['score']} bm25" for r in records
+             for rank, hit in enumerate(r["retrieved"], start=1)]  # fmt: skip
+    (tmp_path / "run.trec").write_text("\n".join(lines) + "\n")
+    gold = {q["id"]: q for q in read_jsonl(home / "wiki" / "questions.jsonl")}
+    answering = [{"id": r["id"], "answer": gold[r["id"]]["answers"][0], "method": "gold"} for r in records]
+    (tmp_path / "gold.jsonl").write_text("\n".join(orjson.dumps(a).decode() for a in answering) + "\n")
+    alone = mh("score", tmp_path / "run.trec", "--questions", "wiki", "--json")
+    assert alone.code == 0 and alone.json()["run"]["em"] is None and alone.json()["run"]["recall"] == stored["recall"]
+    side = mh("score", tmp_path / "run.trec", tmp_path / "gold.jsonl", "--questions", "wiki", "--format", "md")
+    assert side.code == 0, side.err
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]] for line in side.out.splitlines()
+            if line.startswith("| ")}  # fmt: skip
+    em_at = rows["Method"].index("EM")
+    assert rows["run"][em_at] == "-" and rows["run"][rows["Method"].index("F1")] == "-"
+    assert rows["gold"][em_at] == "100.0"

@@ -51,11 +51,15 @@ def _in_percent(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _difference_in_points(row: dict[str, Any]) -> dict[str, Any]:
-    interval = row.get("ci95")
+    """A paired row in points, its interval only where the questions are enough to state one (as `eval` prints)."""
+    from mhindex.eval.metrics import TOO_FEW, stated_interval
+
+    interval = stated_interval(row)
     return {
         **row,
         "difference": row["difference"] * 100,
-        "ci95": [bound * 100 for bound in interval] if interval else interval,
+        "ci95": [bound * 100 for bound in interval] if interval else None,
+        **({} if interval else {"no_interval": TOO_FEW}),
     }
 
 
@@ -99,7 +103,8 @@ class Evaluation:
 
     def paired(self, as_frame: bool | None = None) -> Any:
         """Each pair of methods on the same questions: a minus b's mean difference per metric, its 95% paired
-        bootstrap interval (`ci95`), in percentage points as `eval` prints them, and how many questions each won."""
+        bootstrap interval (`ci95`), in percentage points as `eval` prints them, and how many questions each won. Under
+        ten paired questions there is no interval to state: `ci95` is None and `no_interval` says why."""
         return _frame([_difference_in_points(row) for row in self.report.get("paired", [])], as_frame)
 
     def answers(self, method: str) -> list[Answer]:

@@ -251,7 +251,7 @@ def _is_right(score: dict | None) -> bool:
     """Exact match, or on WebQSP and CWQ the measure their papers report (KD-CoT's Hit@1)."""
     if not score:
         return False
-    return bool(score.get("kdcot_hit1", score["em"]) >= 1.0)
+    return bool((score.get("kdcot_hit1", score["em"]) or 0.0) >= 1.0)  # None: a retrieval-only record
 
 
 #: Per listed question id: each column that answered it, with its record and its scores (None: it failed).

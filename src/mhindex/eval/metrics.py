@@ -268,6 +268,12 @@ def retrieval_recall(retrieved_ids: Iterable[str], gold_ids: Sequence[str]) -> f
     return sum(1 for g in set(gold_ids) if g in found) / len(set(gold_ids))
 
 
+def answers_anything(prediction: Mapping[str, Any]) -> bool:
+    """False for a record that says it answers nothing (`"answered": false`: the `retrieve` method, a TREC run or
+    `search -` results scored by `score`): its answer columns are "-", never a 0.0 read as a wrong answer."""
+    return prediction.get("answered") is not False
+
+
 def score_one(prediction: dict, question: dict, budget: int | None = None, verdict: bool | None = None) -> dict:
     """Recall counts only the first `budget` paragraphs retrieved, as the paper's "Recall (<=15)".
     `verdict`: the judge's, where one was asked."""
@@ -275,6 +281,14 @@ def score_one(prediction: dict, question: dict, budget: int | None = None, verdi
     answers = question.get("answers") or []
     dataset = question.get("dataset")
     retrieved = [r["id"] for r in prediction.get("retrieved", [])][:budget]
+    if not answers_anything(prediction):  # a retrieval-only record: no answer to score, not an answer scoring 0
+        hops = diagnose(prediction, question, budget)
+        return {
+            **{m.key: None for m in answer_metrics()},
+            **({"hops_all": float(all(hop["kept"] for hop in hops))} if hops is not None else {}),
+            "recall": retrieval_recall(retrieved, question.get("gold_ids") or []),
+            "retrieved": len(retrieved),
+        }
     paper: dict[str, float] = {"efficientrag_em": efficientrag_exact_match(answer, answers[0]) if answers else 0.0}
     declared = _declared(dataset)
     if declared is not None and "kdcot_hit1" in declared.paper_metrics:
@@ -347,15 +361,17 @@ def aggregate(
     # A method that never retrieves (NoR) has no recall to report, not a recall of 0.
     retrieves = any(p.get("retrieved") or p.get("steps") for p in by_id.values())
     recalls = [r["recall"] for r in rows if r["recall"] is not None] if retrieves else []
-    summary = {m.key: sum(r[m.key] for r in rows) / n for m in answer_metrics()}
+    answering = not by_id or any(answers_anything(p) for p in by_id.values())
+    summary = {m.key: sum(r[m.key] or 0 for r in rows) / n if answering else None for m in answer_metrics()}
     generated = ["cover_em_generated", "cover_em_generated_unnamed"]
     for key in [k for k, *_ in KDCOT_METRICS] + generated:  # over the questions it applies to, when there are any
         scored = [r[key] for r in rows if key in r]
         if scored:
             summary[key] = sum(scored) / len(scored)
-    summary["efficientrag_em"] = sum(r["efficientrag_em"] for r in rows) / n
+    if answering:
+        summary["efficientrag_em"] = sum(r.get("efficientrag_em", 0.0) for r in rows) / n
     if verdicts is not None:
-        summary["accuracy_llm"] = sum(r["accuracy_llm"] for r in rows) / n
+        summary["accuracy_llm"] = sum(r.get("accuracy_llm", 0.0) for r in rows) / n
     if any("rounds" in p for p in by_id.values()):  # SearChain's rounds of feedback, as its paper reports them
         summary["rounds_per_question"] = sum(float(by_id[q].get("rounds") or 0) for q in questions if q in by_id) / n
     if scores_retrieval(list(questions.values())):  # nothing to answer (BEIR's queries): ranking measures instead
@@ -363,9 +379,10 @@ def aggregate(
     elif retrieves and any(q.get("relevance") for q in questions.values()):  # answers and graded judgements: both
         summary.update({k: v for k, v in _ranked(by_id, questions, budget).items() if k != "scored"})
     if "scored" not in summary:
-        summary["f1_ci95"] = ci95_half_width([r["f1"] for r in rows])
+        f1s = [r["f1"] or 0.0 for r in rows] if answering else []
+        summary["f1_ci95"] = ci95_half_width(f1s)
         # Percentile bootstrap intervals: inside 0-100% by construction, unlike mean ± 1.96 SE.
-        summary["f1_interval"] = paired_bootstrap([r["f1"] for r in rows])[1] if len(rows) > 1 else None
+        summary["f1_interval"] = paired_bootstrap(f1s)[1] if len(f1s) > 1 else None
     summary.update(
         {
             "recall": sum(recalls) / len(recalls) if recalls else None,
@@ -429,18 +446,31 @@ def paired_bootstrap(differences: Sequence[float], resamples: int = BOOTSTRAP_RE
 FEWEST_FOR_AN_INTERVAL = 10
 
 
+TOO_FEW = f"too few questions (under {FEWEST_FOR_AN_INTERVAL})"
+
+
+def stated_interval(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A paired difference's 95% interval where its questions are enough to state one, else None: the one rule the
+    tables, the report, metrics.json and the Python API all follow (a record written before it may hold one)."""
+    interval = row.get("ci95")
+    if interval is None or int(row.get("questions") or 0) < FEWEST_FOR_AN_INTERVAL:
+        return None
+    low, high = interval
+    return float(low), float(high)
+
+
 def interval_text(row: Mapping[str, Any]) -> str:
     """A paired difference's interval as tables print it, or why there is none."""
-    low, high = row["ci95"]
-    if row["questions"] < FEWEST_FOR_AN_INTERVAL:
-        return f"too few questions (under {FEWEST_FOR_AN_INTERVAL})"
-    return f"[{low * 100:+.1f}, {high * 100:+.1f}]"
+    interval = stated_interval(row)
+    if interval is None:
+        return TOO_FEW
+    return f"[{interval[0] * 100:+.1f}, {interval[1] * 100:+.1f}]"
 
 
 def excludes_zero(row: Mapping[str, Any]) -> bool:
     """Whether a paired difference's 95% interval excludes 0 on questions enough to say so (the tables' star)."""
-    low, high = row["ci95"]
-    return row["questions"] >= FEWEST_FOR_AN_INTERVAL and (low > 0 or high < 0)
+    interval = stated_interval(row)
+    return interval is not None and (interval[0] > 0 or interval[1] < 0)
 
 
 def paired_differences(
@@ -475,13 +505,15 @@ def paired_differences(
                 if not pairs:
                     continue
                 difference, interval = paired_bootstrap([a - b for a, b in pairs])
+                few = len(pairs) < FEWEST_FOR_AN_INTERVAL
                 compared.append(
                     {
                         "a": first,
                         "b": second,
                         "metric": metric,
                         "difference": difference,
-                        "ci95": interval,
+                        "ci95": None if few else interval,
+                        **({"no_interval": TOO_FEW} if few else {}),
                         "questions": len(pairs),
                         "a_better": sum(a > b for a, b in pairs),
                         "b_better": sum(b > a for a, b in pairs),

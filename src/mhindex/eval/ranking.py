@@ -105,7 +105,12 @@ def run_predictions(path: Path) -> list[dict[str, Any]] | None:
                 raise BadInput(f"{path} line {number}: field 'score' should be a finite number, got {parts[4]!r}")
             ranked.setdefault(parts[0], []).append((score, parts[2]))
     return [
-        {"id": qid, "answer": "", "retrieved": [{"id": doc} for _, doc in sorted(docs, reverse=True)]}
+        {
+            "id": qid,
+            "answer": "",
+            "answered": False,
+            "retrieved": [{"id": doc} for _, doc in sorted(docs, reverse=True)],
+        }
         for qid, docs in ranked.items()
     ]
 
@@ -123,5 +128,7 @@ def _search_lines(path: Path) -> list[dict[str, Any]]:
                 raise BadInput(f"{path} line {number}: {problem or 'a search result has an id and a list of hits'}")
             if not all(isinstance(h, dict) and isinstance(h.get("id"), str) for h in hits):
                 raise BadInput(f"{path} line {number}: field 'hits' should be a list of objects with an id")
-            found.append({"id": record["id"], "answer": "", "retrieved": [{"id": h["id"]} for h in hits]})
+            found.append(
+                {"id": record["id"], "answer": "", "answered": False, "retrieved": [{"id": h["id"]} for h in hits]}
+            )
     return found

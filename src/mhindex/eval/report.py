@@ -18,9 +18,11 @@ from mhindex.eval.metrics import (
     FEWEST_FOR_AN_INTERVAL,
     KDCOT_METRICS,
     PAPER_METRICS,
+    TOO_FEW,
     answer_metrics,
     excludes_zero,
     interval_text,
+    stated_interval,
 )
 from mhindex.eval.ranking import RANKING_METRICS
 
@@ -79,7 +81,7 @@ def table_cells(metrics: dict[str, dict], paper: dict | None = None) -> tuple[li
     what the Markdown, LaTeX, HTML and terminal tables are made of. With a paper's table (metrics.json's
     `table`): each row's label in the paper and the paper's figures beside ours, its rows not run after ours."""
     budget = next(iter(metrics.values()))["paragraph_budget"] if metrics else 15
-    shown = [c for c in columns() if _shown(c[1], metrics)]
+    shown = [c for c in columns() if _shown(c[1], metrics, paper)]
     header = ["Method", "n", *(f"Recall (≤{budget})" if label == "Recall" else label for label, *_ in shown)]
     rows = [
         [
@@ -220,7 +222,7 @@ _OPTIONAL = {
 }
 
 
-def _shown(key: str, metrics: dict[str, dict]) -> bool:
+def _shown(key: str, metrics: dict[str, dict], paper: dict | None = None) -> bool:
     """A column that no method reports is left out (rounds, for a table without SearChain; KD-CoT's
     scores, for datasets other than WebQSP and CWQ). A paper's measure that every row has (EfficientRAG's
     EM) is shown where a method in the table declares it (`Method.paper_metrics`)."""
@@ -228,6 +230,10 @@ def _shown(key: str, metrics: dict[str, dict]) -> bool:
         return key not in {m.key for m in answer_metrics()} | EVERY_ROW and (
             key not in _OPTIONAL or any(key in summary for summary in metrics.values())
         )
+    if key in {m.key for m in answer_metrics()} and all(summary.get(key) is None for summary in metrics.values()):
+        return False  # retrieval-only rows (`retrieve`, a TREC run): no answer column at all, "-" beside answers
+    if key in EVERY_ROW and paper:  # a paper's table: its own measures (no EfficientRAG column in SearChain's)
+        return any(isinstance(m, dict) and m.get("key") == key for m in paper.get("measures") or [])
     if key in EVERY_ROW:
         return any(key in _declared_metrics(name) for name in metrics)
     return key not in _OPTIONAL or any(key in summary for summary in metrics.values())
@@ -278,9 +284,13 @@ def tuned_summary(tuned: dict) -> str:
 
 
 def paired_table(paired: list[dict]):
-    """Differences between methods on the same questions, with their paired bootstrap intervals."""
+    """Differences between methods on the same questions, with their paired bootstrap intervals; where no pair has
+    questions enough for one (`eval --limit 2`), one line instead of a table of rows that all say so."""
     from rich.table import Table
 
+    if paired and all(stated_interval(row) is None for row in paired):
+        most = max(row["questions"] for row in paired)
+        return f"Paired differences: {TOO_FEW} in each of {len(paired)} pairs (at most {most}); metrics.json has them"
     grid = Table(
         title="Paired differences (first minus second, same questions)",
         title_justify="left",
@@ -491,7 +501,7 @@ def metrics_problem(report: dict) -> str | None:
         "b": str,
         "metric": str,
         "difference": (int, float),
-        "ci95": list,
+        "ci95": (list, type(None)),  # None: too few questions to state one (metrics.stated_interval)
     }
     if not isinstance(paired, list) or not all(
         isinstance(pair, dict) and all(isinstance(pair.get(k), t) for k, t in shapes.items()) for pair in paired

@@ -33,10 +33,16 @@ class Retrieve(Method):
 
     settings: RetrieveSettings
 
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return 0
+
     def answer(self, query: Query) -> Answer:
         clock = Clock()
         sent = retrieval_query(query.question, [], self.settings.clean_queries)
         hits = self.retriever.search(sent, self.settings.k)
         step = Step("", sent, [h.id for h in hits], [h.title for h in hits], clock())
         retrieved = [{"id": h.id, "title": h.title, "score": h.score} for h in hits]
-        return Answer(query.id, query.question, "", retrieved, [step], 0, 0, 0, clock(), "", self.name)
+        answer = Answer(query.id, query.question, "", retrieved, [step], 0, 0, 0, clock(), "", self.name)
+        answer.details["answered"] = False  # nothing to score as an answer: eval shows "-", not 0.0 (eval/metrics.py)
+        return answer
