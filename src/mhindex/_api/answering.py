@@ -3,6 +3,7 @@ loaded once) for both. The same session, methods and records as `mhindex ask` an
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,13 +211,17 @@ def _answers(records: Iterator[dict[str, Any]], asked: dict[int, Any]) -> Iterat
 
 
 def _query(question: QuestionLike, fallback_id: str, number: int) -> tuple[int, Any]:
-    """A Query, or the one line that says why `question` is not one (refused before any work)."""
+    """A Query, or the one line that says why `question` is not one (refused before any work); a key nothing reads
+    is a warning (`methods.base.unread_keys`)."""
     from mhindex.methods import Query
+    from mhindex.methods.base import unread_keys, unread_note
 
     if isinstance(question, Question):
         question = question.record
     if isinstance(question, str):
         question = {"id": fallback_id, "question": question}
+    if unread := unread_keys(question):
+        warnings.warn(unread_note(unread, f"question {number}"), UserWarning, stacklevel=4)
     try:
         return number, Query.from_record(question, fallback_id)
     except ValueError as error:

@@ -58,6 +58,26 @@ class Query:
         )
 
 
+#: What a question line (`ask -`, `Asker.ask`) is read for; the gold a questions.jsonl record carries is eval's
+QUESTION_KEYS = ("id", "question", "main_passage", "links")
+_GOLD_KEYS = ("answers", "gold_ids", "dataset")
+
+
+def unread_keys(record: Any) -> list[str]:
+    """The keys of a question record that nothing reads, to be said once: a line's `"method": "nor"` does not choose
+    the method (the command's options do, for every line). A questions.jsonl record (with its answers, gold ids and
+    dataset) is read for its question, and its other fields are the corpus's own: none is said."""
+    if not isinstance(record, dict) or all(key in record for key in _GOLD_KEYS):
+        return []
+    return [key for key in record if key not in QUESTION_KEYS and key not in _GOLD_KEYS]
+
+
+def unread_note(keys: Sequence[str], where: str) -> str:
+    names = ", ".join(f"'{key}'" for key in keys)
+    return (f"{where}: {names} not read: a question is read for {', '.join(QUESTION_KEYS)}; the method, backend and "
+            "model are the command's (or the Asker's), for every question")  # fmt: skip
+
+
 @dataclass
 class Step:
     text: str
@@ -119,6 +139,13 @@ class Answer:
             **({"departures": list(self.departures)} if self.departures else {}),
             **self.details,
         }
+
+
+def agent_summary(searches: int, stopped: str, **more: Any) -> dict[str, Any]:
+    """What an agent loop (Search-R1, R1-Searcher, FLARE) did, recorded as the answer's `agent` and shown under
+    `ask`: how many searches it made and why it stopped. A small model often answers without searching; the user
+    must be able to see that it was the model, not the loop (#78)."""
+    return {"searches": searches, "stopped": stopped, **more}
 
 
 class Meter:
@@ -408,6 +435,13 @@ class Method(ABC):
     def trained_on(self) -> set[str]:
         """Ids of the questions the method's trained models learnt from: `eval` will not score it on them."""
         return set()
+
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        """The most LM calls one question can take with these settings (its loop's limits), for `eval`'s estimate
+        of a run before its first answer; None where the loop sets no simple bound (the pace then comes from the
+        row's own first questions)."""
+        return None
 
     @classmethod
     def resumable(cls, home: Path) -> list[Path]:

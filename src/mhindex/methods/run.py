@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from mhindex import ui
 from mhindex.errors import MhindexError
-from mhindex.methods.base import Method, Query, answered
+from mhindex.methods.base import Method, Query, answered, unread_keys, unread_note
 
 
 @dataclass
@@ -101,8 +101,13 @@ def answer_stream(method: Method, lines: IO[str], emit: Callable[[dict[str, Any]
     questions done on a terminal, and in a pipe a JSON progress line a question (none when quiet)."""
     from mhindex.files import read_jsonl_stream
 
+    said: set[str] = set()
+
     def items() -> Iterator[tuple[int, Query | str]]:
         for number, record in read_jsonl_stream(lines, "question"):
+            if unsaid := [key for key in unread_keys(record) if key not in said]:  # each key said once, where first
+                said.update(unsaid)
+                ui.reporter().warning(unread_note(unsaid, f"line {number}"))
             try:
                 yield number, record if isinstance(record, str) else Query.from_record(record, str(number))
             except ValueError as error:

@@ -53,6 +53,36 @@ def field(body: Any, name: str, kind: type | tuple[type, ...], default: Any = ..
     return value
 
 
+def only_fields(body: Any, allowed: Sequence[str], endpoint: str) -> None:
+    """mhindex's own endpoints refuse a field they do not read (`{"K": 3}` once answered 10 hits, silently)."""
+    if isinstance(body, dict) and (unknown := [name for name in body if name not in allowed]):
+        names = ", ".join(f"'{name}'" for name in unknown[:5])
+        raise Refused(f"unknown field {names}: {endpoint} takes {', '.join(allowed)}")
+
+
+#: Any of these makes a `POST /retrieve` body IRCoT's (its client sends them all; `query_text` may be absent)
+IRCOT_FIELDS = ("retrieval_method", "query_text", "max_hits_count", "max_buffer_count", "document_type",
+                "allowed_titles", "corpus_name")  # fmt: skip
+RETRIEVE_SHAPES = (
+    'Search-R1\'s {"queries": [...], "topk", "return_scores"}, SkyRL\'s and rllm\'s {"query", "topk" | "top_k" | "k"} '
+    'or IRCoT\'s {"query_text", "max_hits_count", "allowed_titles", ...}'
+)
+
+
+def retrieve_dialect(body: Any) -> str:
+    """Whose `POST /retrieve` body this is: "search-r1" (Search-R1, verl, slime, ASearcher), "single" (one
+    `query`: SkyRL's and rllm's) or "ircot"; one that is none of them is refused, never answered with no documents
+    (`{"query": ...}` and `{}` once got HTTP 200 and an empty `retrieval`)."""
+    if isinstance(body, dict) and "queries" in body:
+        return "search-r1"
+    if isinstance(body, dict) and "query" in body and not any(name in body for name in IRCOT_FIELDS):
+        return "single"
+    if isinstance(body, dict) and any(name in body for name in IRCOT_FIELDS):
+        return "ircot"
+    fields = ", ".join(f"'{name}'" for name in body) if isinstance(body, dict) and body else "no field"
+    raise Refused(f"a /retrieve body is {RETRIEVE_SHAPES}; this one has {fields}"[:400])
+
+
 def _kind_name(kind: type | tuple[type, ...]) -> str:
     names = {str: "a string", int: "a whole number", list: "a list", bool: "true or false", dict: "an object"}
     kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -194,6 +224,22 @@ def colbert_answer(query: str, hits: Sequence[Hit], position: Callable[[str], in
 def search_r1_contents(hit: Hit) -> str:
     """Search-R1's corpus format: the title in double quotes, a line break, the text."""
     return f'"{hit.title}"\n{hit.text}'
+
+
+#: the single-query dialect's fields, and what says how many hits (SkyRL's `topk`; rllm's `top_k` or `k`)
+SINGLE_FIELDS = ("query", "topk", "top_k", "k", "return_scores")
+
+
+def single_query_answer(query: str, hits: Sequence[Hit], with_scores: bool, method: str) -> dict:
+    """One answer that both single-query clients read, each as its own server writes it:
+    - SkyRL (NovaSky-AI/SkyRL@a956457, examples/train/search/retriever/retrieval_server.py `retrieve_endpoint`;
+      its client skyrl-gym/skyrl_gym/tools/search.py reads `result`): Search-R1's shape with the one query's list;
+    - rllm (rllm-org/rllm@c838218, examples/search/retrieval/server.py; its client
+      examples/search/local_retrieval_tool.py reads `results`): `{"query", "method", "results": [{"document",
+      "score"}], "num_results"}`, scores always."""
+    documents = search_r1_answer([hits], with_scores)["result"]
+    ranked = search_r1_answer([hits], True)["result"][0]
+    return {"result": documents, "query": query, "method": method, "results": ranked, "num_results": len(ranked)}
 
 
 def search_r1_answer(results: Sequence[Sequence[Hit]], with_scores: bool) -> dict:

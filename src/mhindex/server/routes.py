@@ -27,13 +27,17 @@ from mhindex.server.errors import Refused, error_body
 from mhindex.server.limits import MAX_TITLES
 from mhindex.server.protocols import (
     DEFAULT_K,
+    SINGLE_FIELDS,
     colbert_answer,
     field,
     hits_wanted,
     ircot_request,
     ircot_retrieve,
+    only_fields,
     query_k,
+    retrieve_dialect,
     search_r1_answer,
+    single_query_answer,
     strings,
 )
 
@@ -202,6 +206,7 @@ async def about(request: Request) -> Response:
 async def search(request: Request) -> Response:
     state = request.app.state
     body = await json_body(request)
+    only_fields(body, ("query", "k", "titles"), "POST /search")
     query = field(body, "query", str)
     k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
     titles = strings(body, "titles")
@@ -218,6 +223,7 @@ async def search(request: Request) -> Response:
 async def search_batch(request: Request) -> Response:
     state = request.app.state
     body = await json_body(request)
+    only_fields(body, ("queries", "k"), "POST /search/batch")
     queries = batch(request, strings(body, "queries", required=True))
     k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
     results = await search_many(request, queries, k) if queries and k else [[] for _ in queries]
@@ -236,8 +242,11 @@ async def search_batch(request: Request) -> Response:
 @answers("ircot")  # Search-R1's server is FastAPI too: the same {"detail": ...} errors
 async def retrieve(request: Request) -> Response:
     body = await json_body(request)
-    if isinstance(body, dict) and "queries" in body:
+    dialect = retrieve_dialect(body)
+    if dialect == "search-r1":
         return await _search_r1(request, body)
+    if dialect == "single":
+        return await _single_query(request, body)
     return await _ircot(request, body)
 
 
@@ -259,6 +268,21 @@ async def _search_r1(request: Request, body: dict) -> Response:
     with_scores = bool(field(body, "return_scores", (bool, int), False))
     results = await search_many(request, queries, k) if queries else []
     return reply(search_r1_answer(results, with_scores))
+
+
+async def _single_query(request: Request, body: dict) -> Response:
+    """SkyRL's and rllm's one query a request (protocols.single_query_answer): up to 256 workers at once, each
+    searched with the others' queries where the server gathers them (`--gather-ms`)."""
+    state = request.app.state
+    only_fields(body, SINGLE_FIELDS, "POST /retrieve with one query")
+    query = field(body, "query", str)
+    named = [name for name in ("topk", "top_k", "k") if body.get(name) is not None]
+    wanted = field(body, named[0], int) if named else None
+    k = hits_wanted(wanted, named[0] if named else "topk", DEFAULT_K["search-r1"], state.limits.max_k,
+                    zero_is_default=True)  # fmt: skip
+    with_scores = bool(field(body, "return_scores", (bool, int), False))
+    hits = (await search_many(request, [query], k))[0] if query.strip() else []
+    return reply(single_query_answer(query, hits, with_scores, state.info.get("backend", "mhindex")))
 
 
 # -- ColBERT (and DSPy's ColBERTv2 client, which may use the server's root URL) ---------------
