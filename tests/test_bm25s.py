@@ -66,5 +66,8 @@ def test_title_scope_and_index_time_parameters(corpus, mh, home):
         open_retriever(corpus, BackendSpec.parse("bm25s", {"k1": 0.9}))
     assert mh("corpus", "musique", "--input", SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl").code == 0
     assert mh("index", "musique", "--backend", "bm25s", "--k1", "0.9").code == 0
+    # Another k1 is another variant of the index: refused without --force (it once replaced it silently)
+    refused = mh("index", "musique", "--backend", "bm25s")
+    assert refused.code == 2 and "was built with k1=0.9; building it with k1=1.2 would replace it" in refused.err
     hits = mh("search", "musique", "Ensign Manufacturing Company", "--backend", "bm25s", "--json").json()["hits"]
     assert hits[0]["title"] == "Ensign Manufacturing Company"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import read_jsonl, small_wiki_corpus
+from conftest import HANG_S, read_jsonl, small_wiki_corpus
 from mhindex.backends.milvus import local_server as milvus_server
 from mhindex.cli import main
 
@@ -116,7 +116,9 @@ def test_cli_search_hybrid_with_lucene_and_a_wrong_address_say_one_line(served, 
     assert len(error) == 1 and f"pass --milvus-uri {uri}" in error[0]
     # What the server refuses mid-build (Milvus 2.3.5 has no BM25 function) is one line, and the index stays.
     bm25 = ["--home", str(home), "index", "wiki", "--backend", "milvus", "--milvus-uri", uri, "--milvus-mode", "bm25"]
-    assert main(bm25) == 1
+    assert main(bm25) == 2  # another variant of the index: never replaced without --force (below)
+    assert "built with milvus_mode='vectors'" in capsys.readouterr().err
+    assert main([*bm25, "--force"]) == 1
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and f"into {uri}" in error[0] and "goes on from the last shard" in error[0]
     assert json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())["indexes"] == {
@@ -171,7 +173,7 @@ def test_a_killed_build_resumes_where_it_stopped(served, tmp_path):
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert marks and 50 <= int(marks[0].read_text()) < len(read_jsonl(home / "wiki" / "corpus.jsonl"))
-    resumed = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=HANG_S)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming the Milvus load" in resumed.stderr
     manifest = json.loads((home / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
@@ -265,7 +267,7 @@ def test_bm25_in_milvus_lite_keeps_lucenes_recall_on_the_samples(tmp_path):
             lucene.close()
 
 
-def test_hybrid_mode_holds_both_halves_and_fuses_them_as_the_hybrid_backend_does(served, tmp_path):
+def test_hybrid_mode_holds_both_halves_and_fuses_them_as_the_hybrid_backend_does(served, tmp_path, capsys):
     """`--milvus-mode vectors+bm25`: one collection holds the vectors and the texts; one request searches both and
     Milvus fuses them (its RRFRanker). Its fused ranking is the hybrid backend's RRF over the same two rankings: FAISS's
     exact one (which Milvus's flat search equals, above) and Milvus's own BM25, each from its own index."""
@@ -280,6 +282,15 @@ def test_hybrid_mode_holds_both_halves_and_fuses_them_as_the_hybrid_backend_does
         assert built == 0
     manifest = json.loads((both / "wiki" / "indexes" / "milvus" / "manifest.json").read_text())
     assert manifest["mode"] == "vectors+bm25" and set(manifest["indexes"]) == {"vector", "sparse"}
+    # Another mode is another variant: refused in one line, not built over it (it once replaced it silently),
+    # and a plain search says which variant answered.
+    capsys.readouterr()
+    assert main(["--home", str(both), "index", "wiki", "--backend", "milvus"]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "built with milvus_mode='vectors+bm25'" in said[0] and "add --force" in said[0]
+    assert json.loads((both / "wiki" / "indexes" / "milvus" / "manifest.json").read_text()) == manifest
+    assert main(["--home", str(both), "search", "wiki", "Who?", "--backend", "milvus", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["index"]["milvus_mode"] == "vectors+bm25"
     hybrid, bm25, faiss = searcher(both, "milvus"), searcher(texts, "milvus"), searcher(home, "dense")
     fused = Fused([("dense", faiss), ("milvus", bm25)], HybridOptions())
     try:
@@ -330,7 +341,7 @@ def test_a_lite_database_held_elsewhere_or_damaged_is_one_line_saying_which_may_
     held = searcher(home, "milvus")
     try:
         assert held.search("Who directed the film?", 3)
-        second = subprocess.run(asked, capture_output=True, text=True, timeout=120)
+        second = subprocess.run(asked, capture_output=True, text=True, timeout=HANG_S)
     finally:
         held.close()
     said = second.stderr.strip().splitlines()
@@ -338,7 +349,7 @@ def test_a_lite_database_held_elsewhere_or_damaged_is_one_line_saying_which_may_
         assert len(said) == 1 and f"Milvus Lite could not open this index's database {database}" in said[0], said
     for part in (p for p in database.rglob("*") if p.is_file()):
         part.write_bytes(b"\0" * 64)
-    damaged = subprocess.run(asked, capture_output=True, text=True, timeout=120)
+    damaged = subprocess.run(asked, capture_output=True, text=True, timeout=HANG_S)
     said = damaged.stderr.strip().splitlines()
     assert damaged.returncode != 0 and len(said) == 1 and "Traceback" not in damaged.stderr, damaged.stderr
     assert f"Milvus Lite could not open this index's database {database}" in said[0] and "damaged" in said[0], said

@@ -125,13 +125,31 @@ def differences(compared: dict) -> str:
     return "\n".join(said)
 
 
-def hits_table(hits: Sequence, expand: bool):
+def score_decimals(scores: Sequence[float], at_least: int = 2, at_most: int = 8) -> int:
+    """The fewest decimals (from `at_least`) at which scores that differ print differently: a fusion's reciprocal
+    ranks (0.0328, 0.0323, ...) are all `0.03` at two; at `at_most` decimals what still prints alike is a tie."""
+    distinct = set(scores)
+    for decimals in range(at_least, at_most):
+        if len({f"{score:.{decimals}f}" for score in distinct}) == len(distinct):
+            return decimals
+    return at_most
+
+
+def variant_caption(variant: dict) -> str:
+    """The index a search used, under its hits: "milvus: milvus_mode=vectors+bm25, rrf_k=60, ..." """
+    settings = ", ".join(f"{key}={value}" for key, value in variant.items() if key != "backend")
+    return f"{variant.get('backend')}: {settings}" if settings else str(variant.get("backend"))
+
+
+def hits_table(hits: Sequence, expand: bool, caption: str | None = None):
     from rich.table import Table
 
-    table = Table("#", "score", "title", "text", show_lines=False, expand=expand)
+    table = Table("#", "score", "title", "text", show_lines=False, expand=expand, caption=caption,
+                  caption_justify="left")  # fmt: skip
+    decimals = score_decimals([hit.score for hit in hits])
     for rank, hit in enumerate(hits, start=1):
         snippet = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
-        table.add_row(str(rank), f"{hit.score:.2f}", hit.title, snippet)
+        table.add_row(str(rank), f"{hit.score:.{decimals}f}", hit.title, snippet)
     return table
 
 
@@ -150,6 +168,8 @@ def trace(answer) -> list:
         for label, text in step["rows"]:
             node.add(Text(f"{label}: {text}" if label else text, style="" if label else "dim"))
     shown = [Text(answer.answer or "(no answer)", style="bold green"), tree]
+    if isinstance(agent := answer.details.get("agent"), dict):  # an agent loop: did it search, and why it stopped
+        shown.append(Text(agent_line(agent), style="dim"))
     titles = TITLE_SEPARATOR.join(dict.fromkeys(r["title"] for r in answer.retrieved))
     if titles:
         shown.append(Text(f"paragraphs used ({len(answer.retrieved)}): {titles}", style="dim"))
@@ -164,6 +184,13 @@ def trace(answer) -> list:
         shown.append(Text(lm_costs(lm), style="dim"))
         shown.extend(Text(call_line(number, call), style="dim") for number, call in enumerate(lm.get("calls", []), 1))
     return shown
+
+
+def agent_line(agent: dict) -> str:
+    """ "searched 0 times; stopped: it answered (<answer>)", and what else the loop counted."""
+    more = "".join(f"; {key.replace('_', ' ')}: {value}" for key, value in agent.items()
+                   if key not in ("searches", "stopped") and value)  # fmt: skip
+    return f"searched {plural(int(agent.get('searches') or 0), 'time')}; stopped: {agent.get('stopped')}{more}"
 
 
 def call_line(number: int, call: dict) -> str:

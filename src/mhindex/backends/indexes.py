@@ -180,8 +180,11 @@ def _build_index(corpus: CorpusDir, backend: Backend, options: Any, force: bool,
     target = corpus.index_dir(backend.name)
     old = _read_manifest(target)
     index_options = recorded_options(options)
-    if not force and old and old.get("corpus_sha256") == corpus_sha and old.get("options") == index_options:
-        return IndexResult(target, old, rebuilt=False)
+    if not force and old and old.get("corpus_sha256") == corpus_sha:
+        if old.get("options") == index_options:
+            return IndexResult(target, old, rebuilt=False)
+        if other := _ranking_options_differ(old.get("options"), index_options):
+            raise UsageError(_variant_taken(corpus, backend.name, old.get("options"), index_options, other))
     if preflight:
         check_room(corpus, backend, options)
     started = time.perf_counter()
@@ -260,6 +263,26 @@ class OpenedIndex:
 
     def close(self) -> None:
         self.retriever.close()
+
+    def variant(self) -> dict[str, Any]:
+        """Which index this is, as a search says it: the backend and the settings that decide its ranking."""
+        return {key: value for key, value in self.fingerprint.items() if key not in ("queries", "corpus_sha256")}
+
+
+def _ranking_options_differ(old: Any, new: dict[str, Any]) -> list[str]:
+    """The build options, other than those that change no ranking (threads, shard size), that differ."""
+    before = old if isinstance(old, dict) else {}
+    return sorted(key for key in {*before, *new} - RANK_NEUTRAL if before.get(key) != new.get(key))
+
+
+def _variant_taken(corpus: CorpusDir, backend: str, old: Any, new: dict[str, Any], differing: list[str]) -> str:
+    """An index built with other options is another variant of it (Milvus's vectors against vectors+bm25, another
+    encoder): replacing it changes every later search's ranking, so it is never done without --force."""
+    before = old if isinstance(old, dict) else {}
+    built = ", ".join(f"{key}={before.get(key)!r}" for key in differing)
+    asked = ", ".join(f"{key}={new.get(key)!r}" for key in differing)
+    return (f"the {backend} index of '{corpus.name}' was built with {built}; building it with {asked} would replace "
+            f"it (and change what every later search ranks): add --force to replace it")  # fmt: skip
 
 
 def open_index(corpus: CorpusDir | None, spec: BackendSpec) -> OpenedIndex:
@@ -378,9 +401,14 @@ def open_retriever(corpus: CorpusDir | None, spec: BackendSpec) -> Retriever:
     return open_index(corpus, spec).retriever
 
 
-def retriever_of(root: Path, name: str, spec: BackendSpec) -> Retriever:
-    """The retriever of corpus `name` under the data root. A served index needs no corpus built here: `name`
+def index_of(root: Path, name: str, spec: BackendSpec) -> OpenedIndex:
+    """The index of corpus `name` under the data root, opened. A served index needs no corpus built here: `name`
     is the corpus as the server knows it."""
     from mhindex.home import corpus_dir, open_corpus
 
-    return open_retriever(open_corpus(root, name) if spec.builds_index else corpus_dir(root, name), spec)
+    return open_index(open_corpus(root, name) if spec.builds_index else corpus_dir(root, name), spec)
+
+
+def retriever_of(root: Path, name: str, spec: BackendSpec) -> Retriever:
+    """`index_of(...).retriever`."""
+    return index_of(root, name, spec).retriever

@@ -58,21 +58,22 @@ def search(
 ) -> None:
     """Search a corpus's index. With "-", one JSONL result per input line, in order:
     {"id", "hits": [{"id", "title", "text", "score"}]}; a bad line gets {"line", "error"}."""
-    from mhindex.backends import BackendSpec, retriever_of, search_stream
+    from mhindex.backends import BackendSpec, index_of, search_stream
     from mhindex.files import read_query_stream
 
     spec = BackendSpec.parse(backend, backend_options)
     emit = output_format.writer(f"mhindex-{spec.label}")
-    with closing(retriever_of(root, name, spec)) as retriever:
+    with closing(index_of(root, name, spec)) as index:
         if query == "-":
-            if failed := search_stream(retriever, read_query_stream(sys.stdin), k, batch, emit):
+            if failed := search_stream(index.retriever, read_query_stream(sys.stdin), k, batch, emit):
                 output.failed(f"{failed} input lines were not valid queries")
             return
-        hits = retriever.search(query, k)
+        hits = index.retriever.search(query, k)
     if output_format == "trec":
         return emit({"id": "1", "hits": [h.record() for h in hits]})
-    shown = render.hits_table(hits, expand=output.terminal) if hits else "no paragraph matches"
-    output.show({"query": query, "hits": [h.record() for h in hits]}, shown)
+    used = index.variant()  # which index answered (its build options: Milvus's mode, the encoder), said with its hits
+    shown = render.hits_table(hits, output.terminal, render.variant_caption(used)) if hits else "no paragraph matches"
+    output.show({"query": query, "index": used, "hits": [h.record() for h in hits]}, shown)
 
 
 @command(json=False)
