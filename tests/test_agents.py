@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import HANG_S
 from mhindex.cli import main
 from mhindex.methods.flare import first_sentence, masked_query
-from mhindex.methods.r1searcher import END_QUERY, UNKNOWN, documents, read_round, released_prompt, stopped
+from mhindex.methods.r1searcher import END_QUERY, STOPPED, UNKNOWN, documents, read_round, released_prompt, stopped
 from mhindex.methods.searchr1 import (
     INVALID,
     PROMPT,
@@ -57,11 +58,14 @@ def test_searchr1_writes_its_turn_as_the_release_and_reads_its_answer_from_it(mh
             rebuilt += INVALID
     assert rebuilt == details["turn"] and next(searched, None) is None
     assert details["searches"] == len(steps) and details["invalid"] == invalid
+    # How many searches it made and why it stopped, said in the record and under `ask` (#78: it rarely searches)
+    stopped = "it answered (<answer>)" if details["answered"] else "the turn limit (--max-turns 3) with no <answer>"
+    assert record["agent"] == {"searches": len(steps), "stopped": stopped, "invalid_turns": invalid}
     # The answer: the release's extract_solution over what the model continued and its whole turn.
     assert record["answer"] == (extract_solution(details["opening"] + details["turn"]) or "")
     assert details["extracted"] == (extract_solution(details["opening"] + details["turn"]) is not None)
     shown = " ".join(mh("ask", QUESTION, "--method", "searchr1", "--max-turns", "3", "--step-tokens", "64").out.split())
-    assert "The assistant's turn" in shown
+    assert "The assistant's turn" in shown and f"searched {len(steps)} time" in shown and f"stopped: {stopped}" in shown
     plain = mh("ask", QUESTION, "--method", "searchr1", "--template", "plain", "--max-turns", "0", "--step-tokens",
                "8", "--json").json()  # fmt: skip
     assert plain["searchr1"]["opening"] == prompt and plain["lm_calls"] == 1
@@ -100,6 +104,7 @@ def test_r1searcher_rounds_end_as_the_release_ends_them(mh, musique):
             assert read_round(text, END_QUERY) == ("query", step["query"]) and len(step["retrieved_ids"]) <= 5
         assert record["reasoning"].count("<|begin_of_documents|>") == len(steps)
         assert record["answer"] == (details["pred_ans"].strip() if reason == "finished" else UNKNOWN)
+        assert record["agent"] == {"searches": len(steps), "stopped": STOPPED[reason].format(rounds=3)}
         if lm == "local:smollm2-135m":
             assert reason == "shot_down" and details["history"] == ""
         else:  # what it wrote, as the release stores it (gen_text_store), ends with the "</answer>" it stopped at
@@ -153,7 +158,7 @@ def test_each_agent_over_llama_cpps_openai_server_takes_the_steps_it_takes_in_pr
             # In a process of its own: a llama.cpp server this process already ran reuses what its cache holds, and
             # a token near a tie may then go the other way (FLARE's low-probability tokens are such).
             local = subprocess.run([sys.executable, "-m", "mhindex", *asked, "--lm", f"local:{model}", "--lm-threads",
-                                    "1"], capture_output=True, text=True, timeout=300)  # fmt: skip
+                                    "1"], capture_output=True, text=True, timeout=HANG_S)  # fmt: skip
             remote = mh(*asked, "--lm", f"openai:{model}@{url}")
             assert local.returncode == remote.code == 0, (method, local.stderr, remote.err)
             assert kept(remote.json()) == kept(json.loads(local.stdout)), method
@@ -187,8 +192,11 @@ def test_flare_retrieves_when_a_looked_ahead_token_is_uncertain_with_the_uncerta
             assert step["text"] == taken["kept"] == first_sentence(taken["kept"])
     assert next(searched, None) is None and any(not r["confident"] for r in rounds)  # it did retrieve
     assert record["lm_calls"] == len(rounds) + len(steps)
+    empty = sum(1 for taken in rounds if not taken["looked_ahead"].strip())
+    assert record["agent"]["searches"] == len(steps) and record["agent"].get("empty_look_aheads", 0) == empty
+    assert record["agent"]["stopped"] in ("--max-rounds 3 rounds done", "--max-length 256 tokens written")
     shown = " ".join(mh("ask", QUESTION + "?", "--method", "flare", "--max-rounds", "3").out.split())
-    assert "round 1" in shown and "looked ahead" in shown
+    assert "round 1" in shown and "looked ahead" in shown and f"searched {len(steps)} time" in shown
 
 
 @pytest.mark.slow

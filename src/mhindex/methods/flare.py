@@ -32,7 +32,18 @@ from typing import Any
 from mhindex.backends.base import Hit, Retriever
 from mhindex.errors import UsageError
 from mhindex.lm.base import Completion, LanguageModel
-from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
+from mhindex.methods.base import (
+    Answer,
+    Clock,
+    Meter,
+    Method,
+    MethodContext,
+    Query,
+    Step,
+    TraceStep,
+    agent_summary,
+    trace_step,
+)
 from mhindex.methods.sequential import SYSTEM, continued, flashrag_prompt, reference
 from mhindex.options import option
 
@@ -81,6 +92,10 @@ class Flare(Method):
 
     settings: FlareSettings
 
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return 2 * settings.max_rounds  # a look-ahead, and the sentence again where it searched
+
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: FlareSettings, context: MethodContext
     ) -> None:
@@ -124,7 +139,10 @@ class Flare(Method):
         return Answer(
             query.id, query.question, written, [{"id": h.id, "title": h.title} for h in found.values()], steps,
             meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), written, self.name,
-            details={"flare": {"rounds": rounds}},
+            details={"flare": {"rounds": rounds}, "agent": agent_summary(
+                len(steps), f"--max-length {s.max_length} tokens written" if length >= s.max_length else
+                f"--max-rounds {s.max_rounds} rounds done", empty_look_aheads=sum(
+                    1 for taken in rounds if not taken["looked_ahead"].strip()))},
         )  # fmt: skip
 
     @classmethod

@@ -35,7 +35,18 @@ from typing import Any
 
 from mhindex.backends.base import Hit, Retriever
 from mhindex.lm.base import LanguageModel
-from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
+from mhindex.methods.base import (
+    Answer,
+    Clock,
+    Meter,
+    Method,
+    MethodContext,
+    Query,
+    Step,
+    TraceStep,
+    agent_summary,
+    trace_step,
+)
 from mhindex.options import option
 
 PROMPTS = ("v0", "v1", "v2", "v3")
@@ -81,6 +92,15 @@ def read_round(text: str, stop: str | None) -> tuple[str, str]:
     return "shot_down", UNKNOWN
 
 
+#: the release's `stop_reason_final`, said in words (the answer's `agent.stopped`)
+STOPPED = {
+    "finished": "it answered (<answer>)",
+    "many_retrieve": "the round limit (--max-rounds {rounds}) while still searching",
+    "query_inst_error": "an empty query (the release's query_inst_error)",
+    "shot_down": "a round with neither an answer nor a query (the release's shot_down)",
+}
+
+
 def documents(hits: list[Hit]) -> str:
     """The paragraphs as the release writes them into the prompt (its corpus lines read "Title: T Text: text")."""
     if not hits:
@@ -96,6 +116,10 @@ class R1Searcher(Method):
     Settings = R1SearcherSettings
 
     settings: R1SearcherSettings
+
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return settings.max_rounds
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: R1SearcherSettings, context: MethodContext
@@ -126,7 +150,8 @@ class R1Searcher(Method):
         details = {"r1searcher": {"prompt": s.r1_prompt, "stop_reason_final": reason, "pred_ans": answer,
                                   "history": prompt[len(base):] + (f"{written[-1]}</answer>" if reason == "finished"
                                                                    else ""),
-                                  "written": written}}  # fmt: skip
+                                  "written": written},
+                   "agent": agent_summary(len(steps), STOPPED[reason].format(rounds=s.max_rounds))}  # fmt: skip
         return Answer(
             query.id, query.question, answer.strip(), [{"id": h.id, "title": h.title} for h in found.values()],
             steps, meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), prompt[len(base) :], self.name,

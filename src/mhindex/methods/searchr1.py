@@ -36,7 +36,18 @@ from typing import Any
 
 from mhindex.backends.base import Hit, Retriever
 from mhindex.lm.base import LanguageModel
-from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query, Step, TraceStep, trace_step
+from mhindex.methods.base import (
+    Answer,
+    Clock,
+    Meter,
+    Method,
+    MethodContext,
+    Query,
+    Step,
+    TraceStep,
+    agent_summary,
+    trace_step,
+)
 from mhindex.options import option
 
 #: `make_prefix(template_type='base')`, byte for byte (Apache-2.0, PeterGriffinJin/Search-R1)
@@ -129,6 +140,10 @@ class SearchR1(Method):
 
     settings: SearchR1Settings
 
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return settings.max_turns + 1  # the searching turns, then one that may not search
+
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: SearchR1Settings, context: MethodContext
     ) -> None:
@@ -183,7 +198,10 @@ class SearchR1(Method):
         answer = extract_solution(opening + turn)
         details = {"searchr1": {"opening": opening, "turn": turn, "responses": responses, "searches": len(steps),
                                 "invalid": invalid, "answered": answered, "extracted": answer is not None,
-                                "answer_from": answer_from(turn, answer)}}  # fmt: skip
+                                "answer_from": answer_from(turn, answer)},
+                   "agent": agent_summary(len(steps), "it answered (<answer>)" if answered else
+                                          f"the turn limit (--max-turns {s.max_turns}) with no <answer>",
+                                          invalid_turns=invalid)}  # fmt: skip
         return Answer(
             query.id, query.question, answer or "", [{"id": h.id, "title": h.title} for h in found.values()], steps,
             meter.calls, meter.prompt_tokens, meter.completion_tokens, clock(), turn, self.name, details=details,
