@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import SAMPLES, read_jsonl
+from conftest import HANG_S, SAMPLES, read_jsonl
 from mhindex.cli import main
 from mhindex.eval.run import read_predictions
 from mhindex.lm.cache import CallCache
@@ -55,7 +56,7 @@ def run(root, *args, **kwargs):
 @pytest.mark.slow
 def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
     clean = run(root, *ARGS, "--out", tmp_path / "clean", "--json")
-    out, err = clean.communicate(timeout=600)
+    out, err = clean.communicate(timeout=HANG_S)
     assert clean.returncode == 0, err
     report = json.loads(out)
     assert report["questions"] == 3 and set(report["methods"]) == {"nor", "oner"}
@@ -85,7 +86,7 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
     assert 1 <= len(partial) < 3 and not (folder / "metrics.json").exists()
 
     resumed = run(root, *ARGS, "--out", folder, "--json")
-    out, err = resumed.communicate(timeout=600)
+    out, err = resumed.communicate(timeout=HANG_S)
     assert resumed.returncode == 0, err
     again = json.loads(out)
     assert again["methods"]["nor"]["f1"] == report["methods"]["nor"]["f1"]
@@ -111,7 +112,7 @@ def test_two_evals_into_one_folder_neither_repeat_nor_lose_each_other(root, tmp_
     other = shutil.copytree(root, tmp_path / "other-root", ignore=shutil.ignore_patterns(".locks", "cache"))
     both = [run(home, "--method", "nor", *common, "--no-cache") for home in (root, other)]
     for process in both:
-        _, err = process.communicate(timeout=600)
+        _, err = process.communicate(timeout=HANG_S)
         assert process.returncode == 0, err
     ids = [r["id"] for r in read_predictions(folder / "nor.jsonl")]
     assert len(ids) == len(set(ids)) == 2  # without the lock each process answers both questions
@@ -127,7 +128,7 @@ def test_two_evals_into_one_folder_neither_repeat_nor_lose_each_other(root, tmp_
         assert waiting.poll() is None and any(
             f"oner.jsonl is being written by process {os.getpid()} (a test holding the lock" in line for line in said
         ), said
-    assert waiting.wait(timeout=600) == 0, said
+    assert waiting.wait(timeout=HANG_S) == 0, said
     assert set(json.loads((folder / "run.json").read_text())["settings"]) == {"nor", "oner"}
     assert len(read_predictions(folder / "oner.jsonl")) == 2
 
@@ -155,7 +156,7 @@ def test_ctrl_c_keeps_the_answers_and_says_how_to_resume(root, tmp_path):
     while time.time() < deadline and not (path.is_file() and path.read_bytes().count(b"\n")):
         time.sleep(0.1)
     victim.send_signal(signal.SIGINT)
-    _, err = victim.communicate(timeout=120)
+    _, err = victim.communicate(timeout=HANG_S)
     assert victim.returncode == 130, err
     assert "the same command resumes" in err and str(folder) in err
     kept = read_predictions(path)
@@ -612,3 +613,61 @@ def test_an_evaluation_reruns_from_its_folder_to_the_same_answers_and_says_which
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "index of 'musique' is not the one the record searched" in error[0]
     assert not list((tmp_path / "index").glob("*.jsonl"))
+
+
+def test_each_method_s_call_bound_holds_for_every_stored_answer(tmp_path):
+    """`Method.most_calls`, which eval's estimate of a run multiplies, bounds the LM calls of every answer stored
+    under benchmarks/results, with the settings its run recorded (ReAct's once did not: a Thought without an Action
+    takes a second call)."""
+    from pathlib import Path
+
+    from mhindex.errors import MhindexError
+    from mhindex.methods import method_class, settings_recorded
+
+    checked: dict[str, int] = {}
+    for run_file in (Path(__file__).parents[1] / "benchmarks" / "results").rglob("run.json"):
+        for name, recorded in (json.loads(run_file.read_text()).get("settings") or {}).items():
+            method = name.partition("@")[0]
+            try:
+                bound = method_class(method).most_calls(settings_recorded(method, recorded, str(run_file), tmp_path))
+            except MhindexError:  # a method or a setting of an earlier version, or a model not on this machine
+                continue
+            if bound is None or not (run_file.parent / f"{name}.jsonl").is_file():
+                continue
+            for record in read_predictions(run_file.parent / f"{name}.jsonl"):
+                if "error" not in record:
+                    assert record["lm_calls"] <= bound, (run_file.parent / f"{name}.jsonl", record["id"], bound)
+                    checked[method] = checked.get(method, 0) + 1
+    assert {"ircot", "react", "flare", "searchr1", "r1searcher", "iterretgen"} <= set(checked)
+    assert sum(checked.values()) > 2000
+
+
+def test_a_run_says_its_estimate_before_the_first_answer_and_again_as_rows_finish(root, tmp_path, capsys):
+    """Before the first answer: at most how many LM calls (each row's questions times its loop's bound), and at the
+    pace measured on this machine (kept from earlier runs) about how long; then the pace of the first answer where
+    none was kept, and what is left as each row finishes. A row whose loop sets no bound is said to have none."""
+    home = tmp_path / "home"
+    shutil.copytree(root / "musique", home / "musique", ignore=shutil.ignore_patterns("eval"))
+    asked = ["--home", str(home), "eval", "musique", "--method", "nor,ircot,decompose", "--limit", "2", "--seed", "5",
+             "-k", "2", "--max-demos", "1", "--max-paragraph-words", "40", "--max-steps", "2",
+             "--lm", "local:smollm2-135m", "--lm-threads", "1"]  # fmt: skip
+    capsys.readouterr()
+    assert main([*asked, "--out", str(tmp_path / "first")]) == 0
+    said = [json.loads(line)["message"] for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    estimates = [line for line in said if "LM calls" in line or "estimate" in line or " done; left" in line]
+    # nor: 2 questions x 1 call; ircot: 2 x (2 steps + the reader); decompose: no bound
+    assert estimates[0] == (
+        "estimate: at most 8 LM calls for nor, ircot; no pace measured here yet for local:smollm2-135m at 1 threads: the "
+        "first answer gives one; decompose: no bound on calls (their own pace shows in their progress)"
+    ), said
+    assert estimates[1].startswith("estimate, from the first answer: at most 7 LM calls for nor, ircot, at most ")
+    assert any(line.startswith("nor done; left: at most 6 LM calls for ircot, at most about ") for line in estimates)
+    assert estimates[-1].startswith("decompose done; left: nothing left to answer")
+    pace = json.loads((home / "cache" / "lm-pace.json").read_text())["local:smollm2-135m at 1 threads"]
+    assert pace["seconds_per_call"] > 0 and pace["calls"] >= 3
+    # The next run on this machine starts from the pace kept.
+    assert main([*asked, "--seed", "6", "--out", str(tmp_path / "second")]) == 0
+    said = [json.loads(line)["message"] for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    first = next(line for line in said if line.startswith("estimate"))
+    assert first.startswith("estimate: at most 8 LM calls for nor, ircot, at most about ")
+    assert f"at {pace['seconds_per_call']:.1f} s a call (measured here for local:smollm2-135m at 1 threads)" in first

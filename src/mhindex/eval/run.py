@@ -509,6 +509,7 @@ def evaluate(plan: EvalPlan, open_session: Callable[[], OpenedSession], home: Pa
                 trained_overlap(name, solver.trained_on(), [*tuning, *questions])
             configuration = _claim(plan, session, solvers, folder, home)
             answering = _Answering(plan, session, solvers, folder, home)
+            answering.say_estimate(tuning, questions)
             tuned, scores, reported = answering.tune(tuning, split)
             predictions = {name: answering.answer(name, questions, "") for name in reported}
         except KeyboardInterrupt:
@@ -607,10 +608,33 @@ def _claim(plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, 
 
 
 class _Answering:
-    """Each variant's answers to a sample, resumed from its predictions file under the folder's lock."""
+    """Each variant's answers to a sample, resumed from its predictions file under the folder's lock, with the
+    run's estimate said before the first answer and again as each row finishes (eval/estimate.py)."""
 
     def __init__(self, plan: EvalPlan, session: Any, solvers: dict[str, Any], folder: Path, home: Path | None):
         self.plan, self.solvers, self.folder = plan, solvers, folder
+        self.session, self.home = session, home
+        self.estimate: Any = None
+
+    def say_estimate(self, tuning: list[dict], questions: list[dict]) -> None:
+        """Before the first answer: each row's questions still to answer, its bound on calls, the pace here."""
+        from mhindex import ui
+        from mhindex.eval.estimate import Estimate, Row
+        from mhindex.home import resolve_home
+
+        lm = self.session.lm
+        if lm is None:  # no model: retrieval alone is quick
+            return
+        asked = [*((v.name, " (tuning)", tuning) for v in self.plan.grid if tuning),
+                 *((name, "", questions) for name in self.solvers)]  # fmt: skip
+        rows = []
+        for name, what, sample in asked:
+            done = {r.get("id") for r in read_predictions(self.folder / f"{name}.jsonl") if "error" not in r}
+            todo = sum(1 for q in sample if q["id"] not in done)
+            rows.append(Row(name + what, todo, self.solvers[name].most_calls(self.solvers[name].settings)))
+        model = f"{lm.name} at {lm.threads} threads" if lm.threads else lm.name
+        self.estimate = Estimate(rows, resolve_home(self.home), model, self.plan.workers)
+        ui.reporter().info(self.estimate.text("estimate"))
 
     def answer(self, name: str, asked: list[dict], what: str) -> list[dict]:
         from mhindex import ui
@@ -626,6 +650,8 @@ class _Answering:
                 def record(result: dict) -> None:
                     emit(result)
                     bar.advance()
+                    if self.estimate is not None and (first := self.estimate.answered(name + what, result)):
+                        log.info(first)
 
                 items = ((i, Query.from_record(q, str(i))) for i, q in enumerate(todo, 1))
                 stats = run_questions(solver, items, record, workers=self.plan.workers)
@@ -635,6 +661,8 @@ class _Answering:
         with evaluating(self.folder, name, f"answering {name}"):  # another eval may share the folder
             found = evaluate_method(name, asked, self.folder, run)
         log.info(f"{name}: {len(found)} predictions in {self.folder / (name + '.jsonl')}")
+        if self.estimate is not None:
+            log.info(self.estimate.finished(name + what))
         return found
 
     def tune(self, tuning: list[dict], split: str) -> tuple[dict[str, dict], dict[str, dict], list[str]]:
@@ -648,7 +676,10 @@ class _Answering:
         scores = score_methods(on_tuning, tuning, plan.budget)
         tuned = choose_settings(plan.grid, scores, plan.tune_metric, tuning, split, plan.seed)
         chosen = {t["chosen"] for t in tuned.values()}
-        return tuned, scores, [v.name for v in plan.runs if v.name in chosen or v not in plan.grid]
+        reported = [v.name for v in plan.runs if v.name in chosen or v not in plan.grid]
+        if self.estimate is not None:  # the variants not chosen answer nothing more
+            self.estimate.drop([name for name in self.solvers if name not in reported])
+        return tuned, scores, reported
 
 
 #: what an earlier evaluation in the same folder keeps of its metrics.json: what `rerun` needs to make it again

@@ -110,6 +110,10 @@ class CoT(Method):
 
     settings: CoTSettings
 
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return 1
+
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: CoTSettings, context: MethodContext
     ) -> None:

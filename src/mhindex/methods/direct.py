@@ -66,6 +66,10 @@ class Direct(Method):
 
     settings: DirectSettings
 
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return 1
+
     def __init__(self, retriever: Retriever | None, lm: LanguageModel, settings: Any, context: MethodContext) -> None:
         super().__init__(retriever, lm, settings, context)
         self.prompt_name = settings.prompts_for(context.dataset)

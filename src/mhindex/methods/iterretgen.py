@@ -42,6 +42,10 @@ class IterRetGen(Method):
 
     settings: IterRetGenSettings
 
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return settings.iterations
+
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: IterRetGenSettings, context: MethodContext
     ) -> None:

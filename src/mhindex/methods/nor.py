@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mhindex.backends.base import Retriever
 from mhindex.lm.base import LanguageModel
 from mhindex.methods.base import Answer, Clock, Meter, Method, MethodContext, Query
@@ -15,6 +17,10 @@ class NoRetrieval(Method):
     paper = "IRCoT's no-retrieval baseline (Trivedi et al., ACL 2023; StonyBrookNLP/ircot)"
     tables = {"IRCoT": {"ZeroR QA, Direct": {"reader": "direct"}, "ZeroR QA, CoT": {"reader": "cot"}}}
     needs_retriever = False
+
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return 1
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: ReaderSettings, context: MethodContext

@@ -4,6 +4,7 @@ question is cleaned of its wh-words first, as IRCoT's release does for every BM2
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from mhindex.backends.base import Retriever
 from mhindex.lm.base import LanguageModel
@@ -28,6 +29,10 @@ class OneRetrieval(Method):
     Settings = OneRSettings
 
     settings: OneRSettings
+
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return 1
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: OneRSettings, context: MethodContext

@@ -74,6 +74,10 @@ class NaiveGeneration(Method):
 
     settings: NaiveSettings
 
+    @classmethod
+    def most_calls(cls, settings: Any) -> int | None:
+        return 1
+
     def _answer(self, query: Query, hits: list[Hit] | None) -> Answer:
         clock, meter = Clock(), Meter(self.lm)
         system = OWN_KNOWLEDGE if hits is None else SYSTEM.format(reference=reference(hits))
