@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import SAMPLES, Result, read_jsonl
+from conftest import HANG_S, SAMPLES, Result, read_jsonl
 from mhindex.cli import main
 from mhindex.methods.prompts import extract_answer
 from mhindex.methods.queries import remove_wh_words, retrieval_query
@@ -139,6 +139,7 @@ def test_token_limits_bound_the_generations(mh, home):
 def test_stdin_stream_keeps_ids_and_order_and_reports_bad_lines(mh, home):
     picked = questions(home, 3)
     lines = [json.dumps({"id": q["id"], "question": q["question"]}) for q in picked]
+    lines[0] = json.dumps({"id": picked[0]["id"], "question": picked[0]["question"], "method": "nor"})
     lines.insert(1, "not json at all")
     lines.insert(3, json.dumps({"id": "q-empty", "question": ""}))
     stdin = "\n".join(lines) + "\n"
@@ -164,6 +165,9 @@ def test_stdin_stream_keeps_ids_and_order_and_reports_bad_lines(mh, home):
     assert records[3]["line"] == 4 and "question" in records[3]["error"]
     assert [r["id"] for r in records if "answer" in r] == [q["id"] for q in picked]
     assert "2 of 5 questions failed" in result.err
+    # A key no question is read for is said once, naming its line; the command's method answered every line.
+    assert result.err.count("'method' not read") == 1 and "line 1: 'method' not read" in result.err
+    assert {r["method"] for r in records if "answer" in r} == {"oner"}
 
 
 def test_same_run_twice_gives_the_same_output(mh, home):
@@ -262,15 +266,34 @@ def test_a_piped_run_reports_progress_as_json_lines(home, tmp_path):
     command = [sys.executable, "-m", "mhindex", "ask", "-", "--corpus", "musique", "--method", "oner", *FAST[:6]]
     env = {**os.environ, "MHINDEX_HOME": str(home)}
     with open(stream) as stdin:
-        result = subprocess.run(command, stdin=stdin, capture_output=True, text=True, env=env, timeout=600)
+        result = subprocess.run(command, stdin=stdin, capture_output=True, text=True, env=env, timeout=HANG_S)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2
-    progress = [json.loads(line) for line in result.stderr.splitlines() if '"done"' in line]
+    progress = [json.loads(line) for line in result.stderr.splitlines() if '"per_minute"' in line]
     assert [(p["done"], p["total"]) for p in progress] == [(1, 2), (2, 2)]
     assert progress[-1]["message"] == "2/2 questions answered" and progress[-1]["per_minute"] > 0
     with open(stream) as stdin:
-        quiet = subprocess.run([*command, "--quiet"], stdin=stdin, capture_output=True, text=True, env=env, timeout=600)
+        quiet = subprocess.run(
+            [*command, "--quiet"], stdin=stdin, capture_output=True, text=True, env=env, timeout=HANG_S
+        )
     assert quiet.returncode == 0 and '"done"' not in quiet.stderr
+    # Inside a question, a heartbeat says what is being worked on when nothing else was said for a minute (here
+    # MHINDEX_LOG_EVERY's fifth of a second; the call cache off, so that each call is made, not looked up).
+    every = {**env, "MHINDEX_LOG_EVERY": "0.2"}
+    with open(stream) as stdin:
+        beating = subprocess.run([*command, "--method", "ircot", "--no-cache"], stdin=stdin, capture_output=True,
+                                 text=True, env=every, timeout=HANG_S)  # fmt: skip
+    assert beating.returncode == 0, beating.stderr
+    beats = [json.loads(line) for line in beating.stderr.splitlines() if '"working_on"' in line]
+    assert any(
+        "LM call" in beat["working_on"] and beat["message"].startswith("answering questions: ") for beat in beats
+    )
+    with open(stream) as stdin:
+        wrong = subprocess.run(command, stdin=stdin, capture_output=True, text=True, timeout=HANG_S,
+                               env={**env, "MHINDEX_LOG_EVERY": "soon"})  # fmt: skip
+    assert (
+        wrong.returncode == 2 and "MHINDEX_LOG_EVERY should be a number of seconds above 0, not 'soon'" in wrong.stderr
+    )
 
 
 def _on_a_terminal(command: list[str], env: dict, stdin=None) -> tuple[int, str, str]:
@@ -301,7 +324,7 @@ def _on_a_terminal(command: list[str], env: dict, stdin=None) -> tuple[int, str,
             seen += chunk
         assert process.stdout is not None
         out = process.stdout.read().decode()
-        code = process.wait(timeout=60)
+        code = process.wait(timeout=HANG_S)
     os.close(leader)
     import re
 
@@ -349,7 +372,7 @@ def _stopped_with_ctrl_c(asking: subprocess.Popen) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    _, err = asking.communicate(timeout=60)
+    _, err = asking.communicate(timeout=HANG_S)
     assert asking.returncode == 130, err
 
 

@@ -35,19 +35,28 @@ class _NullTask:
 
 
 class _PipeTask:
-    """A bar's progress where no bar is drawn (a pipe, a log): a JSON line a minute at most, so that a log
-    reader sees long work going on (dense encoding said nothing for minutes)."""
+    """A bar's progress where no bar is drawn (a pipe, a log): a JSON line a minute, so that a log reader sees
+    long work going on. With `lines` a line a minute at most as work advances; with or without, a heartbeat
+    when nothing was said for a minute (one IRCoT question once ran 10 minutes without a line), saying what is
+    being worked on (`note`) and the time left at the pace so far."""
 
-    EVERY = 60.0
+    EVERY = 60.0  # seconds; $MHINDEX_LOG_EVERY sets another
 
-    def __init__(self, reporter: Reporter, description: str, total: float | None, unit: str) -> None:
+    def __init__(self, reporter: Reporter, description: str, total: float | None, unit: str, lines: bool) -> None:
         self.reporter, self.description, self.total, self.unit = reporter, description, total, unit
+        self.EVERY = log_every()
+        self.lines = lines
         self.done = 0.0
         self.started = self.said = time.monotonic()
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="mhindex-heartbeat", daemon=True)
+        self._beat.start()
 
     def advance(self, amount: float = 1) -> None:
         self.done += amount
-        self._say()
+        if self.lines:
+            self._say()
 
     def update(
         self, completed: float | None = None, total: float | None = None, description: str | None = None
@@ -55,13 +64,24 @@ class _PipeTask:
         self.done = self.done if completed is None else completed
         self.total = self.total if total is None else total
         self.description = description or self.description
-        self._say()
+        if self.lines:
+            self._say()
 
-    def _say(self) -> None:
-        now = time.monotonic()
-        if now - self.said < self.EVERY:
-            return
-        self.said = now
+    def close(self) -> None:
+        self._stopped.set()
+        self._beat.join()
+
+    def _heartbeat(self) -> None:
+        while not self._stopped.wait(min(self.EVERY / 4, 5.0)):
+            if time.monotonic() - max(self.said, self.reporter.last_said) >= self.EVERY:
+                self._say(working=True)
+
+    def _say(self, working: bool = False) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self.said < self.EVERY:
+                return
+            self.said = now
         shown = (
             f"{self.done:,.0f}"
             + (f" of {self.total:,.0f}" if self.total else "")
@@ -71,10 +91,28 @@ class _PipeTask:
         # The time left at the pace so far: what a bar's column shows, for a log reader of a long eval too.
         left = (self.total - self.done) * elapsed / self.done if self.total and self.done else None
         said = f", about {_duration(left)} left" if left else ""
+        doing = _working_on if working else None
         self.reporter.info(
-            f"{self.description}: {shown}{said}", done=self.done, total=self.total, seconds=round(elapsed, 1),
-            seconds_left=None if left is None else round(left, 1),
+            f"{self.description}: {shown}{said}" + (f"; now: {doing}" if doing else ""), done=self.done,
+            total=self.total, seconds=round(elapsed, 1), seconds_left=None if left is None else round(left, 1),
+            **({"working_on": doing} if doing else {}),
         )  # fmt: skip
+
+
+def log_every() -> float:
+    """Seconds between a pipe's progress lines: $MHINDEX_LOG_EVERY (a positive number), else a minute."""
+    from mhindex.errors import UsageError
+
+    text = os.environ.get("MHINDEX_LOG_EVERY", "").strip()
+    if not text:
+        return _PipeTask.EVERY
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < 1e9:
+        raise UsageError(f"MHINDEX_LOG_EVERY should be a number of seconds above 0, not {text[:40]!r}")
+    return seconds
 
 
 def _duration(seconds: float) -> str:
@@ -114,6 +152,7 @@ class Reporter:
             interactive = sys.stderr.isatty()
         self.interactive = interactive and not quiet
         self._console = None
+        self.last_said = 0.0  # when the last line was written (monotonic): a heartbeat waits a minute past it
 
     @property
     def console(self):
@@ -126,6 +165,7 @@ class Reporter:
     def _emit(self, level: str, message: str, fields: dict) -> None:
         if self.quiet and level == "info":
             return
+        self.last_said = time.monotonic()
         if self.interactive:
             style = {"info": "", "warning": "yellow", "error": "bold red"}[level]
             prefix = "" if level == "info" else f"{level}: "
@@ -145,9 +185,17 @@ class Reporter:
     def progress(
         self, description: str, total: float | None = None, unit: str = "", lines: bool = True
     ) -> Iterator[_NullTask | _PipeTask | _RichTask]:
-        """A bar on a terminal; in a pipe a JSON line a minute (`lines`), none with --quiet."""
+        """A bar on a terminal; in a pipe a JSON line a minute (as work advances with `lines`, else only where
+        nothing else was said for a minute), none with --quiet."""
         if not self.interactive:
-            yield _PipeTask(self, description, total, unit) if lines and not self.quiet else _NullTask()
+            if self.quiet:
+                yield _NullTask()
+                return
+            task = _PipeTask(self, description, total, unit, lines)
+            try:
+                yield task
+            finally:
+                task.close()
             return
         from rich.progress import (
             BarColumn,
@@ -225,8 +273,15 @@ class _Activity:
 _activity: contextvars.ContextVar[_Activity | None] = contextvars.ContextVar("mhindex_activity", default=None)
 
 
+#: what the work in progress is doing, as last noted (for a pipe's heartbeat line; any thread may note it)
+_working_on: str | None = None
+
+
 def note(label: str) -> None:
-    """Say what the current activity is doing (a no-op outside `Reporter.activity`)."""
+    """Say what the current activity is doing: on a terminal, its live line (under `Reporter.activity`); in a pipe,
+    the next heartbeat line."""
+    global _working_on
+    _working_on = label
     if (current := _activity.get()) is not None:
         current.label = label
         current.task.update(description=label)
