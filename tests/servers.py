@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from conftest import REPO
+from conftest import HANG_S, REPO
 
 
 @contextmanager
@@ -40,7 +40,7 @@ def llama_server(model: Path, threads: int = 1, context: int = 4096) -> Iterator
     finally:
         assert process.stdin is not None
         process.stdin.close()
-        process.wait(timeout=30)
+        process.wait(timeout=HANG_S)
 
 
 class FileServer:
@@ -110,7 +110,7 @@ class FaultProxy:
         self.faults: list[str] = []
         self.requests: list[str] = []
         proxy = self
-        client = httpx.Client(timeout=120)
+        client = httpx.Client(timeout=HANG_S)
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args) -> None:

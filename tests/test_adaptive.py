@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import HANG_S, read_jsonl
 from mhindex.cli import main
 from mhindex.eval.metrics import best, exact_match
 
@@ -101,9 +101,9 @@ def test_adaptive_over_llama_cpps_openai_server_routes_and_answers_as_in_process
             # In a process of its own, as tests/test_agents.py runs the agents: a llama.cpp server this process
             # already ran reuses what its cache holds, and a token near a tie may then go the other way.
             local = subprocess.run([sys.executable, "-m", "mhindex", *asked, "--lm", "local:smollm2-135m",
-                                    "--lm-threads", "1"], capture_output=True, text=True, timeout=300)  # fmt: skip
+                                    "--lm-threads", "1"], capture_output=True, text=True, timeout=HANG_S)  # fmt: skip
             remote = subprocess.run([sys.executable, "-m", "mhindex", *asked, "--lm", f"openai:smollm2-135m@{url}"],
-                                    capture_output=True, text=True, timeout=300)  # fmt: skip
+                                    capture_output=True, text=True, timeout=HANG_S)  # fmt: skip
             assert local.returncode == remote.returncode == 0, (local.stderr, remote.stderr)
             here, there = json.loads(local.stdout), json.loads(remote.stdout)
             assert there["lm"]["calls_from_cache"] == 0  # every call went over HTTP

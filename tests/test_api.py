@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from collections.abc import Sequence
 
 import pytest
@@ -312,6 +313,13 @@ def test_a_closed_or_moved_object_says_so(musique, tmp_path):
     with pytest.raises(mhindex.UsageError, match="this lucene Searcher is closed: open another"):
         searcher.search("county seat")
     asker = mhindex.Asker("retrieve", musique)
+    # A key nothing reads is a warning (the Asker's method answers, not the record's); a corpus's own question
+    # record, with its gold and its other fields, is read for its question without a word.
+    with pytest.warns(UserWarning, match="question 1: 'method' not read"):
+        assert asker.ask({"id": "x", "question": "county seat?", "method": "nor"}).method == "retrieve"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        asker.ask(musique.questions()[0])
     asker.close()
     with pytest.raises(mhindex.UsageError, match="this retrieve Asker is closed"):
         asker.ask("Who?")

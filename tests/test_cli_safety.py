@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES
+from conftest import HANG_S, SAMPLES
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 MHINDEX = Path(sys.executable).with_name("mhindex")
@@ -199,7 +199,7 @@ def test_ctrl_c_acts_at_once_and_a_second_one_quits(root):
         for _ in range(presses):
             process.send_signal(signal.SIGINT)
             time.sleep(0.2)
-        out, err = process.communicate(timeout=120)
+        out, err = process.communicate(timeout=HANG_S)
         waited = time.perf_counter() - pressed
         assert process.returncode == 130, err
         assert "stopping; finished answers are kept" in err and "Traceback" not in err

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from conftest import HANG_S
+
 
 def doctor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -18,7 +20,7 @@ def doctor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
-        timeout=120,
+        timeout=HANG_S,
     )
 
 

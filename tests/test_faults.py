@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import SAMPLES, leftovers, made_up_words, read_jsonl
+from conftest import HANG_S, SAMPLES, leftovers, made_up_words, read_jsonl
 from servers import MisbehavingLM
 
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
@@ -37,7 +37,7 @@ def mhindex(home: Path, *args, wait: bool = True, input: str | None = None, **kw
     )
     if not wait:
         return process
-    out, err = process.communicate(input, timeout=600)
+    out, err = process.communicate(input, timeout=HANG_S)
     return process.returncode, out, err
 
 
@@ -122,7 +122,7 @@ def resumed_dense(tmp_path_factory):
     first = mhindex(home, "--quiet", "index", "musique", "--backend", "dense", "--shard-size", "200", wait=False)
     wait_for(lambda: len(list(indexes.glob(".dense-work-*/shard-*[0-9].npy"))) >= 2, 300)
     first.send_signal(signal.SIGTERM)  # as a scheduler stops a job
-    _, stopped = first.communicate(timeout=60)
+    _, stopped = first.communicate(timeout=HANG_S)
     state = {
         "code": first.returncode,
         "err": stopped,
@@ -200,7 +200,7 @@ def test_a_killed_conversion_takes_its_workers_with_it(tmp_path, big_release, ho
     workers = children(build.pid)
     assert len(workers) == 2
     build.send_signal(how)
-    _, err = build.communicate(timeout=60)
+    _, err = build.communicate(timeout=HANG_S)
     assert gone(workers), "conversion workers outlived their parent"
     if how == signal.SIGTERM:
         assert build.returncode == 143 and one_line_error(err) == "mhindex: terminated"
@@ -238,7 +238,7 @@ def test_concurrent_builds_of_one_corpus_take_turns(tmp_path):
     index = snapshot(home / "musique" / "indexes" / "lucene")
     for _ in range(2):
         builds = [mhindex(home, "corpus", "musique", "--input", MUSIQUE, "--force", wait=False) for _ in range(4)]
-        results = [(b.wait(timeout=300), b.stderr.read()) for b in builds]
+        results = [(b.wait(timeout=HANG_S), b.stderr.read()) for b in builds]
         assert all(code == 0 for code, _ in results), results
         assert "Traceback" not in "".join(err for _, err in results)
     assert not leftovers(home) and sorted(p.name for p in home.iterdir()) == [".locks", "default-corpus", "musique"]
@@ -255,7 +255,7 @@ def test_a_second_build_waits_for_the_first_and_says_who_holds_it(tmp_path):
         second = mhindex(home, "corpus", "musique", "--input", MUSIQUE, wait=False)
         time.sleep(3)
         assert second.poll() is None  # still waiting
-    _, err = second.communicate(timeout=120)
+    _, err = second.communicate(timeout=HANG_S)
     assert second.returncode == 0
     assert (
         f"'musique' is being changed by process {os.getpid()} (building the corpus" in err
@@ -517,7 +517,7 @@ def test_smaller_things_a_user_meets(built, tmp_path):
     build = mhindex(built, "index", "musique", "--force", wait=False)
     wait_for(lambda: processes("IndexCollection", built) or None, 120, 0.01)
     build.send_signal(signal.SIGINT)
-    _, err = build.communicate(timeout=60)
+    _, err = build.communicate(timeout=HANG_S)
     assert build.returncode == 130 and one_line_error(err) == "mhindex: interrupted"
     assert snapshot(built / "musique" / "indexes" / "lucene") == before and not leftovers(built)
     assert not processes("IndexCollection", built)

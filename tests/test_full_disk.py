@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import leftovers
+from conftest import HANG_S, leftovers
 
 SMALL = ["--max-demos", "1", "--answer-tokens", "4"]
 # (the command, the exit code on a full disk and on a read-only root; 0: it runs on without what it cannot write;
@@ -39,7 +39,7 @@ SAID = {"full": ("No space left on device", "disk is full"), "read-only": ("Read
 def mhindex(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MHINDEX_LM": "local:smollm2-135m"}
     command = [sys.executable, "-m", "mhindex", "--home", str(root), *(a.format(root=root) for a in args)]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=HANG_S)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from conftest import HANG_S
+
 
 def mhindex(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -14,7 +16,7 @@ def mhindex(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "80", **(env or {})},
-        timeout=120,
+        timeout=HANG_S,
     )
 
 

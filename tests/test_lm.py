@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HANG_S
 from mhindex.lm import load_lm
 from mhindex.lm.base import LMError
 from mhindex.lm.cache import CachedModel, CallCache
@@ -82,7 +83,7 @@ def test_local_slots_run_calls_at_once(smollm2_path, slots):
     import threading
 
     model = LlamaCppModel(smollm2_path, threads=1, context_length=2048, slots=slots)
-    barrier = threading.Barrier(2, timeout=60 if slots == 2 else 3)
+    barrier = threading.Barrier(2, timeout=HANG_S if slots == 2 else 3)
     met, answers = [], []
 
     def call(prompt: str) -> None:

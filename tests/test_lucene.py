@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import SAMPLES, read_jsonl
+from conftest import HANG_S, SAMPLES, read_jsonl
 from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.corpora import DATASETS
 from mhindex.corpora.build import build_corpus
@@ -240,7 +240,7 @@ def test_ctrl_c_stays_with_python_once_the_jvm_runs(built, tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        timeout=120,
+        timeout=HANG_S,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert result.stdout == "KeyboardInterrupt\n", (result.returncode, result.stderr)

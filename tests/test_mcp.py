@@ -13,6 +13,8 @@ import time
 import anyio
 import pytest
 
+import mhindex
+from conftest import HANG_S
 from mhindex.cli import main
 
 QUERY = "Van Hook Township"
@@ -39,7 +41,8 @@ def searched(home, query: str, k: int, titles=None) -> list[dict]:
 
 async def exercise(session, home) -> None:
     """Every tool, as an MCP client calls it: the hits `search` gives, a scope, a paragraph, the refusals."""
-    await session.initialize()
+    started = await session.initialize()
+    assert (started.server_info.name, started.server_info.version) == ("mhindex", mhindex.__version__)
     assert sorted(tool.name for tool in (await session.list_tools()).tools) == ["corpora", "fetch", "search"]
     found = await session.call_tool("search", {"query": QUERY, "k": 5})
     assert not found.is_error and found.structured_content["result"] == searched(home, QUERY, 5)
@@ -101,7 +104,7 @@ def test_mcp_over_streamable_http_beside_the_other_endpoints_and_behind_their_ke
         assert hits["hits"] == searched(home, QUERY, 5)
     finally:
         server.send_signal(signal.SIGTERM)
-        _, log = server.communicate(timeout=30)
+        _, log = server.communicate(timeout=HANG_S)
     assert server.returncode == 0, log
     assert '"path":"/mcp","status":401' in log and "sekret" not in log and "Traceback" not in log
 

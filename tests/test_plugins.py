@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from conftest import HANG_S
 from mhindex.backends import BACKENDS
 from mhindex.corpora import DATASETS
 from mhindex.lm import LMS
@@ -38,7 +39,7 @@ def run(python: Path | str, *args: str, env: dict | None = None, stdin: str | No
         text=True,
         env={**os.environ, **(env or {})},
         input=stdin,
-        timeout=600,
+        timeout=HANG_S,
     )
 
 
@@ -63,7 +64,7 @@ def plugin_python(tmp_path_factory) -> Path:
         [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(source)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_S,
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return python
@@ -132,7 +133,7 @@ def test_an_installed_plugin_package_works_through_ask_eval_report_and_help(plug
         assert httpx.get(url + "/info").json()["backend"] == "overlap"
     finally:
         served.send_signal(signal.SIGINT)
-        served.communicate(timeout=30)
+        served.communicate(timeout=HANG_S)
 
 
 def broken_distribution(root: Path) -> Path:

@@ -19,7 +19,7 @@ import httpx
 import orjson
 import pytest
 
-from conftest import read_jsonl, serve_index
+from conftest import HANG_S, read_jsonl, serve_index
 from mhindex.backends import BackendSpec, build_index, open_retriever
 from mhindex.cli import main
 from mhindex.errors import UsageError
@@ -105,9 +105,17 @@ def test_limits_and_bad_bodies_are_400s_with_the_reason(served):
             ("/search", {"query": "x", "titles": titles}, 400, "'titles' should be a list of strings")
             for titles in ([1, 2], [[1]], [{}], [None], "Mach bands")
         ),
+        # A field no endpoint reads is refused, never passed over ({"K": 3} once answered 10 hits)
+        ("/search", {"query": "x", "K": 3}, 400, "unknown field 'K': POST /search takes query, k, titles"),
+        ("/search/batch", {"queries": ["x"], "top_n": 3}, 400, "unknown field 'top_n'"),
+        # A /retrieve body of neither dialect: once HTTP 200 and an empty `retrieval` (IRCoT's shape, FastAPI's
+        # {"detail"} error, as IRCoT's server is FastAPI)
+        ("/retrieve", {}, 400, "a /retrieve body is Search-R1's"),
+        ("/retrieve", {"q": "Mach bands", "n": 3}, 400, "this one has 'q', 'n'"),
     ]:
         reply = httpx.post(url + path, json=body)
-        assert reply.status_code == status and fragment in reply.json()["error"], (body, reply.text)
+        said = reply.json().get("error") or reply.json().get("detail")
+        assert reply.status_code == status and fragment in said, (body, reply.text)
     assert "not JSON" in httpx.post(url + "/search", content=b"not json").json()["error"]
     wrong_method = httpx.get(url + "/search")
     assert wrong_method.status_code == 405 and "POST /search" in wrong_method.json()["error"]
@@ -294,7 +302,7 @@ def test_the_serve_command_starts_logs_keeps_keys_out_of_the_log_and_stops_on_ct
         gone.sendall(f"POST /k/{KEY}/search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{{".encode())
     time.sleep(0.5)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 0, err
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert {"path": "/api/search", "status": 200} in [
@@ -345,7 +353,7 @@ def test_a_request_that_would_wait_past_max_wait_ms_is_refused_at_once(musique_l
 
         def post(number: int, body: dict, path: str = "/search") -> None:
             sent = time.perf_counter()
-            answer = httpx.post(f"{server.url}{path}", json=body, timeout=60)
+            answer = httpx.post(f"{server.url}{path}", json=body, timeout=HANG_S)
             answers[number] = (answer, time.perf_counter() - sent)
 
         threads = [threading.Thread(target=post, args=(0, {"queries": QUERIES[:1] * 5, "k": 3}, "/search/batch"))]
@@ -413,13 +421,13 @@ def test_a_large_batch_shares_the_workers_and_a_full_queue_is_refused_with_retry
         answered: dict[str, httpx.Response] = {}
 
         def batch() -> None:
-            answered["batch"] = httpx.post(f"{server.url}/search/batch", json={"queries": many, "k": 3}, timeout=300)
+            answered["batch"] = httpx.post(f"{server.url}/search/batch", json={"queries": many, "k": 3}, timeout=HANG_S)
             finished["batch"] = time.perf_counter()
 
         running = threading.Thread(target=batch)
         running.start()
         time.sleep(0.5)  # the batch is under way: 4,000 queries take seconds, a chunk milliseconds
-        single = httpx.post(f"{server.url}/search", json={"query": QUERIES[0], "k": 3}, timeout=60)
+        single = httpx.post(f"{server.url}/search", json={"query": QUERIES[0], "k": 3}, timeout=HANG_S)
         finished["single"] = time.perf_counter()
         running.join()
         assert single.status_code == 200 and answered["batch"].status_code == 200
@@ -431,7 +439,7 @@ def test_a_large_batch_shares_the_workers_and_a_full_queue_is_refused_with_retry
 
         # Six batches at once on one worker: the queue holds two waiting searches; the rest are refused at once.
         def post(_: int) -> httpx.Response:
-            return httpx.post(f"{server.url}/search/batch", json={"queries": many[:800], "k": 3}, timeout=300)
+            return httpx.post(f"{server.url}/search/batch", json={"queries": many[:800], "k": 3}, timeout=HANG_S)
 
         with ThreadPoolExecutor(6) as pool:
             burst = list(pool.map(post, range(6)))
@@ -547,7 +555,7 @@ def test_sigterm_while_batches_run_refuses_what_has_not_begun_and_prints_no_trac
         wait_until_serving(url)
 
         def batch(_: int) -> httpx.Response:
-            return httpx.post(url + "/search/batch", json={"queries": QUERIES[:2], "k": 3}, timeout=30)
+            return httpx.post(url + "/search/batch", json={"queries": QUERIES[:2], "k": 3}, timeout=HANG_S)
 
         with ThreadPoolExecutor(3) as pool:
             first = pool.submit(batch, 0)
@@ -556,7 +564,7 @@ def test_sigterm_while_batches_run_refuses_what_has_not_begun_and_prints_no_trac
             time.sleep(0.5)
             process.send_signal(signal.SIGTERM)
             answers = [first.result(), *(w.result() for w in waiting)]
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=HANG_S)
     finally:
         process.kill()
     assert process.returncode == 0, err
@@ -588,7 +596,7 @@ def test_a_client_that_hangs_up_mid_batch_is_logged_as_such_and_not_searched_for
             time.sleep(0.3)
         time.sleep(2)
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=HANG_S)
     finally:
         process.kill()
     logged = [json.loads(line) for line in err.splitlines() if line.startswith('{"time"')]

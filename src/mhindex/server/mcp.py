@@ -53,8 +53,11 @@ def mcp_server(
     logging.getLogger("mcp").setLevel(logging.ERROR)
 
     corpus = info.get("corpus", "the corpus")
+    from mhindex import __version__
+
     server = MCPServer(
         "mhindex",
+        version=__version__,  # `initialize` says it (serverInfo.version), as every MCP client shows a server's
         instructions=f"Search the paragraphs of {corpus} ({info.get('backend')}); fetch a paragraph by its id.",
     )
 
