@@ -359,3 +359,17 @@ def test_served_dense_searches_of_concurrent_requests_are_encoded_together(root)
         assert [h["score"] for h in hits] == pytest.approx([h.score for h in alone[question]], abs=1e-4)
     assert sum(counted.batches) == len(questions) and len(counted.batches) < len(questions)  # gathered
     assert max(counted.batches) > 1
+
+
+def test_a_second_dense_searcher_in_the_process_does_not_load_the_encoder_again(root):
+    """A one-off search pays for loading the encoder (docs/search.md says how long); a second searcher of the same
+    index in the same process (the API's `Corpus.searcher`, a hybrid's part) shares the loaded one, and ranks the
+    same."""
+    first, second = open_dense(root), open_dense(root)
+    try:
+        assert first._encoder is second._encoder
+        query = "Who directed the film?"
+        assert [(h.id, h.score) for h in first.search(query, 5)] == [(h.id, h.score) for h in second.search(query, 5)]
+    finally:
+        first.close()
+        second.close()

@@ -184,3 +184,14 @@ def test_closing_waits_for_a_statement_in_flight_and_later_ones_do_nothing(tmp_p
     completion = Completion(text="x", prompt_tokens=1, completion_tokens=1, seconds=0.1)
     calls.put("key", completion)
     assert calls.get("key") is None and not calls._failed  # no "the cache failed" warning after a Ctrl-C
+
+
+def test_a_state_kept_at_one_thread_count_is_restored_at_another(kept, tmp_path):
+    """The automatic thread count follows the machine's load: a state kept at 1 thread must serve a process at 2
+    (states were once keyed by the thread count, and a quieter machine read everything again, 92 s against 33 s).
+    The kernels are batch- and thread-invariant (lm/llamacpp.py, INVARIANT): the answer is a fresh process's."""
+    home, _ = kept
+    two = lm(home, "What is 8 plus 6?", "--lm-threads", "2")
+    fresh = lm(tmp_path / "fresh", "What is 8 plus 6?", "--lm-threads", "2", "--no-cache")
+    assert restored(two), two
+    assert two["text"] == fresh["text"] and two["completion_tokens"] == fresh["completion_tokens"]

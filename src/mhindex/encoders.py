@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import queue
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -310,9 +311,21 @@ class OnnxEncoder:
         return self.encode(queries)
 
 
+#: Encoders loaded in this process, shared by every index that opens the same one: a second dense search (another
+#: `Corpus.searcher`, a hybrid's part, the server's reload) does not load the weights again (#78: a one-off search
+#: paid seconds of start-up each time). An encoder holds no state between texts (each is encoded alone).
+_LOADED: dict[tuple[str, str, int, int, str], Encoder | OnnxEncoder] = {}
+_LOADING = threading.Lock()
+
+
 def make_encoder(name: str | None, runtime: str, max_length: int, threads: int, models: Path) -> Encoder | OnnxEncoder:
-    """The encoder `name` on `runtime`; `models` is where ONNX exports are kept."""
+    """The encoder `name` on `runtime`, loaded once a process; `models` is where ONNX exports are kept."""
     source = resolve_encoder(name)
-    if runtime == "torch":
-        return Encoder(source, max_length, threads)
-    return OnnxEncoder(source, max_length, threads, models)
+    key = (source, runtime, max_length, threads, str(models))
+    with _LOADING:
+        if key not in _LOADED:
+            _LOADED[key] = (
+                Encoder(source, max_length, threads) if runtime == "torch" else OnnxEncoder(source, max_length,
+                                                                                            threads, models)
+            )  # fmt: skip
+        return _LOADED[key]

@@ -5,8 +5,9 @@ some 4,000 tokens each). llama.cpp can save a slot's evaluated prompt (its KV ca
 to a file and restore it. lm/llamacpp.py saves the slot when it holds exactly a prompt opening's
 first M tokens (M a multiple of its micro-batch, so that what follows a restore is evaluated as
 from scratch), under a key made of everything that shapes the saved values: the model file, the
-runtime and its settings (context, micro-batch, threads) and the tokens themselves. A later
-process restores it before its first call that opens the same way.
+runtime and its settings (context, micro-batch; not the threads: the kernels are thread-invariant, so a state
+kept at one thread count serves another) and the tokens themselves. A later process restores it before its
+first call that opens the same way.
 
 The files live under `<home>/cache/llama-state/`, at most 2 GB of them (`$MHINDEX_PROMPT_STATES_MB`;
 the least recently used go first). Each is checked against the sha256 recorded when it was saved before it
