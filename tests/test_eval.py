@@ -657,8 +657,8 @@ def test_a_run_says_its_estimate_before_the_first_answer_and_again_as_rows_finis
     estimates = [line for line in said if "LM calls" in line or "estimate" in line or " done; left" in line]
     # nor: 2 questions x 1 call; ircot: 2 x (2 steps + the reader); decompose: no bound
     assert estimates[0] == (
-        "estimate: at most 8 LM calls for nor, ircot; no pace measured here yet for local:smollm2-135m at 1 threads: the "
-        "first answer gives one; decompose: no bound on calls (their own pace shows in their progress)"
+        "estimate: at most 8 LM calls for nor, ircot; no pace measured here yet for local:smollm2-135m at 1 threads: "
+        "the first answer gives one; decompose: no bound on calls (their own pace shows in their progress)"
     ), said
     assert estimates[1].startswith("estimate, from the first answer: at most 7 LM calls for nor, ircot, at most ")
     assert any(line.startswith("nor done; left: at most 6 LM calls for ircot, at most about ") for line in estimates)

@@ -1,8 +1,10 @@
-"""The single-query clients of two RL frameworks against a real `mhindex serve` of the MuSiQue sample (Lucene, on
+"""The retrieval clients of RL frameworks against a real `mhindex serve` of the MuSiQue sample (Lucene, on
 127.0.0.1), as their training loops call them, with the code of their releases (tests/peers quotes it with file
 and commit): SkyRL's search tool (NovaSky-AI/SkyRL@a956457, `POST /retrieve {"query", "topk", "return_scores"}`,
 reading Search-R1's `result`) and rllm's local retrieval tool (rllm-org/rllm@c838218, `POST /retrieve {"query",
-"top_k"}`, reading `results`). Both once got HTTP 200 with no documents: their body was taken for IRCoT's."""
+"top_k"}`, reading `results`), which once got HTTP 200 with no documents (their body was taken for IRCoT's);
+ReCall's FlashRAG clients (`/search`, `/batch_search`), R1-Searcher's `/queries` and ASearcher's `/retrieve` and
+`/access`."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import requests
 
 from conftest import serve_index
 from mhindex.server.protocols import search_r1_contents
-from peers import rllm_client, skyrl_client
+from peers import asearcher_client, r1_searcher_client, recall_client, rllm_client, skyrl_client
 from servers import Uvicorn
 
 
@@ -66,3 +68,50 @@ def test_a_single_query_body_with_a_field_no_client_sends_is_a_400(served):
     assert reply.status_code == 400 and "unknown field 'n_docs'" in reply.json()["detail"]
     reply = httpx.post(f"{url}/retrieve", json={"query": 3})
     assert reply.status_code == 400 and "field 'query' should be a string" in reply.json()["detail"]
+
+
+def test_recall_s_tool_and_flashrag_s_remote_retriever_get_the_documents(served):
+    """ReCall's `wikipedia_search` (the tool code its training data carries) and FlashRAG's `RemoteRetriever` (ReCall's
+    copy), with and without scores, one query and a batch: FlashRAG's answers, `contents` '"Title"\\ntext'."""
+    url, retriever, questions = served
+    namespace: dict = {}
+    exec(recall_client.wikipedia_search_env.replace("<search-url-placeholder>", url), namespace)
+    expected = retriever.search(questions[0], 5)
+    assert namespace["wikipedia_search"](questions[0]) == "\n\n".join(search_r1_contents(h) for h in expected)
+    documents = recall_client._search(url, 3, questions[0])
+    assert [d["id"] for d in documents] == [h.id for h in expected[:3]]
+    documents, scores = recall_client._search(url, 3, questions[0], return_score=True)
+    assert scores == pytest.approx([h.score for h in expected[:3]])
+    many = recall_client._batch_search(url, 2, questions[:3])
+    assert [[d["id"] for d in found] for found in many] == [
+        [h.id for h in retriever.search(q, 2)] for q in questions[:3]
+    ]
+    many, scores = recall_client._batch_search(url, 2, questions[:3], return_score=True)
+    assert len(many) == len(scores) == 3 and all(len(s) == 2 for s in scores)
+    # its server refuses an empty query with a 400; so does this one
+    assert httpx.post(f"{url}/search", json={"query": " ", "top_n": 3}).status_code == 400
+
+
+def test_r1_searchers_evaluation_reads_each_query_s_documents_block(served):
+    url, retriever, questions = served
+    blocks = r1_searcher_client.documents_blocks(f"{url}/queries", questions[:2], 3)
+    assert blocks == [
+        "".join(f"({n})Title: {h.title} Text: {h.text}\n" for n, h in enumerate(retriever.search(q, 3), 1))
+        for q in questions[:2]
+    ]
+
+
+def test_asearcher_searches_and_accesses_the_pages_it_found(served):
+    """`<search>` brings documents and their urls; `<access>` of one brings its page: every paragraph of that title
+    in corpus order; a url of no page here is ASearcher's None, read as an empty page."""
+    import asyncio
+
+    url, retriever, questions = served
+    client = asearcher_client.AsyncSearchBrowserClient(url.removeprefix("http://"))
+    (found,) = asyncio.run(client.query_async({"queries": [questions[0]], "topk": 3, "return_scores": False}))
+    expected = retriever.search(questions[0], 3)
+    assert found["documents"] == [search_r1_contents(h) for h in expected] and len(found["urls"]) == 3
+    (page, missing) = asyncio.run(client.access_async([found["urls"][0], "mhindex://musique/No%20such%20page"]))
+    paragraphs = retriever.search("", 100, titles=[expected[0].title])
+    assert page["page"].startswith(f'"{expected[0].title}"\n') and missing["page"] == ""
+    assert all(h.text in page["page"] for h in paragraphs) and len(paragraphs) >= 1

@@ -29,6 +29,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import quote, unquote
 
 from mhindex.backends.base import Hit
 from mhindex.server.errors import Refused
@@ -230,25 +231,72 @@ def search_r1_contents(hit: Hit) -> str:
 SINGLE_FIELDS = ("query", "topk", "top_k", "k", "return_scores")
 
 
-def single_query_answer(query: str, hits: Sequence[Hit], with_scores: bool, method: str) -> dict:
+def single_query_answer(query: str, hits: Sequence[Hit], with_scores: bool, method: str, corpus: str = "") -> dict:
     """One answer that both single-query clients read, each as its own server writes it:
     - SkyRL (NovaSky-AI/SkyRL@a956457, examples/train/search/retriever/retrieval_server.py `retrieve_endpoint`;
       its client skyrl-gym/skyrl_gym/tools/search.py reads `result`): Search-R1's shape with the one query's list;
     - rllm (rllm-org/rllm@c838218, examples/search/retrieval/server.py; its client
       examples/search/local_retrieval_tool.py reads `results`): `{"query", "method", "results": [{"document",
       "score"}], "num_results"}`, scores always."""
-    documents = search_r1_answer([hits], with_scores)["result"]
-    ranked = search_r1_answer([hits], True)["result"][0]
+    documents = search_r1_answer([hits], with_scores, corpus)["result"]
+    ranked = search_r1_answer([hits], True, corpus)["result"][0]
     return {"result": documents, "query": query, "method": method, "results": ranked, "num_results": len(ranked)}
 
 
-def search_r1_answer(results: Sequence[Sequence[Hit]], with_scores: bool) -> dict:
+def page_url(corpus: str, title: str) -> str:
+    """A page's address as `/retrieve`'s documents carry it and ASearcher's `/access` reads it back: the corpus and
+    the page's title (`mhindex://musique/Van%20Hook%20Township`). ASearcher's agents `<access>` a url they saw."""
+    return f"mhindex://{quote(corpus, safe='')}/{quote(title, safe='')}"
+
+
+def accessed_title(url: str, corpus: str) -> str | None:
+    """The title a url names: a `page_url` of this corpus, or the title itself; None for another corpus's url."""
+    if url.startswith("mhindex://"):
+        named, _, title = url[len("mhindex://") :].partition("/")
+        return unquote(title) if unquote(named) == corpus and title else None
+    return url.strip() or None
+
+
+def search_r1_answer(results: Sequence[Sequence[Hit]], with_scores: bool, corpus: str = "") -> dict:
+    """Search-R1's answer; each document also carries its page's `url` and `title`, which ASearcher's client reads
+    (AReaL/ASearcher/utils/search_utils.py `query_async`: `r["contents"]`, `r["url"]`) and Search-R1's ignores."""
+
     def document(hit: Hit) -> dict:
-        return {"id": hit.id, "contents": search_r1_contents(hit)}
+        url = page_url(corpus, hit.title)
+        return {"id": hit.id, "contents": search_r1_contents(hit), "title": hit.title, "url": url}
 
     return {
         "result": [
             [{"document": document(h), "score": h.score} if with_scores else document(h) for h in hits]
             for hits in results
         ]
+    }
+
+
+# -- FlashRAG's retrieval server (ReCall, ReSearch) and R1-Searcher's ---------------------------
+
+
+#: FlashRAG-style `/search` and `/batch_search` bodies carry these (mhindex's own `/search` takes `k`)
+FLASHRAG_FIELDS = ("query", "top_n", "return_score")
+
+
+def flashrag_answer(results: Sequence[Sequence[Hit]], with_scores: bool, batch: bool) -> Any:
+    """Agent-RL/ReCall@aaf16b3 scripts/serving/retriever_serving.py: `/search` answers its documents
+    `[{"id", "contents"}]` (with `return_score`, `[documents, scores]`), `/batch_search` a list of those lists
+    (with scores, `[lists, score lists]`); `contents` as FlashRAG's corpora hold it ('"Title"\ntext')."""
+    documents = [[{"id": h.id, "contents": search_r1_contents(h)} for h in hits] for hits in results]
+    scores = [[h.score for h in hits] for hits in results]
+    if batch:
+        return [documents, scores] if with_scores else documents
+    return [documents[0], scores[0]] if with_scores else documents[0]
+
+
+def r1_searcher_answer(queries: Sequence[str], results: Sequence[Sequence[Hit]], line: Callable[[str], int]) -> dict:
+    """RUCAIBox/R1-Searcher@631167c train/wiki_corpus_load.py `/queries`: `{"queries", "answers": [[corpus line,
+    ...]]}`. Its evaluation (evaluation/eval_search_loacl.py) strips each line's leading number and white space
+    and shows the rest; here that rest is "Title: T Text: text", as its HotpotQA corpus's lines read in its stored
+    outputs (data/eval_results/hotpotqa_qwen.jsonl), after the paragraph's line in corpus.jsonl."""
+    return {
+        "queries": list(queries),
+        "answers": [[f"{line(h.id)}\tTitle: {h.title} Text: {h.text}" for h in hits] for hits in results],
     }

@@ -27,14 +27,18 @@ from mhindex.server.errors import Refused, error_body
 from mhindex.server.limits import MAX_TITLES
 from mhindex.server.protocols import (
     DEFAULT_K,
+    FLASHRAG_FIELDS,
     SINGLE_FIELDS,
+    accessed_title,
     colbert_answer,
     field,
+    flashrag_answer,
     hits_wanted,
     ircot_request,
     ircot_retrieve,
     only_fields,
     query_k,
+    r1_searcher_answer,
     retrieve_dialect,
     search_r1_answer,
     single_query_answer,
@@ -42,6 +46,7 @@ from mhindex.server.protocols import (
 )
 
 Handler = Callable[[Request], Awaitable[Response]]
+PAGE_PARAGRAPHS = 1_000  # the most paragraphs of one page ASearcher's /access returns
 
 
 def reply(value: Any, status: int = 200) -> Response:
@@ -206,6 +211,8 @@ async def about(request: Request) -> Response:
 async def search(request: Request) -> Response:
     state = request.app.state
     body = await json_body(request)
+    if isinstance(body, dict) and ("top_n" in body or "return_score" in body):  # FlashRAG's server (ReCall's client)
+        return await _flashrag(request, body, many=False)
     only_fields(body, ("query", "k", "titles"), "POST /search")
     query = field(body, "query", str)
     k = hits_wanted(field(body, "k", int, None), "k", DEFAULT_K["mhindex"], state.limits.max_k)
@@ -267,7 +274,7 @@ async def _search_r1(request: Request, body: dict) -> Response:
     )
     with_scores = bool(field(body, "return_scores", (bool, int), False))
     results = await search_many(request, queries, k) if queries else []
-    return reply(search_r1_answer(results, with_scores))
+    return reply(search_r1_answer(results, with_scores, state.corpus_names[0] if state.corpus_names else ""))
 
 
 async def _single_query(request: Request, body: dict) -> Response:
@@ -282,7 +289,64 @@ async def _single_query(request: Request, body: dict) -> Response:
                     zero_is_default=True)  # fmt: skip
     with_scores = bool(field(body, "return_scores", (bool, int), False))
     hits = (await search_many(request, [query], k))[0] if query.strip() else []
-    return reply(single_query_answer(query, hits, with_scores, state.info.get("backend", "mhindex")))
+    corpus = state.corpus_names[0] if state.corpus_names else ""
+    return reply(single_query_answer(query, hits, with_scores, state.info.get("backend", "mhindex"), corpus))
+
+
+async def _flashrag(request: Request, body: dict, many: bool) -> Response:
+    """FlashRAG's retrieval server as ReCall and ReSearch serve it (protocols.flashrag_answer)."""
+    state = request.app.state
+    only_fields(body, FLASHRAG_FIELDS, "FlashRAG's " + ("/batch_search" if many else "/search"))
+    if many:
+        queries = batch(request, strings(body, "query", required=True))
+    else:
+        queries = [field(body, "query", str)]
+        if not queries[0].strip():  # as its server answers an empty query
+            raise Refused("Query content cannot be empty")
+    k = hits_wanted(field(body, "top_n", int, None), "top_n", 10, state.limits.max_k)
+    with_scores = bool(field(body, "return_score", (bool, int), False))
+    results = await search_many(request, queries, k) if queries and k else [[] for _ in queries]
+    return reply(flashrag_answer(results, with_scores, many))
+
+
+@answers("ircot")  # FastAPI's {"detail"} errors, as ReCall's server is FastAPI
+async def flashrag_batch(request: Request) -> Response:
+    return await _flashrag(request, await json_body(request), many=True)
+
+
+@answers("ircot")  # its server is Flask; a refusal here says why in FastAPI's shape, which it never reads
+async def r1_searcher(request: Request) -> Response:
+    """R1-Searcher's `/queries` (protocols.r1_searcher_answer)."""
+    state = request.app.state
+    body = await json_body(request)
+    only_fields(body, ("queries", "k"), "R1-Searcher's /queries")
+    queries = batch(request, strings(body, "queries", required=True))
+    k = hits_wanted(field(body, "k", int, None), "k", 3, state.limits.max_k)  # its server's default: 3
+    results = await search_many(request, queries, k) if queries and k else [[] for _ in queries]
+    return reply(r1_searcher_answer(queries, results, state.positions))
+
+
+@answers("ircot")
+async def access(request: Request) -> Response:
+    """ASearcher's `/access {"urls"}`: each url's page (a `page_url` from a search's documents, or a title), as
+    `{"url", "title", "contents"}` with the page's paragraphs in corpus order, "Title"\n first as in
+    `/retrieve`'s documents; None for a url this corpus has no page for, as ASearcher's server answers."""
+    state = request.app.state
+    body = await json_body(request)
+    only_fields(body, ("urls",), "ASearcher's /access")
+    urls = batch(request, strings(body, "urls", required=True))
+    corpus = state.corpus_names[0] if state.corpus_names else ""
+
+    def page(url: str) -> dict | None:
+        title = accessed_title(url, corpus)
+        hits = state.retriever.search("", PAGE_PARAGRAPHS, titles=[title]) if title else []
+        if not hits:
+            return None
+        hits = sorted(hits, key=lambda hit: state.positions(hit.id))
+        text = "\n".join(hit.text for hit in hits)
+        return {"url": url, "title": hits[0].title, "contents": f'"{hits[0].title}"\n{text}'}
+
+    return reply({"result": [await in_thread(request, page, url) for url in urls]})
 
 
 # -- ColBERT (and DSPy's ColBERTv2 client, which may use the server's root URL) ---------------
@@ -343,7 +407,13 @@ ENDPOINTS = (
     ),
     Endpoint("/health", ("GET",), health, "mhindex", "mhindex: {'status': 'ok'}"),
     Endpoint("/info", ("GET",), about, "mhindex", "mhindex: corpus, backend, index options, limits"),
-    Endpoint("/search", ("POST",), search, "mhindex", 'mhindex: {"query", "k", "titles"} -> {"query", "hits"}'),
+    Endpoint(
+        "/search",
+        ("POST",),
+        search,
+        "mhindex",
+        'mhindex: {"query", "k", "titles"} -> {"query", "hits"}; FlashRAG\'s {"query", "top_n", "return_score"}',
+    ),
     Endpoint("/search/batch", ("POST",), search_batch, "mhindex", 'mhindex: {"queries", "k"} -> {"results"}'),
     Endpoint(
         "/retrieve/",
@@ -355,6 +425,27 @@ ENDPOINTS = (
     ),
     Endpoint("/retrieve", ("POST",), retrieve, "ircot", "the same as /retrieve/"),
     Endpoint("/api/search", ("GET", "POST"), colbert, "colbert", "ColBERT: ?query=&k= -> {'query', 'topk'}"),
+    Endpoint(
+        "/batch_search",
+        ("POST",),
+        flashrag_batch,
+        "ircot",
+        'FlashRAG (ReCall, ReSearch): {"query": [...], "top_n", "return_score"} -> [[{"id", "contents"}]]',
+    ),
+    Endpoint(
+        "/queries",
+        ("POST",),
+        r1_searcher,
+        "ircot",
+        'R1-Searcher: {"queries", "k"} -> {"queries", "answers": [["LINE\\tTitle: T Text: text"]]}',
+    ),
+    Endpoint(
+        "/access",
+        ("POST",),
+        access,
+        "ircot",
+        'ASearcher: {"urls": [...]} -> {"result": [{"url", "title", "contents"} | null]}',
+    ),
 )
 _PROTOCOLS = {e.path: e.protocol for e in ENDPOINTS}
 
