@@ -32,9 +32,14 @@ class Row:
 def pace_of(record: dict[str, Any]) -> tuple[float, int] | None:
     """(seconds, calls) of an answer whose calls were made now (an answer from the call cache says nothing of the
     machine's pace)."""
-    served = record.get("lm") if isinstance(record.get("lm"), dict) else {}
+    served = record.get("lm")
     calls, seconds = record.get("lm_calls"), record.get("seconds")
-    if served.get("calls_from_cache") or not isinstance(calls, int) or calls < 1 or "error" in record:
+    if (
+        (isinstance(served, dict) and served.get("calls_from_cache"))
+        or not isinstance(calls, int)
+        or calls < 1
+        or "error" in record
+    ):
         return None
     if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds < 0:
         return None

@@ -94,7 +94,7 @@ class Flare(Method):
 
     @classmethod
     def most_calls(cls, settings: Any) -> int | None:
-        return 2 * settings.max_rounds  # a look-ahead, and the sentence again where it searched
+        return int(2 * settings.max_rounds)  # a look-ahead, and the sentence again where it searched
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: FlareSettings, context: MethodContext

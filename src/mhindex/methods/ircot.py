@@ -115,7 +115,7 @@ class IRCoT(Method):
 
     @classmethod
     def most_calls(cls, settings: Any) -> int | None:
-        return settings.max_steps + 1  # its reasoning steps, then the reader
+        return int(settings.max_steps + 1)  # its reasoning steps, then the reader
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: IRCoTSettings, context: MethodContext

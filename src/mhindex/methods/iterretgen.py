@@ -44,7 +44,7 @@ class IterRetGen(Method):
 
     @classmethod
     def most_calls(cls, settings: Any) -> int | None:
-        return settings.iterations
+        return int(settings.iterations)
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: IterRetGenSettings, context: MethodContext

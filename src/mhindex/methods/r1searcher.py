@@ -119,7 +119,7 @@ class R1Searcher(Method):
 
     @classmethod
     def most_calls(cls, settings: Any) -> int | None:
-        return settings.max_rounds
+        return int(settings.max_rounds)
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: R1SearcherSettings, context: MethodContext

@@ -104,7 +104,7 @@ class ReAct(Method):
     @classmethod
     def most_calls(cls, settings: Any) -> int | None:
         # a Thought and, where it wrote no Action, a call for one; then CoT-SC's chains where it did not finish
-        return 2 * settings.max_steps + (settings.sc_samples if settings.fallback == "cot-sc" else 0)
+        return int(2 * settings.max_steps + (settings.sc_samples if settings.fallback == "cot-sc" else 0))
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: ReActSettings, context: MethodContext

@@ -142,7 +142,7 @@ class SearchR1(Method):
 
     @classmethod
     def most_calls(cls, settings: Any) -> int | None:
-        return settings.max_turns + 1  # the searching turns, then one that may not search
+        return int(settings.max_turns + 1)  # the searching turns, then one that may not search
 
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: SearchR1Settings, context: MethodContext
