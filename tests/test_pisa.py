@@ -54,6 +54,12 @@ def test_recall_at_15_is_within_002_of_lucene_s(home, name):
             [(h.id, h.score) for h in pisa.search(q, 5)] for q in asked
         ]
         assert all(a.score >= b.score for hits in batched for a, b in zip(hits, hits[1:], strict=False))
+        # searched from several threads at once (a server's workers: PISA lets the GIL go while it searches)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(4) as pool:
+            together = list(pool.map(lambda q: [(h.id, h.score) for h in pisa.search(q, 5)], asked * 3))
+        assert together == [[(h.id, h.score) for h in hits] for hits in batched] * 3
     finally:
         pisa.close()
         lucene.close()

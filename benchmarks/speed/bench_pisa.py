@@ -1,6 +1,7 @@
 """PISA, Lucene and bm25s side by side in one run, on the same synthetic DPR-layout corpus (bench_scale.py's passages)
-and the same queries (4-11 words drawn from one of the corpus's passages each): build seconds, then queries a second at top 3 and top
-100, one query at a time and in one batch, on one thread and two; and how often their top 10s agree with Lucene's.
+and the same queries (4-11 words drawn from one of the corpus's passages each): build seconds, then queries a second
+at top 3 and top 100, one query at a time and in one batch, on one thread and two; and how often their top 10s agree
+with Lucene's.
 
     .venv/bin/python benchmarks/speed/bench_pisa.py [--paragraphs 300000] [--queries 500]
     # -> benchmarks/results/bench_pisa.txt (appended, with the date and the load)

@@ -414,11 +414,69 @@ def measure(server: Server, args: argparse.Namespace, pool: list[str], verl: tup
             f"{drained(probe, server.url, idle):.1f} s after; resident {before / 2**30:.2f} GB before it"
         )
         lines += at_rates(server.url, args, pool, memory, probe, idle)
+        lines += burst(server.url, pool, memory, probe, idle)
+        drained(probe, server.url, idle)
+        tally, seconds = single_query_clients(server.url, Traffic(pool, 4), args.single_clients, args.seconds)
+        lines.append(row(f"{args.single_clients} single-query clients", tally, seconds, memory))
+        lines.append(f"    statuses {tally.statuses}")
     finally:
         probe.close()
         memory.close()
         server.stop()
     return lines
+
+
+def burst(url: str, pool: list[str], memory: Memory, probe: httpx.Client, idle: float, size: int = 2560) -> list[str]:
+    """Search-R1's GRPO turn: one request carrying every active rollout's query (512 prompts x 5 = 2,560), three
+    times, each after the server is idle again; the target is an answer within 2 s."""
+    rng, took, status = random.Random(5), [], set()
+    for _ in range(3):
+        drained(probe, url, idle)
+        body = {"queries": [rng.choice(pool) for _ in range(size)], "topk": 3, "return_scores": True}
+        sent = time.perf_counter()
+        answer = httpx.post(url, json=body, timeout=120)
+        took.append(time.perf_counter() - sent)
+        status.add(answer.status_code)
+    return [f"  burst of {size:,} queries: {', '.join(f'{t:.2f}' for t in took)} s (statuses {sorted(status)}), "
+            f"{size / min(took):,.0f} queries/s at best; peak {memory.peak / 2**30:.2f} GB"]  # fmt: skip
+
+
+def single_query_clients(url: str, traffic: Traffic, clients: int, seconds: float) -> tuple[Tally, float]:
+    """`clients` clients of one query a request each (SkyRL's and rllm's shape: up to 256 workers), sending back to
+    back for `seconds` in one asyncio loop (a thread a client would starve two cores); a 503 is retried after 1 s
+    as SkyRL's client retries it (counted late, not failed). The body is Search-R1's with one query, which every
+    server measured here reads."""
+    tally, stop = Tally(), asyncio.Event()
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        while not stop.is_set():
+            query, sent = traffic.batch()[0], time.perf_counter()
+            status = "timeout"
+            for _ in range(10):
+                try:
+                    async with session.post(url, json={"queries": [query], "topk": 3, "return_scores": True}) as answer:
+                        await answer.read()
+                        status = str(answer.status)
+                except (TimeoutError, aiohttp.ClientError) as error:
+                    status = type(error).__name__
+                if status not in ("500", "502", "503", "504"):
+                    break
+                await asyncio.sleep(1)
+            if not stop.is_set():
+                tally.add(time.perf_counter() - sent, 1, status)
+
+    async def run() -> float:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
+            tasks = [asyncio.create_task(client(session)) for _ in range(clients)]
+            began = time.perf_counter()
+            await asyncio.sleep(seconds)
+            stop.set()
+            measured = time.perf_counter() - began
+            await asyncio.gather(*tasks)
+            return measured
+
+    return tally, asyncio.run(run())
 
 
 def at_rates(url: str, args: argparse.Namespace, pool: list[str], memory: Memory, probe: httpx.Client,
@@ -454,6 +512,8 @@ def prepare(args: argparse.Namespace) -> tuple[Path, str]:
         wanted.add("lucene")
     if "lucene" in wanted and not (home / name / "indexes" / "lucene" / "manifest.json").exists():
         subprocess.run([*mh, "index", name, "--backend", "lucene"], check=True)
+    if "pisa" in wanted and not (home / name / "indexes" / "pisa" / "manifest.json").exists():
+        subprocess.run([*mh, "index", name, "--backend", "pisa", "--threads", "2"], check=True)
     if "dense" in wanted and not (home / name / "indexes" / "dense" / "manifest.json").exists():
         vectors = paragraph_vectors(home, name, args.workdir)
         subprocess.run([*mh, "index", name, "--backend", "dense", "--vectors", str(vectors), "--faiss-index", "hnsw"],
@@ -488,9 +548,12 @@ def main() -> None:
     parser.add_argument("--paragraphs", type=int, default=1_000_000)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "mhindex-rl")
     parser.add_argument("--servers", default="mhindex,search-r1")
-    parser.add_argument("--backends", default="lucene", help="mhindex's, comma-separated: lucene, dense, lucene+dense")
+    parser.add_argument(
+        "--backends", default="lucene", help="mhindex's, comma-separated: lucene, pisa, dense, lucene+dense"
+    )
     parser.add_argument("--serve-args", action="append", help="more options of mhindex serve; repeated: a server each")
     parser.add_argument("--clients", type=int, default=120)
+    parser.add_argument("--single-clients", type=int, default=256, help="clients of one query a request")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--warmup", type=float, default=5)
     parser.add_argument("--overload", type=float, default=2.0)

@@ -17,7 +17,6 @@ backends do; with no query text there is no ranking to widen, and it is refused 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,8 +118,11 @@ class PisaRetriever:
         # Hand-written around pyterrier's `PisaRetrieve.transform` (it calls the same `_pisathon.retrieve`): a pandas
         # frame a query costs more than PISA's search of it at top 3.
         self._context, self._algorithm = retrieve._ctxt, retrieve.query_algorithm.value
-        self._threads = options.threads
-        self._lock = threading.Lock()  # one retrieval context: its searches one batch at a time
+        # pyterrier-pisa's `retrieve` holds the GIL through a whole search on one thread, and lets it go on two or
+        # more (its _pisathon.cpp, `py_retrieve`): on one, a served index's HTTP handling waited for every search,
+        # and `mhindex serve --backend pisa` answered fewer requests than Lucene, though it searches faster. PISA
+        # shares its index between the threads of one call, and between calls alike.
+        self._threads = max(2, options.threads)
         self._paragraphs = corpus.paragraphs()
 
     def _ranked(self, queries: Sequence[str], depth: int) -> list[list[Hit]]:
@@ -132,12 +134,11 @@ class PisaRetriever:
         shape = (count * depth,)
         qidxs, ranks = np.empty(shape, dtype=np.int32), np.empty(shape, dtype=np.int32)
         docnos, scores = np.empty(shape, dtype=object), np.empty(shape, dtype=np.float32)
-        with self._lock:
-            size = self._pisathon.retrieve(
-                self._context, self._algorithm, list(enumerate(queries)), k=depth, threads=self._threads,
-                query_weighted=0, pretokenised=False, result_qidxs=qidxs, result_docnos=docnos, result_ranks=ranks,
-                result_scores=scores,
-            )  # fmt: skip
+        size = self._pisathon.retrieve(
+            self._context, self._algorithm, list(enumerate(queries)), k=depth, threads=self._threads,
+            query_weighted=0, pretokenised=False, result_qidxs=qidxs, result_docnos=docnos, result_ranks=ranks,
+            result_scores=scores,
+        )  # fmt: skip
         order = sorted(range(size), key=lambda i: (int(qidxs[i]), int(ranks[i])))
         for i in order:
             record = self._paragraphs[int(docnos[i])]
