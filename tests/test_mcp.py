@@ -16,6 +16,7 @@ import pytest
 import mhindex
 from conftest import HANG_S
 from mhindex.cli import main
+from peers import verl_mcp_client
 
 QUERY = "Van Hook Township"
 
@@ -43,7 +44,8 @@ async def exercise(session, home) -> None:
     """Every tool, as an MCP client calls it: the hits `search` gives, a scope, a paragraph, the refusals."""
     started = await session.initialize()
     assert (started.server_info.name, started.server_info.version) == ("mhindex", mhindex.__version__)
-    assert sorted(tool.name for tool in (await session.list_tools()).tools) == ["corpora", "fetch", "search"]
+    assert sorted(tool.name for tool in (await session.list_tools()).tools) == [
+        "corpora", "fetch", "search", "search_results"]  # fmt: skip
     found = await session.call_tool("search", {"query": QUERY, "k": 5})
     assert not found.is_error and found.structured_content["result"] == searched(home, QUERY, 5)
     title = found.structured_content["result"][2]["title"]
@@ -99,6 +101,21 @@ def test_mcp_over_streamable_http_beside_the_other_endpoints_and_behind_their_ke
                         await exercise(session, home)
 
         anyio.run(client)
+
+        async def over_sse() -> None:
+            """verl's MCP search tool: SSE with a bearer token, `search_results`, its text read by verl's parse."""
+            from mcp.client.sse import sse_client
+
+            async with sse_client(f"{url}/sse", headers={"Authorization": "Bearer sekret"}) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    found = await session.call_tool("search_results", {"query": QUERY, "max_results": 3})
+                    text, metadata = verl_mcp_client._parse_tool_result(found.content)
+                    expected = searched(home, QUERY, 3)
+                    assert metadata["status"] == "success" and metadata["queries"] == [QUERY]
+                    assert metadata["total_results"] == 3 and all(f'"{h["id"]}"' in text for h in expected)
+
+        anyio.run(over_sse)
         # The other endpoints are still there, on the same port and key.
         hits = httpx.post(f"{url}/search", json={"query": QUERY, "k": 5}, headers={"X-API-Key": "sekret"}).json()
         assert hits["hits"] == searched(home, QUERY, 5)

@@ -87,10 +87,11 @@ def make_app(
     routes, lifespan = [Route(e.path, e.handler, methods=list(e.methods)) for e in ENDPOINTS], None
     state: dict[str, Any] = {}
     if mcp is not None:
-        from mhindex.server.mcp import MCP_PATH
+        from mhindex.server.mcp import MCP_PATH, SSE_MESSAGES, SSE_PATH
 
         tools = mcp(functools.partial(_admitted_in, state))
         routes += list(tools.streamable_http_app(streamable_http_path=MCP_PATH, host=host).routes)
+        routes += list(tools.sse_app(sse_path=SSE_PATH, message_path=SSE_MESSAGES, host=host).routes)
 
         @asynccontextmanager
         async def lifespan(_app: Any) -> AsyncIterator[None]:  # MCP's sessions live as long as the server

@@ -1,7 +1,8 @@
 """The served index over the Model Context Protocol (the `mcp` SDK's MCPServer), for agents that take their tools
-from MCP: `search` (a query, k, an optional title scope), `fetch` (a paragraph by its id) and `corpora` (what is
-served). `mhindex serve NAME --mcp http` adds it to the HTTP server at /mcp (streamable HTTP), behind the same
-API key, body limits and access log as every other endpoint; `--mcp stdio` speaks it on standard input and output
+from MCP: `search` (a query, k, an optional title scope), `search_results` (the same in a web search API's shape,
+for verl's MCP tool), `fetch` (a paragraph by its id) and `corpora` (what is served). `mhindex serve NAME --mcp http`
+adds it to the HTTP server at /mcp (streamable HTTP) and /sse (SSE, verl's transport), behind the same API key, body
+limits and access log as every other endpoint; `--mcp stdio` speaks it on standard input and output
 instead, for a client that starts the server itself (no port, no key: the pipe is the client's own)."""
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ from mhindex.backends.base import Retriever
 from mhindex.errors import MhindexError, UsageError
 from mhindex.server.errors import Refused
 from mhindex.server.limits import MAX_TITLES
+from mhindex.server.protocols import page_url
 
 MCP_PATH = "/mcp"
-MCP_HELP = "MCP too: http (its tools at /mcp, the same API key) or stdio (MCP alone, on standard input and output)."
+#: MCP over SSE (the transport verl's MCP tool speaks, through fastmcp's SSETransport with a bearer token)
+SSE_PATH, SSE_MESSAGES = "/sse", "/messages/"
+MCP_HELP = (
+    "MCP too: http (its tools at /mcp by streamable HTTP and /sse by SSE, the same API key) or stdio (MCP "
+    "alone, on standard input and output)."
+)
 
 
 class Transport(StrEnum):
@@ -81,6 +88,31 @@ def mcp_server(
             raise ToolError(f"a title scope names at most {MAX_TITLES:,} titles, not {len(titles):,}")
         hits = await in_thread(lambda: retriever.search(query, k, titles=titles))
         return [hit.record() for hit in hits]
+
+    @server.tool()
+    async def search_results(query: str, max_results: int = 5) -> dict[str, Any]:
+        """The paragraphs that best match the query in a web search API's shape (Tavily's: `query`, and `results`
+        of `title`, `url`, `content`, `score`), which verl's MCP search tool (volcengine/verl@b178a3c
+        verl/tools/mcp_search_tool.py `_parse_tool_result`) reads from the text: set its `tool_selected_list` to
+        search_results. A url names the paragraph's page in this corpus (`mhindex://CORPUS/TITLE`)."""
+        if not query.strip():
+            raise ToolError("the query is empty")
+        if not 1 <= max_results <= MAX_K:
+            raise ToolError(f"max_results must be between 1 and {MAX_K}, not {max_results}")
+        hits = await in_thread(lambda: retriever.search(query, max_results))
+        return {
+            "query": query,
+            "results": [
+                {
+                    "title": hit.title,
+                    "url": page_url(str(corpus), hit.title),
+                    "content": hit.text,
+                    "score": hit.score,
+                    "id": hit.id,
+                }
+                for hit in hits
+            ],
+        }
 
     @server.tool()
     async def fetch(id: str) -> dict[str, Any]:
