@@ -76,6 +76,12 @@ def test_a_title_scope_its_analyzer_said_and_a_scope_without_text_refused_in_one
         with pytest.raises(UsageError, match="the pisa backend ranks a page's paragraphs by the query"):
             pisa.search("", 3, titles=[title])
         assert pisa.search("", 3) == [] and pisa.search("the of and", 3) == []  # nothing but stop words
+        # any query text is a query: a NUL or a lone surrogate once crashed the process inside PISA's C++
+        for hostile in ("Van Hook\x00Township", "x\ud800y", 'title:(x "', "Zélie 東京 💡", "AND OR NOT"):
+            assert len(pisa.search(hostile, 3)) <= 3
+        assert [h.id for h in pisa.search("Van Hook\x00Township", 3)] == [
+            h.id for h in pisa.search("Van Hook Township", 3)
+        ]
     finally:
         pisa.close()
     manifest = json.loads((corpus.index_dir("pisa") / "manifest.json").read_text())

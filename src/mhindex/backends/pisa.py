@@ -134,8 +134,11 @@ class PisaRetriever:
         shape = (count * depth,)
         qidxs, ranks = np.empty(shape, dtype=np.int32), np.empty(shape, dtype=np.int32)
         docnos, scores = np.empty(shape, dtype=object), np.empty(shape, dtype=np.float32)
+        # Its C++ reads each query with PyArg_ParseTuple("is") and goes on when that fails: a NUL inside a query or
+        # a lone surrogate crashed the process (SIGSEGV). Both become what they are to a tokenizer: no word.
+        texts = [query.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8") for query in queries]
         size = self._pisathon.retrieve(
-            self._context, self._algorithm, list(enumerate(queries)), k=depth, threads=self._threads,
+            self._context, self._algorithm, list(enumerate(texts)), k=depth, threads=self._threads,
             query_weighted=0, pretokenised=False, result_qidxs=qidxs, result_docnos=docnos, result_ranks=ranks,
             result_scores=scores,
         )  # fmt: skip
