@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from conftest import made_up_words, serve_index
+from mhindex.server.protocols import page_url
 from peers import search_r1_client
 from servers import Uvicorn
 
@@ -47,7 +48,10 @@ def test_the_example_request_of_400_queries(search_r1):
     reply.raise_for_status()
     result = reply.json()["result"]
     assert len(result) == 400 and all(len(hits) == 5 for hits in result)
-    assert set(result[0][0]) == {"document", "score"} and set(result[0][0]["document"]) == {"id", "contents"}
+    # Search-R1's document ({"id", "contents"}), and the page's title and url, which ASearcher's client (the same
+    # body) reads and Search-R1's passes over
+    assert set(result[0][0]) == {"document", "score"}
+    assert set(result[0][0]["document"]) == {"id", "contents", "title", "url"}
 
 
 def test_topk_edges_and_documents_without_scores(search_r1):
@@ -59,7 +63,8 @@ def test_topk_edges_and_documents_without_scores(search_r1):
     assert len(requests.post(url, json={"queries": [query], "topk": 1000}).json()["result"][0]) == 100  # --max-k
     bare = requests.post(url, json={"queries": [query], "topk": 2}).json()["result"][0]
     hit = search_r1["retriever"].search(query, 2)[0]
-    assert bare[0] == {"id": hit.id, "contents": f'"{hit.title}"\n{hit.text}'}
+    assert bare[0] == {"id": hit.id, "contents": f'"{hit.title}"\n{hit.text}', "title": hit.title,
+                       "url": page_url("musique", hit.title)}  # fmt: skip
     refused = requests.post(url, json={"queries": "not a list", "topk": 2})
     assert refused.status_code == 400 and "queries" in refused.json()["detail"]
 
