@@ -92,10 +92,10 @@ def test_colbert_chatter_stays_off_stdout(tmp_path, capfd):
     import ctypes
     import os
 
-    from mhindex.backends.colbert import _quiet
+    from mhindex.ui import engine_output_to
 
     log = tmp_path / "colbert.log"
-    with _quiet(log):
+    with engine_output_to(log):
         print("from python")
         ctypes.CDLL(None).printf(b"from C, buffered\n")
         os.write(1, b"from the descriptor\n")

@@ -69,7 +69,7 @@ def test_eval_interrupted_resumes_to_the_same_metrics(root, tmp_path):
     f1 = paired["f1"]
     assert f1["questions"] == 3
     assert f1["difference"] == pytest.approx(report["methods"]["nor"]["f1"] - report["methods"]["oner"]["f1"])
-    assert f1["ci95"][0] <= f1["difference"] <= f1["ci95"][1]
+    assert f1["ci95"] is None and f1["no_interval"] == "too few questions (under 10)"  # 3 questions: none stated
 
     # Kill a second run (its own folder) as soon as it has written one oner prediction.
     folder = tmp_path / "interrupted"

@@ -27,6 +27,7 @@ import os
 import queue
 import threading
 import warnings
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -311,21 +312,27 @@ class OnnxEncoder:
         return self.encode(queries)
 
 
-#: Encoders loaded in this process, shared by every index that opens the same one: a second dense search (another
-#: `Corpus.searcher`, a hybrid's part, the server's reload) does not load the weights again (#78: a one-off search
-#: paid seconds of start-up each time). An encoder holds no state between texts (each is encoded alone).
-_LOADED: dict[tuple[str, str, int, int, str], Encoder | OnnxEncoder] = {}
+#: Encoders loaded in this process, shared by every index open at the same time that uses the same one: a second
+#: dense searcher (another `Corpus.searcher`, a hybrid's part) does not load the weights again (#78: a one-off search
+#: paid seconds of start-up each time). Held weakly: an encoder goes with the last index that uses it, so a process
+#: that opens many (a test run, a sweep over encoders) does not keep them all. An encoder holds no state between texts
+#: (each is encoded alone).
+_LOADED: weakref.WeakValueDictionary[tuple[str, str, int, int, str], Encoder | OnnxEncoder] = (
+    weakref.WeakValueDictionary()
+)
 _LOADING = threading.Lock()
 
 
 def make_encoder(name: str | None, runtime: str, max_length: int, threads: int, models: Path) -> Encoder | OnnxEncoder:
-    """The encoder `name` on `runtime`, loaded once a process; `models` is where ONNX exports are kept."""
+    """The encoder `name` on `runtime`, shared while one is loaded; `models` is where ONNX exports are kept."""
     source = resolve_encoder(name)
     key = (source, runtime, max_length, threads, str(models))
     with _LOADING:
-        if key not in _LOADED:
-            _LOADED[key] = (
+        encoder = _LOADED.get(key)
+        if encoder is None:
+            encoder = (
                 Encoder(source, max_length, threads) if runtime == "torch" else OnnxEncoder(source, max_length,
                                                                                             threads, models)
             )  # fmt: skip
-        return _LOADED[key]
+            _LOADED[key] = encoder
+        return encoder

@@ -141,6 +141,11 @@ def variant_caption(variant: dict) -> str:
     return f"{variant.get('backend')}: {settings}" if settings else str(variant.get("backend"))
 
 
+def hits_shown(hits: Sequence, variant: dict, expand: bool):
+    """A search's hits as the terminal shows them, the index that answered under them."""
+    return hits_table(hits, expand, variant_caption(variant)) if hits else "no paragraph matches"
+
+
 def hits_table(hits: Sequence, expand: bool, caption: str | None = None):
     from rich.table import Table
 

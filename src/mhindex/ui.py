@@ -54,7 +54,8 @@ class _PipeTask:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="mhindex-heartbeat", daemon=True)
-        self._beat.start()
+        if self.EVERY > 0:  # a line at every step (0) needs no heartbeat, and would spin
+            self._beat.start()
 
     def advance(self, amount: float = 1) -> None:
         self.done += amount
@@ -72,7 +73,8 @@ class _PipeTask:
 
     def close(self) -> None:
         self._stopped.set()
-        self._beat.join()
+        if self._beat.is_alive():
+            self._beat.join()
 
     def _heartbeat(self) -> None:
         while not self._stopped.wait(min(self.EVERY / 4, 5.0)):

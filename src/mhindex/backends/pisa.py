@@ -30,7 +30,6 @@ from mhindex.requirements import package
 from mhindex.ui import engine_output_to, reporter
 
 STEMMER = "porter2"
-STOPS = "lucene"
 # What building takes (`PisaBackend.footprint`), measured by benchmarks/speed/bench_footprint.py (results/
 # bench_footprint_pisa.txt): the MuSiQue sample, 100,000 and 300,000 DPR-layout paragraphs (0.9, 80 and 239 MB of
 # corpus) peaked at 160, 457 and 700 MB of memory and 2.2, 136 and 435 MB of disk.
@@ -52,6 +51,13 @@ def _engine() -> Any:
     except ImportError:
         raise MhindexError("the pisa backend needs its package: pip install 'mhindex[pisa]'") from None
     return PisaIndex
+
+
+def _stops() -> Any:
+    """pyterrier-pisa's name for Lucene's English stop list (its StopFilter's 33 words)."""
+    from pyterrier_pisa import PisaStopwords
+
+    return PisaStopwords.lucene
 
 
 class PisaBackend(Backend):
@@ -85,14 +91,18 @@ class PisaBackend(Backend):
 
                 with engine_output_to(target / "build.log"):  # PISA's C++ logs and progress bars
                     index = index_class(
-                        str(target / "pisa"), text_field="text", stemmer=STEMMER, stops=STOPS, threads=options.threads
+                        str(target / "pisa"),
+                        text_field="text",
+                        stemmer=STEMMER,
+                        stops=_stops(),
+                        threads=options.threads,
                     )
                     index.index(documents())
                     # its block-max bounds for this k1 and b, written now into the staging folder, never at a search
                     index.bm25(k1=options.k1, b=options.b, num_results=1)
         finally:
             paragraphs.close()
-        return {"paragraphs": count, "stemmer": STEMMER, "stop_words": STOPS}
+        return {"paragraphs": count, "stemmer": STEMMER, "stop_words": _stops().value}
 
     def open(
         self,
@@ -112,7 +122,7 @@ class PisaRetriever:
 
         index_class = _engine()
         with engine_output_to(Path(os.devnull)):  # PISA logs the index it opens
-            index = index_class(str(index_dir / "pisa"), stops=STOPS)
+            index = index_class(str(index_dir / "pisa"), stops=_stops())
             retrieve = index.bm25(k1=options.k1, b=options.b, num_results=1, threads=options.threads)
         self._np, self._pisathon = np, _pisathon
         # Hand-written around pyterrier's `PisaRetrieve.transform` (it calls the same `_pisathon.retrieve`): a pandas

@@ -71,9 +71,8 @@ def search(
         hits = index.retriever.search(query, k)
     if output_format == "trec":
         return emit({"id": "1", "hits": [h.record() for h in hits]})
-    used = index.variant()  # which index answered (its build options: Milvus's mode, the encoder), said with its hits
-    shown = render.hits_table(hits, output.terminal, render.variant_caption(used)) if hits else "no paragraph matches"
-    output.show({"query": query, "index": used, "hits": [h.record() for h in hits]}, shown)
+    used, records = index.variant(), [h.record() for h in hits]  # which index answered: said with its hits
+    output.show({"query": query, "index": used, "hits": records}, render.hits_shown(hits, used, output.terminal))
 
 
 @command(json=False)

@@ -26,7 +26,7 @@ from mhindex.eval.ranking import judged, run_predictions, scores_retrieval
 from mhindex.eval.report import Scored, bar_chart, run_title
 from mhindex.eval.splits import trained_overlap
 from mhindex.eval.sweep import TUNE_METRICS, Variant, choose_settings, parse_sweeps, variants, with_overrides
-from mhindex.files import atomic_file, unlinked
+from mhindex.files import atomic_file, parse_jsonl, unlinked
 from mhindex.home import CorpusDir
 
 
@@ -629,7 +629,7 @@ class _Answering:
                  *((name, "", questions) for name in self.solvers)]  # fmt: skip
         rows = []
         for name, what, sample in asked:
-            done = {r.get("id") for r in read_predictions(self.folder / f"{name}.jsonl") if "error" not in r}
+            done = _answered_ids(self.folder / f"{name}.jsonl")
             todo = sum(1 for q in sample if q["id"] not in done)
             rows.append(Row(name + what, todo, self.solvers[name].most_calls(self.solvers[name].settings)))
         model = f"{lm.name} at {lm.threads} threads" if lm.threads else lm.name
@@ -680,6 +680,19 @@ class _Answering:
         if self.estimate is not None:  # the variants not chosen answer nothing more
             self.estimate.drop([name for name in self.solvers if name not in reported])
         return tuned, scores, reported
+
+
+def _answered_ids(path: Path) -> set[str]:
+    """The ids a predictions file answers, for the estimate alone: nothing read through a link (the answering refuses
+    it in one line) and a damaged line passed over (the answering sets it aside, under the folder's lock)."""
+    if path.is_symlink() or not path.is_file():
+        return set()
+    try:
+        with path.open("rb") as handle:
+            return {str(r.get("id")) for _, r, problem in parse_jsonl(handle)
+                    if not problem and isinstance(r, dict) and "error" not in r}  # fmt: skip
+    except OSError:
+        return set()
 
 
 #: what an earlier evaluation in the same folder keeps of its metrics.json: what `rerun` needs to make it again

@@ -59,9 +59,9 @@ def mcp_server(
     # answer (one line, below), and the access log already has every request.
     logging.getLogger("mcp").setLevel(logging.ERROR)
 
-    corpus = info.get("corpus", "the corpus")
     from mhindex import __version__
 
+    corpus = info.get("corpus", "the corpus")
     server = MCPServer(
         "mhindex",
         version=__version__,  # `initialize` says it (serverInfo.version), as every MCP client shows a server's
@@ -91,28 +91,14 @@ def mcp_server(
 
     @server.tool()
     async def search_results(query: str, max_results: int = 5) -> dict[str, Any]:
-        """The paragraphs that best match the query in a web search API's shape (Tavily's: `query`, and `results`
-        of `title`, `url`, `content`, `score`), which verl's MCP search tool (volcengine/verl@b178a3c
-        verl/tools/mcp_search_tool.py `_parse_tool_result`) reads from the text: set its `tool_selected_list` to
-        search_results. A url names the paragraph's page in this corpus (`mhindex://CORPUS/TITLE`)."""
+        """The best paragraphs in a web search API's shape (Tavily's), which verl's MCP search tool reads
+        (`web_search_results`); a url names the paragraph's page here (`mhindex://CORPUS/TITLE`)."""
         if not query.strip():
             raise ToolError("the query is empty")
         if not 1 <= max_results <= MAX_K:
             raise ToolError(f"max_results must be between 1 and {MAX_K}, not {max_results}")
         hits = await in_thread(lambda: retriever.search(query, max_results))
-        return {
-            "query": query,
-            "results": [
-                {
-                    "title": hit.title,
-                    "url": page_url(str(corpus), hit.title),
-                    "content": hit.text,
-                    "score": hit.score,
-                    "id": hit.id,
-                }
-                for hit in hits
-            ],
-        }
+        return web_search_results(query, hits, str(corpus))
 
     @server.tool()
     async def fetch(id: str) -> dict[str, Any]:
@@ -129,3 +115,11 @@ def mcp_server(
         return [{key: info.get(key) for key in ("corpus", "dataset", "paragraphs", "backend", "index")}]
 
     return server
+
+
+def web_search_results(query: str, hits: Any, corpus: str) -> dict[str, Any]:
+    """Hits in a web search API's shape (Tavily's: `query`, and `results` of `title`, `url`, `content`, `score`), as
+    verl's MCP search tool reads them from the text (volcengine/verl@b178a3c verl/tools/mcp_search_tool.py
+    `_parse_tool_result`; set its `tool_selected_list` to search_results)."""
+    return {"query": query, "results": [{"title": hit.title, "url": page_url(corpus, hit.title), "content": hit.text,
+                                         "score": hit.score, "id": hit.id} for hit in hits]}  # fmt: skip
