@@ -238,8 +238,8 @@ def single_query_answer(query: str, hits: Sequence[Hit], with_scores: bool, meth
     - rllm (rllm-org/rllm@c838218, examples/search/retrieval/server.py; its client
       examples/search/local_retrieval_tool.py reads `results`): `{"query", "method", "results": [{"document",
       "score"}], "num_results"}`, scores always."""
-    documents = search_r1_answer([hits], with_scores, corpus)["result"]
-    ranked = search_r1_answer([hits], True, corpus)["result"][0]
+    ranked = search_r1_answer([hits], True, corpus)["result"][0]  # each document once, its score beside it
+    documents = [ranked if with_scores else [entry["document"] for entry in ranked]]
     return {"result": documents, "query": query, "method": method, "results": ranked, "num_results": len(ranked)}
 
 
