@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import read_jsonl, small_wiki_corpus
+from conftest import HANG_S, read_jsonl, small_wiki_corpus
 from mhindex.cli import main
 
 pytest.importorskip("faiss", reason="the dense backend needs faiss-cpu (installed by scripts/setup.sh)")
@@ -373,3 +373,47 @@ def test_a_second_dense_searcher_in_the_process_does_not_load_the_encoder_again(
     finally:
         first.close()
         second.close()
+
+
+def test_int8_encoding_reads_its_tokenizer_without_transformers_and_gets_transformers_ids(root):
+    """A dense command that reuses the ONNX export starts without importing transformers or torch (5-7 s of a
+    one-off search on two cores): its tokenizer is read with `tokenizers` alone. The ids, masks and segment ids are
+    the ones transformers' tokenizer gives with the settings it used before, on the sample's paragraphs and
+    questions and on texts that truncate (one side or both) or hold what tokenizers normalise."""
+    import numpy as np
+    import transformers
+
+    from mhindex.backends.base import BackendContext
+    from mhindex.encoders import _tokenizer
+
+    (folder,) = (BackendContext(root).models / "onnx").iterdir()
+    ours = _tokenizer(folder, 256)
+    theirs = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    paragraphs = read_jsonl(root / "wiki" / "corpus.jsonl")
+    long = " ".join(["Unbelievably-long", "word"] * 400)
+    cases = [(p["title"], p["text"]) for p in paragraphs] + [
+        (q["question"], None) for q in read_jsonl(root / "wiki" / "questions.jsonl")
+    ]
+    cases += [
+        (long, "short"),
+        ("short", long),
+        (long, long),
+        ("Ångström Café ﬁ 東京 🙂 e\u0301", None),
+        ("", None),
+        ("x", ""),
+    ]
+    for text, pair in cases:
+        expected = theirs([text], [pair] if pair is not None else None, truncation=True, max_length=256,
+                          return_tensors="np")  # fmt: skip
+        got = ours(text, pair)
+        for name in ("input_ids", "attention_mask", "token_type_ids"):
+            assert np.array_equal(got[name], expected[name].astype(np.int64)), (text[:40], pair and pair[:40], name)
+
+    searched = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom mhindex.cli import main\n"
+         f"main(['--quiet', '--home', {str(root)!r}, 'search', 'wiki', 'Who directed it?', '--backend', 'dense'])\n"
+         "print(sorted(m for m in ('transformers', 'torch') if m in sys.modules))"],
+        capture_output=True, text=True, timeout=HANG_S,
+    )  # fmt: skip
+    assert searched.returncode == 0, searched.stderr
+    assert searched.stdout.strip().splitlines()[-1] == "[]"

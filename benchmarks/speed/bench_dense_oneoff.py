@@ -1,7 +1,8 @@
-"""What a one-off dense search waits for: a new process's imports, the encoder's start (tokenizer and ONNX Runtime
-sessions of the int8 export), the FAISS index's load, then the query itself; and a second searcher of the same index
-in the same process, which shares the loaded encoder (encoders.make_encoder). Side by side in one run: the whole
-`mhindex search --backend dense` and `--backend lucene` command, wall and CPU seconds, each in a process of its own.
+"""What a one-off dense search waits for: a new process's imports, the encoder's start (its tokenizer, read with
+`tokenizers` alone, and ONNX Runtime sessions of the int8 export), the FAISS index's load, then the query itself; and a
+second searcher of the same index in the same process, which shares the loaded encoder (encoders.make_encoder). Side
+by side in one run: the whole `mhindex search --backend dense` and `--backend lucene` command, wall and CPU seconds,
+each in a process of its own.
 
     .venv/bin/python benchmarks/speed/bench_dense_oneoff.py     # -> benchmarks/results/bench_dense_oneoff.txt
 
@@ -37,8 +38,8 @@ def mark(name):
 from mhindex.backends import BackendSpec, open_retriever
 from mhindex.home import open_corpus
 mark("import mhindex's backends")
-import faiss, onnxruntime, transformers  # what the dense backend imports when it opens
-mark("import faiss, onnxruntime, transformers")
+import faiss, onnxruntime, tokenizers  # what the dense backend imports when it opens (not transformers)
+mark("import faiss, onnxruntime, tokenizers")
 corpus = open_corpus(Path(sys.argv[1]), "musique")
 first = open_retriever(corpus, BackendSpec.parse("dense"))
 mark("open the index (encoder start, FAISS load)")
@@ -50,6 +51,8 @@ second = open_retriever(corpus, BackendSpec.parse("dense"))
 mark("a second searcher of the same index (the encoder shared)")
 second.search(sys.argv[2], 10)
 mark("its first query")
+heavy = [m for m in ("transformers", "torch") if m in sys.modules]
+mark("of transformers and torch, imported: " + (", ".join(heavy) or "none"))
 print(json.dumps(marks))
 """
 

@@ -179,16 +179,16 @@ def export_onnx(source: str, max_length: int, models: Path) -> Path:
     cosine 0.994 of fp32 on average (per-tensor int8: 0.954) and recall@15 on the MuSiQue sample
     within 0.01 (0.731 against 0.739). End to end: 1.47-1.53x sentence-transformers
     (benchmarks/speed/bench_encode.py)."""
-    import onnx
+    key = hashlib.sha256(f"{Path(source).resolve()}:{ONNX_FORMAT}".encode()).hexdigest()[:12]
+    target = models / "onnx" / f"{Path(source).name}-{key}"
+    if (target / "model.onnx").is_file():
+        return target
+    import onnx  # the exporter's modules only when exporting: a command that reuses the export starts without them
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
 
     from mhindex.files import atomic_directory
 
-    key = hashlib.sha256(f"{Path(source).resolve()}:{ONNX_FORMAT}".encode()).hexdigest()[:12]
-    target = models / "onnx" / f"{Path(source).name}-{key}"
-    if (target / "model.onnx").is_file():
-        return target
     encoder = Encoder(source, max_length)
     reporter().info(f"exporting the encoder {source} to ONNX with int8 weights, once: {target}")
     sample = encoder.tokenizer(["a title"], ["a paragraph"], return_tensors="pt")
@@ -250,6 +250,46 @@ def _one_at_a_time(encode_one, dim: int, texts: Sequence[str], pairs: Sequence[s
     return np.concatenate([encode_one(text, pair) for text, pair in zip(texts, paired, strict=True)])
 
 
+def _tokenizer(folder: Path, max_length: int):
+    """`text, pair -> {input_ids, attention_mask, token_type_ids}` (int64 arrays of one row) as the export's
+    transformers tokenizer gives them, read with `tokenizers` alone from the tokenizer.json the export saved.
+
+    Hand-written for the start-up: loading the same tokenizer through transformers imports its lazy modules, 5-7 s
+    of a dense command on two cores (benchmarks/speed/bench_dense_oneoff.py). The settings are those transformers'
+    fast tokenizers pass for `truncation=True, max_length=N` (longest-first, from the right, special tokens added,
+    no padding); tests/test_dense.py holds the ids equal to transformers' on the samples' paragraphs and questions."""
+    import numpy as np
+
+    tokenizer_file = folder / "tokenizer.json"
+    if not tokenizer_file.is_file():  # an export whose tokenizer has no fast form: transformers reads it
+        import transformers
+
+        transformers.utils.logging.set_verbosity_error()
+        slow = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+
+        def through_transformers(text: str, pair: str | None) -> dict:
+            batch = slow([text], [pair] if pair is not None else None, truncation=True, max_length=max_length,
+                         return_tensors="np")  # fmt: skip
+            return {name: np.asarray(values, dtype=np.int64) for name, values in batch.items()}
+
+        return through_transformers
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length, stride=0, strategy="longest_first", direction="right")
+
+    def tokenize(text: str, pair: str | None) -> dict:
+        encoding = tokenizer.encode(text, pair, add_special_tokens=True)
+        return {
+            "input_ids": np.asarray([encoding.ids], dtype=np.int64),
+            "attention_mask": np.asarray([encoding.attention_mask], dtype=np.int64),
+            "token_type_ids": np.asarray([encoding.type_ids], dtype=np.int64),
+        }
+
+    return tokenize
+
+
 class OnnxEncoder:
     """The encoder's int8 ONNX export on ONNX Runtime. One session per thread, each on one core,
     encoding different batches at once: faster here than one session over two cores (59-63 against
@@ -260,7 +300,6 @@ class OnnxEncoder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import onnxruntime
-            import transformers
         except ImportError:
             raise EncoderUnavailable(
                 "--encoder-runtime onnx-int8 needs onnxruntime and onnx: pip install 'mhindex[dense]' (or use "
@@ -275,8 +314,7 @@ class OnnxEncoder:
             facts["inputs"],
         )
         self.max_length = max_length
-        transformers.utils.logging.set_verbosity_error()
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        self.tokenize = _tokenizer(folder, max_length)
         self.parallel = max(1, threads)
         self._sessions: queue.SimpleQueue = queue.SimpleQueue()
         for _ in range(self.parallel):
@@ -294,16 +332,10 @@ class OnnxEncoder:
     def _encode_one(self, text: str, pair: str | None):
         import numpy as np
 
-        batch = self.tokenizer(
-            [text],
-            [pair] if pair is not None else None,
-            truncation=True,
-            max_length=self.max_length,
-            return_tensors="np",
-        )
+        batch = self.tokenize(text, pair)
         session = self._sessions.get()
         try:
-            (vectors,) = session.run(None, {name: batch[name].astype(np.int64) for name in self._inputs})
+            (vectors,) = session.run(None, {name: batch[name] for name in self._inputs})
         finally:
             self._sessions.put(session)
         return np.ascontiguousarray(vectors, dtype=np.float32)
