@@ -56,6 +56,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,7 +152,9 @@ def paragraph_vectors(home: Path, name: str, workdir: Path) -> Path:
     distinct = {text: number for number, text in enumerate(dict.fromkeys(s for p in parts for s in p))}
     encoder = make_encoder(None, "onnx-int8", 256, 2, home / "models")
     texts = list(distinct)
-    vectors = np.concatenate([encoder.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)])
+    with ThreadPoolExecutor(encoder.parallel) as pool:  # one one-core session a thread, as the dense backend encodes
+        chunks = [texts[i : i + 256] for i in range(0, len(texts), 256)]
+        vectors = np.concatenate(list(pool.map(encoder.encode, chunks)))
     partial = workdir / f"vectors-{name}.partial.npy"
     out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=(len(parts), vectors.shape[1]))
     for number, sentences in enumerate(parts):

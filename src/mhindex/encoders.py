@@ -28,8 +28,9 @@ import queue
 import threading
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from mhindex.errors import MhindexError, UsageError
 from mhindex.ui import reporter
@@ -250,7 +251,7 @@ def _one_at_a_time(encode_one, dim: int, texts: Sequence[str], pairs: Sequence[s
     return np.concatenate([encode_one(text, pair) for text, pair in zip(texts, paired, strict=True)])
 
 
-def _tokenizer(folder: Path, max_length: int):
+def _tokenizer(folder: Path, max_length: int) -> Callable[[str, str | None], dict[str, Any]]:
     """`text, pair -> {input_ids, attention_mask, token_type_ids}` (int64 arrays of one row) as the export's
     transformers tokenizer gives them, read with `tokenizers` alone from the tokenizer.json the export saved.
 
@@ -267,7 +268,7 @@ def _tokenizer(folder: Path, max_length: int):
         transformers.utils.logging.set_verbosity_error()
         slow = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
-        def through_transformers(text: str, pair: str | None) -> dict:
+        def through_transformers(text: str, pair: str | None) -> dict[str, Any]:
             batch = slow([text], [pair] if pair is not None else None, truncation=True, max_length=max_length,
                          return_tensors="np")  # fmt: skip
             return {name: np.asarray(values, dtype=np.int64) for name, values in batch.items()}
@@ -279,7 +280,7 @@ def _tokenizer(folder: Path, max_length: int):
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length, stride=0, strategy="longest_first", direction="right")
 
-    def tokenize(text: str, pair: str | None) -> dict:
+    def tokenize(text: str, pair: str | None) -> dict[str, Any]:
         encoding = tokenizer.encode(text, pair, add_special_tokens=True)
         return {
             "input_ids": np.asarray([encoding.ids], dtype=np.int64),
