@@ -162,6 +162,21 @@ def test_selfask_press_answers_as_press_s_own_loop_and_extract_answer():
     assert disagreements(cases, ours) == []
 
 
+def test_selfask_press_at_its_follow_up_limit_asks_for_the_final_answer():
+    """A model looping on follow-ups, its completion holding a "So the final answer is:" line of a question it made up
+    before the next "Follow up:": at mhindex's limit (a departure: Press's loop has none) the final answer is asked
+    for, as the module says, not read off the last line, which is the next follow-up question (7 of the first 16
+    HotpotQA answers of the 1.5B re-run were such questions)."""
+    looping = "Follow up: Who was the first president?"
+    again = (" He was.\nSo the final answer is: George Washington\n\nQuestion: Who was the first president?\n"
+             "Are follow up questions needed here: Yes.\nFollow up: Who was the first president?")  # fmt: skip
+    case = {"completions": [f" Yes.\n{looping}", again, " Madrid"], "intermediates": ["George Washington"],
+            "question": "Where?"}  # fmt: skip
+    record = _replayed(case, "press", None, step_tokens=256, max_follow_ups=1)
+    assert record["answer"] == "Madrid"
+    assert any("stopped at 1 follow-ups" in d for d in record["departures"])
+
+
 def test_ircot_s_reader_answers_as_the_release_writes_its_answer():
     """With --no-short-answer (the papers' tables' runs): commaqa's LLMQAModel, AnswerExtractor (CoT reader) and
     the final answer model_search.py writes."""

@@ -233,15 +233,19 @@ class SelfAsk(Method):
             return run.completions[-1]
 
         written = complete(INTERMEDIATE, "are follow-up questions needed?")
+        stopped = False
         while FOLLOW_UP in written.split("\n")[-1]:
             if len(run.steps) >= self.settings.max_follow_ups:
                 limit = self.settings.max_follow_ups
                 run.departures.append(f"stopped at {limit} follow-ups (Press's loop has no limit)")
+                stopped = True  # the completion asking one more is left out, and the final answer asked for
                 break
             run.prompt += written
             self._follow_up(run, _after_colon(written))
             written = complete(INTERMEDIATE, f"follow-up {len(run.steps) + 1}")
-        if PRESS_FINAL not in written:
+        # At the limit a completion may hold a "So the final answer is:" line of a question the model went on to
+        # make up, before its next "Follow up:": read as it stands, the answer would be that follow-up question.
+        if stopped or PRESS_FINAL not in written:
             run.prompt += PRESS_FINAL
             written = complete("\n", "the final answer")
         answer = press_answer(run.prompt + written)
