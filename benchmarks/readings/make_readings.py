@@ -23,8 +23,10 @@ reads GGUF only with torch and the gguf package installed):
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import random
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -506,12 +508,18 @@ def kdcot(mirror: Path) -> None:
 
 def _kdcot_round(steps: Any, output: str, number: int) -> dict[str, Any]:
     """`process_webqsp_response` at iteration number - 1, on one question whose GPT output is `output`."""
-    import os
     import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kdcot-") as folder:
+        return _kdcot_read(steps, output, number, folder)
+
+
+def _kdcot_read(steps: Any, output: str, number: int, folder: str) -> dict[str, Any]:
+    """The release's files for that question in `folder`, its reading run, and what it wrote back."""
+    import os
 
     import pandas as pd
 
-    folder = tempfile.mkdtemp(prefix="kdcot-")
     reader = object.__new__(steps.GPT_Infenrence)
     reader.temp_dir_path, reader.iteration, reader.max_iteration = folder, number - 1, 3
     reader.webqsp_temp_file = os.path.join(folder, "webqsp_temp.json")
@@ -537,22 +545,23 @@ def _kdcot_verdict(justify: Any, case: dict[str, Any]) -> str:
     import os
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix="kdcot-verify-")
-    temp, results = os.path.join(folder, "temp.json"), os.path.join(folder, "results.json")
-    data = {"id": "q", "PredictedAnswer": -1, "IntermediateAction": [["Question", case["question"]]],
-            "IntermediateGPTAnswer": [case["lm_answer"]], "IntermediateFiDAnswer": [case["reader_answer"]],
-            "IntermediateAnswer": []}  # fmt: skip
-    Path(temp).write_text(json.dumps([data]))
-    if case["kind"] == "match":
-        prompt = justify.match_prompt.replace("{question}", case["question"]).replace("{choice}", case["lm_answer"])
-        Path(results).write_text(json.dumps([{"input": prompt, "output": case["output"]}]))
-        justify.process_match_results(temp, results)
-    else:
-        prompt = (justify.original_prompt.replace("{question}", case["question"])
-                  .replace("{choice_1}", case["lm_answer"]).replace("{choice_2}", case["reader_answer"]))  # fmt: skip
-        Path(results).write_text(json.dumps([{"input": prompt, "output": case["output"]}]))
-        justify.process_justify_results(temp, results)
-    return str(json.loads(Path(temp).read_text())[0]["IntermediateAnswer"][-1])
+    with tempfile.TemporaryDirectory(prefix="kdcot-verify-") as folder:
+        temp, results = os.path.join(folder, "temp.json"), os.path.join(folder, "results.json")
+        data = {"id": "q", "PredictedAnswer": -1, "IntermediateAction": [["Question", case["question"]]],
+                "IntermediateGPTAnswer": [case["lm_answer"]], "IntermediateFiDAnswer": [case["reader_answer"]],
+                "IntermediateAnswer": []}  # fmt: skip
+        Path(temp).write_text(json.dumps([data]))
+        if case["kind"] == "match":
+            prompt = justify.match_prompt.replace("{question}", case["question"]).replace("{choice}", case["lm_answer"])
+            Path(results).write_text(json.dumps([{"input": prompt, "output": case["output"]}]))
+            justify.process_match_results(temp, results)
+        else:
+            prompt = (justify.original_prompt.replace("{question}", case["question"])
+                      .replace("{choice_1}", case["lm_answer"])
+                      .replace("{choice_2}", case["reader_answer"]))  # fmt: skip
+            Path(results).write_text(json.dumps([{"input": prompt, "output": case["output"]}]))
+            justify.process_justify_results(temp, results)
+        return str(json.loads(Path(temp).read_text())[0]["IntermediateAnswer"][-1])
 
 
 # -- Search-R1 (PeterGriffinJin/Search-R1): a turn's response, its action, and the answer of the whole turn -------
@@ -694,6 +703,7 @@ def main() -> None:
         import tempfile
 
         OUT = Path(tempfile.mkdtemp(prefix="readings-"))
+        atexit.register(shutil.rmtree, OUT, ignore_errors=True)
     for name in args.only or READERS:
         folder, make = READERS[name]
         if name == "flare":

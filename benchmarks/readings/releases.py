@@ -5,8 +5,10 @@ are stand-ins that fail if called. Nothing of mhindex is imported here."""
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.util
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -31,6 +33,7 @@ def materialize(mirror: Path, repo: str, commit: str = "HEAD") -> Release:
     full = subprocess.run(["git", "--git-dir", str(mirror), "rev-parse", commit], capture_output=True, text=True,
                           check=True).stdout.strip()  # fmt: skip
     root = Path(tempfile.mkdtemp(prefix=repo.replace("/", "+") + "-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)  # the tree is read while the process runs
     archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", full], capture_output=True)
     if archive.returncode == 0:
         with tempfile.TemporaryFile() as handle:

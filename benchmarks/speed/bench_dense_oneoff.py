@@ -12,9 +12,11 @@ work; the wall seconds follow the load.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,6 +73,7 @@ def timed(command: list[str], env: dict) -> tuple[float, float, str]:
 
 def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="bench-dense-oneoff-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     env = {**os.environ, "MHINDEX_HOME": str(home)}
     mhindex = [sys.executable, "-m", "mhindex"]
     subprocess.run([*mhindex, "--quiet", "build", "musique", "--input", str(SAMPLE)], env=env, check=True)

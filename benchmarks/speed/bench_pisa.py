@@ -12,7 +12,9 @@ Timings follow the machine's load: the engines run one after another in the same
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +59,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="bench-pisa-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     os.environ["MHINDEX_HOME"] = str(home)
     from mhindex.backends import BackendSpec, open_retriever
     from mhindex.cli import main as mhindex

@@ -13,8 +13,10 @@ Seconds follow the machine and its load; calls, tokens and answers do not.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ def asked(record: dict, command: str, seconds: float, where: str) -> dict:
 
 def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="readme-costs-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
     os.environ["MHINDEX_HOME"] = str(home)
     os.environ.pop("MHINDEX_LM", None)  # the default packaged model, as a new user has it
     rows = []

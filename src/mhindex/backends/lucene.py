@@ -173,6 +173,11 @@ _JVM_OPTIONS = [
     "--enable-native-access=ALL-UNNAMED",
     "--sun-misc-unsafe-memory-access=allow",
     "-Djava.util.logging.config.file=/dev/null",
+    # HotSpot puts its attach socket (/tmp/.java_pid<pid>, opened at start-up under -Xrs) and its performance
+    # counters (/tmp/hsperfdata_<user>/<pid>) in /tmp whatever java.io.tmpdir says, and removes them only at a
+    # clean exit: a killed command left both behind, outside the data root. Nothing of ours attaches or reads them.
+    "-XX:+DisableAttachMechanism",
+    "-XX:-UsePerfData",
 ]
 
 
@@ -292,7 +297,7 @@ def _java(home: Path) -> str:
     java = java_home() / "bin" / "java"
     if not java.is_file():
         raise FileNotFoundError(f"no java at {java}")
-    shown = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
+    shown = subprocess.run([str(java), "-XX:-UsePerfData", "-version"], capture_output=True, text=True, timeout=30)
     first = (shown.stderr or shown.stdout).splitlines()[0] if (shown.stderr or shown.stdout) else "java"
     return f"{first.strip()} ({java})"
 
