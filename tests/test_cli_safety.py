@@ -63,7 +63,7 @@ def everything_is_still_there(home: Path) -> None:
         ".",
         "..",
         "../victim",
-        "/tmp/mhindex-absolute-victim",
+        "ABSOLUTE",  # an absolute path: this test's own folder outside the data root
         "a/b",
         "downloads",
         "models",
@@ -73,10 +73,11 @@ def everything_is_still_there(home: Path) -> None:
         "",
     ],
 )
-def test_a_corpus_name_never_escapes_the_data_root(root, name):
-    absolute = Path("/tmp/mhindex-absolute-victim")
-    absolute.mkdir(exist_ok=True)
+def test_a_corpus_name_never_escapes_the_data_root(root, name, tmp_path):
+    absolute = tmp_path / "absolute-victim"
+    absolute.mkdir()
     (absolute / "keep.txt").write_text("keep")
+    name = str(absolute) if name == "ABSOLUTE" else name
     error = one_line_error(mhindex("corpus", "iirc", "--name", name, "--force", home=root))
     assert "corpus name" in error
     everything_is_still_there(root)
@@ -300,3 +301,23 @@ def test_a_k_past_the_corpus_is_all_of_it_never_a_damaged_index(root):
     hits = json.loads(result.stdout)
     found = hits["hits"] if isinstance(hits, dict) else hits
     assert 0 < len(found) <= 2000 and "damaged" not in result.stderr  # every paragraph the query matches
+
+
+def test_a_private_state_folder_left_by_a_killed_process_is_removed_by_the_next(tmp_path):
+    # A model made through the API (no data root) keeps its states in $TMPDIR/mhindex-llama-state/.private.tmp-PID-*,
+    # removed at exit; one whose process was killed stayed there for good.
+    from mhindex.lm.state import _PRIVATE, private_folder
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    shared = tmp_path / "mhindex-llama-state"
+    left = shared / f".private.tmp-{gone.stdout.strip()}-abcd1234"
+    (left / "x.bin").parent.mkdir(parents=True)
+    (left / "x.bin").write_bytes(b"state")
+    alive = shared / f".private.tmp-{os.getppid()}-efgh5678"  # a live process's: kept
+    alive.mkdir()
+    try:
+        mine = private_folder(shared)
+        assert mine.is_dir() and f".private.tmp-{os.getpid()}-" in mine.name
+        assert not left.exists() and alive.is_dir()
+    finally:
+        _PRIVATE.pop(shared, None)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mhindex.errors import UsageError
-from mhindex.files import file_digest, remove_at_exit
+from mhindex.files import file_digest, remove, remove_at_exit, stale_temporaries
 from mhindex.ui import reporter
 
 # Openings shorter than this (about 500 tokens, one micro-batch) are quick to read again: not worth a file.
@@ -50,9 +50,12 @@ _PRIVATE: dict[Path, Path] = {}
 
 
 def private_folder(shared: Path) -> Path:
-    """This process's own state folder beside the shared one (--no-cache), removed at exit."""
+    """This process's own state folder beside the shared one (--no-cache), removed at exit; those of processes that
+    were killed (no exit to remove them) are removed here, by the next."""
     if shared not in _PRIVATE:
         shared.mkdir(parents=True, exist_ok=True)
+        for left in stale_temporaries(shared, "private"):
+            remove(left)
         folder = Path(tempfile.mkdtemp(prefix=f".private.tmp-{os.getpid()}-", dir=shared))
         remove_at_exit(folder)
         _PRIVATE[shared] = folder
