@@ -20,7 +20,13 @@ The names are imported on first use, so `import mhindex` (and every CLI command)
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
+
+# ONNX Runtime (the dense encoder's runtime) since 1.29 writes a device id and an event database under
+# ~/.cache/Microsoft/DeveloperTools and sends usage events, from its import on: outside the data root, and a network
+# call nobody asked for. Its opt-out, before any import of it (a user's own setting is kept).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from mhindex._lazy import lazy_exports
 
