@@ -327,14 +327,27 @@ def test_a_private_state_folder_left_by_a_killed_process_is_removed_by_the_next(
 def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_path):
     # The user's home and temporary folder are empty folders of this test's; every command is given its data root.
     # ONNX Runtime (the dense encoder's) wrote a device id and an event database under ~/.cache/Microsoft from its
-    # import on, unless told not to: the CI marker variables that also silence it are taken away here.
+    # import on, unless told not to: the CI marker variables that also silence it are taken away here. PISA's
+    # PyTerrier made empty dataset folders under ~/.ir_datasets.
     (tmp_path / "root").mkdir()
     root = small_wiki_corpus(tmp_path / "root")
     user, temporary = tmp_path / "user", tmp_path / "tmp"
     user.mkdir()
     temporary.mkdir()
-    left_out = {"CI", "GITHUB_ACTIONS", "TF_BUILD", "ORT_DISABLE_TELEMETRY", "MHINDEX_HOME", "XDG_CACHE_HOME",
-                "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "HF_HOME", "TMPDIR"}  # fmt: skip
+    left_out = {
+        "CI",
+        "GITHUB_ACTIONS",
+        "TF_BUILD",
+        "ORT_DISABLE_TELEMETRY",
+        "IR_DATASETS_HOME",
+        "MHINDEX_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_STATE_HOME",
+        "HF_HOME",
+        "TMPDIR",
+    }
     env = {k: v for k, v in os.environ.items() if k not in left_out} | {"HOME": str(user), "TMPDIR": str(temporary)}
     question = "Who is the director of the film?"
     for command in (
@@ -342,6 +355,10 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
         ["search", "wiki", question, "--backend", "dense"],
         ["index", "wiki"],  # Lucene: Anserini's indexer, a JVM of its own
         ["search", "wiki", question],  # the JVM in process
+        ["index", "wiki", "--backend", "pisa"],  # PyTerrier's ir_datasets made ~/.ir_datasets on import
+        ["search", "wiki", question, "--backend", "pisa"],
+        ["index", "wiki", "--backend", "bm25s"],
+        ["search", "wiki", question, "--backend", "bm25s"],
         ["ask", question, "--corpus", "wiki", "--method", "oner", "--lm", "local:smollm2-135m", "--answer-tokens", "8"],
     ):
         done = subprocess.run([str(MHINDEX), "--quiet", "--home", str(root), *command], capture_output=True, text=True,

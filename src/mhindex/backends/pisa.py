@@ -45,7 +45,10 @@ class PisaOptions:
     threads: int = option(1, "Threads for indexing and for a batch of queries.", min=1, stage="both")
 
 
-def _engine() -> Any:
+def _engine(corpus: CorpusDir) -> Any:
+    # pyterrier-pisa imports PyTerrier, which imports ir_datasets, which makes its datasets' folders under
+    # ~/.ir_datasets on import: in the data root's cache instead (a user's own IR_DATASETS_HOME is kept).
+    os.environ.setdefault("IR_DATASETS_HOME", str(corpus.root.parent / "cache" / "ir_datasets"))
     try:
         from pyterrier_pisa import PisaIndex
     except ImportError:
@@ -78,7 +81,7 @@ class PisaBackend(Backend):
         )
 
     def build(self, corpus: CorpusDir, target: Path, options: PisaOptions, context: BackendContext) -> dict[str, Any]:
-        index_class = _engine()
+        index_class = _engine(corpus)
         paragraphs = corpus.paragraphs()
         count = len(paragraphs)
         try:
@@ -118,9 +121,10 @@ class PisaBackend(Backend):
 class PisaRetriever:
     def __init__(self, corpus: CorpusDir, index_dir: Path, options: PisaOptions) -> None:
         import numpy as np
+
+        index_class = _engine(corpus)
         from pyterrier_pisa import _pisathon
 
-        index_class = _engine()
         with engine_output_to(Path(os.devnull)):  # PISA logs the index it opens
             index = index_class(str(index_dir / "pisa"), stops=_stops())
             retrieve = index.bm25(k1=options.k1, b=options.b, num_results=1, threads=options.threads)
