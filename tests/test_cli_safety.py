@@ -328,7 +328,8 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
     # The user's home and temporary folder are empty folders of this test's; every command is given its data root.
     # ONNX Runtime (the dense encoder's) wrote a device id and an event database under ~/.cache/Microsoft from its
     # import on, unless told not to: the CI marker variables that also silence it are taken away here. PISA's
-    # PyTerrier made empty dataset folders under ~/.ir_datasets.
+    # PyTerrier made empty dataset folders under ~/.ir_datasets; the chart of `eval` and `report` matplotlib's font
+    # list under ~/.cache/matplotlib.
     (tmp_path / "root").mkdir()
     root = small_wiki_corpus(tmp_path / "root")
     user, temporary = tmp_path / "user", tmp_path / "tmp"
@@ -346,6 +347,7 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
         "XDG_CONFIG_HOME",
         "XDG_STATE_HOME",
         "HF_HOME",
+        "MPLCONFIGDIR",
         "TMPDIR",
     }
     env = {k: v for k, v in os.environ.items() if k not in left_out} | {"HOME": str(user), "TMPDIR": str(temporary)}
@@ -359,10 +361,12 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
         ["search", "wiki", question, "--backend", "pisa"],
         ["index", "wiki", "--backend", "bm25s"],
         ["search", "wiki", question, "--backend", "bm25s"],
+        ["eval", "wiki", "--method", "retrieve", "--backend", "bm25s", "--limit", "3", "--out", tmp_path / "eval"],
+        ["report", tmp_path / "eval", "--out", tmp_path / "report.html"],  # matplotlib made ~/.cache/matplotlib
         ["ask", question, "--corpus", "wiki", "--method", "oner", "--lm", "local:smollm2-135m", "--answer-tokens", "8"],
     ):
-        done = subprocess.run([str(MHINDEX), "--quiet", "--home", str(root), *command], capture_output=True, text=True,
-                              env=env, timeout=HANG_S)  # fmt: skip
+        run = [str(MHINDEX), "--quiet", "--home", str(root), *map(str, command)]
+        done = subprocess.run(run, capture_output=True, text=True, env=env, timeout=HANG_S)
         assert done.returncode == 0, (command, done.stderr)
         assert not [str(p) for p in user.rglob("*")], command
         assert not [str(p) for p in temporary.rglob("*")], command

@@ -46,6 +46,9 @@ def resolve_home(home: Path | str | None = None) -> Path:
     if root.exists() and not root.is_dir():
         raise UsageError(f"the data root {root} (from {source}) is a file, not a folder: point {source} at a folder")
     write_under(root)
+    # matplotlib (eval's chart, report's figures) writes its font list under ~/.cache/matplotlib and makes
+    # ~/.config/matplotlib at its first import: in the data root's cache instead (a user's own MPLCONFIGDIR is kept).
+    os.environ.setdefault("MPLCONFIGDIR", str(root / "cache" / "matplotlib"))
     return root
 
 
