@@ -332,9 +332,9 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
     # list under ~/.cache/matplotlib.
     (tmp_path / "root").mkdir()
     root = small_wiki_corpus(tmp_path / "root")
-    user, temporary = tmp_path / "user", tmp_path / "tmp"
-    user.mkdir()
-    temporary.mkdir()
+    user, temporary, here = tmp_path / "user", tmp_path / "tmp", tmp_path / "cwd"
+    for folder in (user, temporary, here):
+        folder.mkdir()
     left_out = {
         "CI",
         "GITHUB_ACTIONS",
@@ -366,7 +366,7 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
         ["ask", question, "--corpus", "wiki", "--method", "oner", "--lm", "local:smollm2-135m", "--answer-tokens", "8"],
     ):
         run = [str(MHINDEX), "--quiet", "--home", str(root), *map(str, command)]
-        done = subprocess.run(run, capture_output=True, text=True, env=env, timeout=HANG_S)
+        done = subprocess.run(run, capture_output=True, text=True, env=env, cwd=here, timeout=HANG_S)
         assert done.returncode == 0, (command, done.stderr)
-        assert not [str(p) for p in user.rglob("*")], command
-        assert not [str(p) for p in temporary.rglob("*")], command
+        for folder in (user, temporary, here):  # the working folder too: ORT's session file (.ses) went there
+            assert not [str(p) for p in folder.rglob("*")], command
