@@ -74,6 +74,17 @@ for dataset in ${DATASETS:-hotpotqa 2wikimultihopqa musique}; do
         # shellcheck disable=SC2086
         mhindex eval "wikipedia-$dataset" --method selfask --demos press --step-tokens 256 "${asked[@]}" \
             --out "$folder" ${EVAL_ARGS:-} | tee "$out/searchain-press-$dataset.txt"
+        if [ -f "$folder/metrics.json" ]; then  # all 30 answered: SearChain's table with this row, every pair's interval
+            rows=$(mktemp -d)
+            cp "$folder/selfask.jsonl" "$rows/selfask@demos=press,step_tokens=256.jsonl"  # the row's name in the table
+            first_rows=()
+            for row in "$out/searchain/$dataset"/*.jsonl; do
+                [[ $(basename "$row") == "selfask@demos=press.jsonl" ]] || first_rows+=("$row")
+            done
+            mhindex score "${first_rows[@]}" "$rows/selfask@demos=press,step_tokens=256.jsonl" \
+                --questions "wikipedia-$dataset" --table SearChain > "$out/searchain-table-$dataset.txt"
+            rm -r "$rows"
+        fi
     fi
     if [[ " ${TABLES:-efficientrag searchain flashrag} " == *" flashrag "* ]]; then
         # FlashRAG's rows mhindex runs: Naive Generation, Standard RAG and FLARE as FlashRAG runs them; Search-R1
