@@ -352,6 +352,7 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
     }
     env = {k: v for k, v in os.environ.items() if k not in left_out} | {"HOME": str(user), "TMPDIR": str(temporary)}
     question = "Who is the director of the film?"
+    asking = ["ask", question, "--corpus", "wiki", "--method", "oner", "-k", "2"]
     for command in (
         ["index", "wiki", "--backend", "dense"],
         ["search", "wiki", question, "--backend", "dense"],
@@ -363,7 +364,7 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
         ["search", "wiki", question, "--backend", "bm25s"],
         ["eval", "wiki", "--method", "retrieve", "--backend", "bm25s", "--limit", "3", "--out", tmp_path / "eval"],
         ["report", tmp_path / "eval", "--out", tmp_path / "report.html"],  # matplotlib made ~/.cache/matplotlib
-        ["ask", question, "--corpus", "wiki", "--method", "oner", "--lm", "local:smollm2-135m", "--answer-tokens", "8"],
+        [*asking, "--lm", "local:smollm2-135m", "--answer-tokens", "8"],
     ):
         run = [str(MHINDEX), "--quiet", "--home", str(root), *map(str, command)]
         done = subprocess.run(run, capture_output=True, text=True, env=env, cwd=here, timeout=HANG_S)
