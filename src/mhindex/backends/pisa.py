@@ -45,10 +45,10 @@ class PisaOptions:
     threads: int = option(1, "Threads for indexing and for a batch of queries.", min=1, stage="both")
 
 
-def _engine(corpus: CorpusDir) -> Any:
+def _engine(context: BackendContext) -> Any:
     # pyterrier-pisa imports PyTerrier, which imports ir_datasets, which makes its datasets' folders under
     # ~/.ir_datasets on import: in the data root's cache instead (a user's own IR_DATASETS_HOME is kept).
-    os.environ.setdefault("IR_DATASETS_HOME", str(corpus.root.parent / "cache" / "ir_datasets"))
+    os.environ.setdefault("IR_DATASETS_HOME", str(context.cache / "ir_datasets"))
     try:
         from pyterrier_pisa import PisaIndex
     except ImportError:
@@ -81,7 +81,7 @@ class PisaBackend(Backend):
         )
 
     def build(self, corpus: CorpusDir, target: Path, options: PisaOptions, context: BackendContext) -> dict[str, Any]:
-        index_class = _engine(corpus)
+        index_class = _engine(context)
         paragraphs = corpus.paragraphs()
         count = len(paragraphs)
         try:
@@ -115,14 +115,14 @@ class PisaBackend(Backend):
         options: PisaOptions,
         context: BackendContext,
     ) -> PisaRetriever:
-        return PisaRetriever(corpus, index_dir, options)
+        return PisaRetriever(corpus, index_dir, options, context)
 
 
 class PisaRetriever:
-    def __init__(self, corpus: CorpusDir, index_dir: Path, options: PisaOptions) -> None:
+    def __init__(self, corpus: CorpusDir, index_dir: Path, options: PisaOptions, context: BackendContext) -> None:
         import numpy as np
 
-        index_class = _engine(corpus)
+        index_class = _engine(context)
         from pyterrier_pisa import _pisathon
 
         with engine_output_to(Path(os.devnull)):  # PISA logs the index it opens
