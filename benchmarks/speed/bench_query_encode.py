@@ -1,5 +1,5 @@
-"""What a dense query costs to encode on one core: mhindex's int8 encoder, each question alone (as served since
-every text is encoded alone), against the same ONNX session given the questions in padded batches (as before).
+"""What a dense query costs to encode on one core: mhindex's int8 encoder, each question alone (as it serves them),
+against the same ONNX session given the questions in padded batches: whether batching would buy throughput back.
 
     .venv/bin/python benchmarks/speed/bench_query_encode.py --home /tmp/mhindex-rl/home [--batch 5] [--rounds 2]
 
