@@ -671,3 +671,104 @@ def test_a_run_says_its_estimate_before_the_first_answer_and_again_as_rows_finis
     first = next(line for line in said if line.startswith("estimate"))
     assert first.startswith("estimate: at most 8 LM calls for nor, ircot, at most about ")
     assert f"at {pace['seconds_per_call']:.1f} s a call (measured here for local:smollm2-135m at 1 threads)" in first
+
+
+@pytest.mark.slow
+def test_seeds_run_a_sampling_row_on_disjoint_seeds_and_print_the_spread_beside_the_intervals(root, tmp_path, capsys):
+    """`eval --seeds N` (#75): a row that samples (React->CoT-SC) runs N times, each draw on chains no other draw
+    shares, its own predictions file; the spread over draws and each draw's paired difference with every other row
+    go into metrics.json and the printed table, and `rerun` makes the same draws again."""
+    import mhindex
+
+    folder = tmp_path / "seeds"
+    react = dict(max_steps=1, step_tokens=3, fallback="cot-sc", sc_samples=2, sc_tokens=24, max_demos=1)
+    asked = dict(limit=2, seed=7, answer_tokens=8, lm_threads=1, home=root, **react)
+    evaluation = mhindex.evaluate("musique", ["direct", "react"], seeds=2, out=folder, **asked)
+    report = evaluation.report
+    assert list(report["methods"]) == ["direct", "react", "react@sc_seed=2"]  # the first draw keeps the row's name
+    chains = {name: [[c["seed"] for c in r["react"]["cot_sc"]["chains"]] for r in read_jsonl(folder / f"{name}.jsonl")]
+              for name in ("react", "react@sc_seed=2")}  # fmt: skip
+    assert chains == {"react": [[0, 1], [0, 1]], "react@sc_seed=2": [[2, 3], [2, 3]]}  # no chain in two draws
+    (spread,) = report["spread"]
+    assert spread["row"] == "react" and spread["draws"] == ["react", "react@sc_seed=2"]
+    f1s = [report["methods"][name]["f1"] for name in spread["draws"]]
+    assert spread["metrics"]["f1"] == {"values": f1s, "mean": sum(f1s) / 2, "min": min(f1s), "max": max(f1s)}
+    # The pairs were computed direct minus react; the spread states them as the sampled row minus the other.
+    against = {(a["other"], a["metric"]): a for a in spread["against"]}
+    assert set(against) == {("direct", "f1"), ("direct", "em")}
+    for name in spread["draws"]:
+        own = against[("direct", "f1")]["by_draw"][name]
+        assert own["difference"] == pytest.approx(report["methods"][name]["f1"] - report["methods"]["direct"]["f1"])
+        assert own["ci95"] is None and own["questions"] == 2  # two questions: no interval stated
+    assert against[("direct", "f1")]["verdict"] in ("no difference on any seed", "the seed decides the sign",
+                                                    "one sign; too few questions for an interval")  # fmt: skip
+    rows = evaluation.spread(as_frame=False)  # in points, a row a draw, other row and metric
+    shown_rows = [(r["draw"], r["other"], r["metric"]) for r in rows]
+    assert shown_rows[:2] == [("react", "direct", "f1"), ("react@sc_seed=2", "direct", "f1")]
+    assert rows[0]["difference"] == pytest.approx(against[("direct", "f1")]["by_draw"]["react"]["difference"] * 100)
+    # The command line prints both spread tables; the same command resumes: nothing asked again.
+    capsys.readouterr()
+    cli = ["--home", str(root), "eval", "musique", "--method", "direct,react", "--seeds", "2", "--limit", "2",
+           "--seed", "7", "--answer-tokens", "8", "--lm-threads", "1", "--max-steps", "1", "--step-tokens", "3",
+           "--fallback", "cot-sc", "--sc-samples", "2", "--sc-tokens", "24", "--max-demos", "1",
+           "--out", str(folder)]  # fmt: skip
+    assert main(cli) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for text in ("Spread over seeds", "Each seed's paired difference", "ReAct (sc_seed=2)", "too few"):
+        assert text in shown, text
+    assert len(read_jsonl(folder / "react@sc_seed=2.jsonl")) == 2
+    # `rerun` makes the draws and their spread again from the record.
+    assert main(["--home", str(root), "--quiet", "rerun", str(folder), "--out", str(tmp_path / "again")]) == 0
+    again = json.loads((tmp_path / "again" / "metrics.json").read_text())
+    assert again["spread"][0]["draws"] == spread["draws"] and again["spread"][0]["metrics"] == spread["metrics"]
+
+    # Refused in one line: seeds where nothing samples, seeds chosen among by a tuning, and a damaged record.
+    with pytest.raises(mhindex.UsageError, match="seeds 2: none of direct, react samples under its settings"):
+        mhindex.evaluate("musique", ["direct", "react"], seeds=2, out=tmp_path / "greedy", **{**asked,
+                         "sc_temperature": 0.0})  # fmt: skip
+    with pytest.raises(mhindex.UsageError, match="seeds 2 with tune_on: a tuning would choose among"):
+        mhindex.evaluate("musique", ["direct", "react"], seeds=2, tune_on=1, sweep=["react.sc_samples=1,2"],
+                         out=tmp_path / "tuned", **asked)  # fmt: skip
+    with pytest.raises(mhindex.UsageError, match="seeds must be at least 1 and at most 20, not 0"):
+        mhindex.evaluate("musique", ["direct", "react"], seeds=0, **asked)
+    assert not any((tmp_path / name).exists() for name in ("greedy", "tuned"))
+    metrics = json.loads((folder / "metrics.json").read_text())
+    metrics["spread"][0]["metrics"]["f1"]["mean"] = "high"
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(mhindex.UsageError, match=r"field 'spread\[0\]': each measure and difference should have"):
+        mhindex.read_evaluation(folder)
+
+
+def test_the_spread_says_whether_a_difference_holds_whatever_the_seed():
+    """eval/spread.py on pairs as `paired_differences` writes them (either order): each draw's difference stated as
+    the sampled row minus the other, and what the draws say together."""
+    from mhindex.eval.spread import seed_spread
+
+    def pair(a, b, difference, low, high, questions=30):
+        return {"a": a, "b": b, "metric": "f1", "difference": difference, "ci95": [low, high], "questions": questions}
+
+    metrics = {name: {"f1": f1, "em": 0.1} for name, f1 in (("cot", 0.2), ("sc", 0.3), ("sc@s=21", 0.25),
+                                                             ("direct", 0.1), ("plain", 0.28))}  # fmt: skip
+    paired = [
+        pair("cot", "sc", -0.10, -0.18, -0.02),
+        pair("cot", "sc@s=21", -0.05, -0.09, -0.01),  # holds on both
+        pair("sc", "direct", 0.20, 0.05, 0.30),
+        pair("sc@s=21", "direct", 0.15, -0.01, 0.3),  # one spans 0
+        pair("sc", "plain", 0.02, -0.1, 0.1),
+        pair("sc@s=21", "plain", -0.03, -0.1, 0.05),  # the sign moves
+        pair("sc", "sc@s=21", 0.05, -0.1, 0.2),  # two draws of one row: not a comparison with another row
+    ]
+    (spread,) = seed_spread({"sc": ["sc", "sc@s=21"]}, metrics, paired, ["em"])
+    assert list(spread["metrics"]) == ["em", "f1"]  # the paper's measure first; recall absent from every row: left out
+    assert spread["metrics"]["f1"] == {"values": [0.3, 0.25], "mean": 0.275, "min": 0.25, "max": 0.3}
+    against = {a["other"]: a for a in spread["against"]}
+    assert set(against) == {"cot", "direct", "plain"}
+    assert against["cot"]["by_draw"]["sc"] == {"difference": 0.10, "ci95": [0.02, 0.18], "questions": 30}
+    assert (against["cot"]["min"], against["cot"]["max"]) == (0.05, 0.10)
+    verdicts = {other: entry["verdict"] for other, entry in against.items()}
+    assert verdicts == {"cot": "holds on every seed", "direct": "one sign; an interval spans 0",
+                        "plain": "the seed decides the sign"}  # fmt: skip
+    few = seed_spread({"sc": ["sc", "sc@s=21"]}, metrics, [pair("sc", "direct", 0.2, 0.1, 0.3, 5),
+                                                           pair("sc@s=21", "direct", 0.1, 0.0, 0.2, 5)])  # fmt: skip
+    assert few[0]["against"][0]["verdict"] == "one sign; too few questions for an interval"
+    assert few[0]["against"][0]["by_draw"]["sc"]["ci95"] is None

@@ -9,7 +9,8 @@
 # from the evidence run (its trained models are that run's). SearChain's own row is asked again: its chains are
 # now read as the release's server reads them (methods/searchain.py, `Chain.parse`).
 # DATASETS picks the datasets, TABLES the tables (efficientrag searchain flashrag; searchain-press: SearChain's
-# Self-Ask row alone, read as Press et al.'s loop reads it); EVAL_ARGS adds options to every eval
+# Self-Ask row alone, read as Press et al.'s loop reads it; searchain-seeds: React->CoT-SC at 21 chains on three
+# seeds, its spread beside the paired intervals); EVAL_ARGS adds options to every eval
 # (e.g. "--lm-threads 1" for two runs side by side); SC_SAMPLES the chains React->CoT-SC samples (the paper's 21;
 # the committed run took 5, for time: benchmarks/README.md).
 set -euo pipefail
@@ -85,6 +86,19 @@ for dataset in ${DATASETS:-hotpotqa 2wikimultihopqa musique}; do
                 --questions "wikipedia-$dataset" --table SearChain > "$out/searchain-table-$dataset.txt"
             rm -r "$rows"
         fi
+    fi
+    if [[ " ${TABLES:-efficientrag searchain flashrag} " == *" searchain-seeds "* ]]; then
+        # React->CoT-SC at the paper's 21 chains, on three seeds no two draws share (eval --seeds 3: sc_seed 0, 21,
+        # 42), beside SearChain's one-call rows (Direct Prompting, CoT, Direct Retrieval with its settings: each
+        # draw's paired difference with them and its interval, eval/spread.py). The other rows' costly loops (Self-Ask,
+        # SearChain) are not asked again: the spread is React->CoT-SC's.
+        folder=$out/searchain-seeds/$dataset
+        mkdir -p "$folder"
+        demos=$([ "$dataset" = hotpotqa ] && echo 6 || echo 4)  # its shots in SearChain's table (ReAct.tables)
+        # shellcheck disable=SC2086
+        mhindex eval "wikipedia-$dataset" --method direct,cot,direct-r,react --prompt zero-shot --style plain -k 5 \
+            --sweep cot.max_demos=4 --sweep "react.max_demos=$demos" --fallback cot-sc --sc-samples 21 --seeds 3 \
+            "${asked[@]}" --out "$folder" ${EVAL_ARGS:-} | tee "$out/searchain-seeds-$dataset.txt"
     fi
     if [[ " ${TABLES:-efficientrag searchain flashrag} " == *" flashrag "* ]]; then
         # FlashRAG's rows mhindex runs: Naive Generation, Standard RAG and FLARE as FlashRAG runs them; Search-R1

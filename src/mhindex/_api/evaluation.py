@@ -107,6 +107,26 @@ class Evaluation:
         ten paired questions there is no interval to state: `ci95` is None and `no_interval` says why."""
         return _frame([_difference_in_points(row) for row in self.report.get("paired", [])], as_frame)
 
+    def spread(self, as_frame: bool | None = None) -> Any:
+        """With `seeds=` (a row that samples run on several seeds): each draw of a sampled row (`draw`) minus every
+        other row, per metric, in points beside its interval as `paired` gives them, and what the draws say together
+        (`verdict`: "holds on every seed", "the seed decides the sign"...); each draw's own scores are its row of
+        `table()`. Empty without seeds."""
+        rows = [
+            {
+                "row": entry["row"],
+                "draw": draw,
+                "other": pair["other"],
+                "metric": pair["metric"],
+                **_difference_in_points(found),
+                "verdict": pair.get("verdict"),
+            }  # fmt: skip
+            for entry in self.report.get("spread") or []
+            for pair in entry["against"]
+            for draw, found in pair["by_draw"].items()
+        ]
+        return _frame(rows, as_frame)
+
     def answers(self, method: str) -> list[Answer]:
         """One method's answers, in the order they were written (failed ones with their `error`)."""
         from mhindex.eval.run import read_predictions
@@ -153,6 +173,19 @@ def _method_names(methods: Sequence[str] | str | None, table: str | None) -> lis
     return list(methods or ()) if methods is not None or table is not None else list(DEFAULT_EVAL_METHODS)
 
 
+def _check_call(given: dict[str, Any], corpus: Any, table: Any) -> None:
+    """`evaluate`'s arguments checked as `mhindex eval` checks its options (same bounds, choices and messages)."""
+    from mhindex.eval.settings import EvalSettings
+    from mhindex.options import settings_from
+
+    settings_from(EvalSettings, given, "eval")
+    out = given["out"]
+    if out is not None and Path(out).expanduser().exists() and not Path(out).expanduser().is_dir():
+        raise UsageError(f"out must be a folder (an evaluation's), and {out} is a file")
+    expect(corpus, (Corpus, str), "corpus", "a Corpus or a corpus's name")
+    expect(table, (str, type(None)), "table", "a paper's table, as --table takes it")
+
+
 @python_terms
 def evaluate(
     corpus: Corpus | str,
@@ -163,6 +196,7 @@ def evaluate(
     seed: int = 13370,
     split: str = "auto",
     sweep: Sequence[str] = (),
+    seeds: int = 1,
     tune_on: int | None = None,
     tune_metric: str = "recall",
     questions_of: Path | str | None = None,
@@ -183,26 +217,20 @@ def evaluate(
     """Run `methods` (default: NoR, OneR and IRCoT) on a seeded sample of the corpus's questions and score them,
     as `mhindex eval` does (same folder, same resuming, same table); `table`: every row of a paper's table
     ("EfficientRAG", "SearChain", "IRCoT", "KD-CoT"), each with its paper's settings, before any `methods`;
-    `settings`: the methods' settings as keywords. A table's rows are the paper's as the methods claim them
-    (`Method.tables`); `methods` beside a table are rows mhindex adds, shown apart."""
+    `settings`: the methods' settings as keywords; `seeds`: each row that samples run that many times (`spread()`).
+    A table's rows are the paper's as the methods claim them (`Method.tables`); `methods` beside it are mhindex's."""
     from mhindex.backends import BackendSpec
     from mhindex.eval.rerun import reported_questions
     from mhindex.eval.run import EvalPlan
     from mhindex.eval.run import evaluate as run_evaluation
-    from mhindex.eval.settings import EvalSettings
     from mhindex.eval.tables import plan_table
     from mhindex.home import open_corpus
     from mhindex.lm import resolve_spec
     from mhindex.methods.session import Session
-    from mhindex.options import settings_from
 
-    given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), tune_on=tune_on, tune_metric=tune_metric,
-                 questions_of=questions_of, out=out, budget=budget, judge_lm=judge_lm)  # fmt: skip
-    settings_from(EvalSettings, given, "eval")  # the bounds and choices `mhindex eval` checks, with its messages
-    if out is not None and Path(out).expanduser().exists() and not Path(out).expanduser().is_dir():
-        raise UsageError(f"out must be a folder (an evaluation's), and {out} is a file")
-    expect(corpus, (Corpus, str), "corpus", "a Corpus or a corpus's name")
-    expect(table, (str, type(None)), "table", "a paper's table, as --table takes it")
+    given = dict(limit=limit, seed=seed, split=split, sweep=list(sweep), seeds=seeds, tune_on=tune_on, out=out,
+                 tune_metric=tune_metric, questions_of=questions_of, budget=budget, judge_lm=judge_lm)  # fmt: skip
+    _check_call(given, corpus, table)
     names = _method_names(methods, table)
     root = resolve_home(home if home is not None or not isinstance(corpus, Corpus) else corpus.path.parent)
     opened = open_corpus(root, corpus if isinstance(corpus, str) else corpus.name)
@@ -222,6 +250,7 @@ def evaluate(
         split=split,
         tune_limit=tune_on,
         tune_metric=tune_metric,
+        seeds=seeds,
         out=Path(out).expanduser() if out is not None else None,
         workers=workers,
         budget=budget,

@@ -25,6 +25,7 @@ from mhindex.eval.metrics import (
     stated_interval,
 )
 from mhindex.eval.ranking import RANKING_METRICS
+from mhindex.eval.spread import spread_problem
 
 
 @dataclass
@@ -513,7 +514,7 @@ def metrics_problem(report: dict) -> str | None:
     ids = report.get("question_ids", [])
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         return "field 'question_ids' should be a list of question ids"
-    return None
+    return spread_problem(report["spread"]) if "spread" in report else None
 
 
 def _curve_points(summaries: dict[str, dict], method: str) -> list[tuple[float, float, Any, str]]:
@@ -756,6 +757,49 @@ def lm_time_table(metrics: dict[str, dict]) -> Any:
     return grid
 
 
+SPREAD_TITLES = (
+    "Spread over seeds: each run of a sampling row, on seeds no two runs share (the same questions)",
+    "Each seed's paired difference beside its interval (the sampled row minus the other)",
+)
+
+
+def _spread_cells(spread: list[dict]) -> list[tuple[list[str], list[list[str]]]]:
+    from mhindex.eval.spread import pair_cells, score_cells
+
+    labels = {key: label for label, key, *_ in columns()} | PAIRED_LABELS
+    return [score_cells(spread, labels), pair_cells(spread, labels)]
+
+
+def spread_tables(spread: list[dict]) -> list[Any]:
+    """`eval --seeds`: the sampled rows' scores seed by seed, then their differences with every other row seed by
+    seed beside each one's paired interval (eval/spread.py)."""
+    from rich.table import Table
+
+    from mhindex.eval.spread import draws_caption
+
+    tables = []
+    captions = (f"the seeds' runs: {draws_caption(spread)}", "")
+    for title, caption, (header, rows) in zip(SPREAD_TITLES, captions, _spread_cells(spread), strict=True):
+        grid = Table(title=title, title_justify="left", caption=caption or None, caption_justify="left")
+        for column in header:
+            grid.add_column(column, justify="left" if column in ("Row", "Rows", "Measure", "Metric") else "right")
+        for row in rows:
+            grid.add_row(*row)
+        tables.append(grid)
+    return tables
+
+
+def spread_text(spread: list[dict]) -> str:
+    """The spread tables in Markdown, after a Markdown or LaTeX table (LaTeX's users paste what they keep)."""
+    from mhindex.eval.spread import draws_caption
+
+    lines = []
+    for title, (header, rows) in zip(SPREAD_TITLES, _spread_cells(spread), strict=True):
+        lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join([*lines, "", f"The seeds' runs: {draws_caption(spread)}."]) + "\n"
+
+
 def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form: str, terminal: bool) -> str | list:
     """What `mhindex eval` prints: the table, then (as text) its paired differences, what tuning chose,
     and where the files are."""
@@ -764,13 +808,14 @@ def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form:
         title = f"{report['table'].get('name')}'s table: {title}"
     shown = metrics_view(report["methods"], " ".join(title.split()), form, terminal, paper=report.get("table"))
     if isinstance(shown, str):
-        return shown
+        return shown + (spread_text(report["spread"]) if report.get("spread") else "")
     timed, hops = lm_time_table(report["methods"]), hop_table(report["methods"])
     return [
         *shown,
         *([timed] if timed is not None else []),
         *([hops] if hops is not None else []),
         *([paired_table(report["paired"])] if report["paired"] else []),
+        *spread_tables(report.get("spread") or []),
         *(f"{method}: {tuned_summary(tuned)}" for method, tuned in report.get("tuned", {}).items()),
         f"[dim]predictions, metrics.json and chart.png in {folder}[/dim]",
         f"[dim]browse them question by question: mhindex report {folder}[/dim]",

@@ -19,6 +19,7 @@ import orjson
 
 from mhindex.errors import UsageError
 from mhindex.eval.run import EvalPlan, Evaluation, OpenedSession, check_index, evaluate, read_predictions
+from mhindex.eval.spread import draws_of
 from mhindex.eval.sweep import Variant, base_method
 
 #: what differs between two runs of the same answers without anything having changed: the timings, and why
@@ -132,6 +133,7 @@ def _plan(corpus: Any, run: dict[str, Any], metrics: dict[str, Any], out: Path, 
         judge=run.get("judge"),
         question_ids=list(metrics.get("question_ids") or []),
         table=metrics.get("table") if isinstance(metrics.get("table"), dict) else None,
+        draws={row: names for row, names in draws_of(metrics.get("spread")).items() if set(names) <= set(settings)},
         # the index is checked where the evaluation searches one (not for NoR's alone)
         index=run.get("index") if isinstance(run.get("index"), dict) and searching else None,
     )

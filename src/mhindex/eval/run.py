@@ -9,6 +9,7 @@ setting is refused instead of silently mixing two configurations in one table.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import re
@@ -25,7 +26,16 @@ from mhindex.eval.metrics import aggregate, paired_differences
 from mhindex.eval.ranking import judged, run_predictions, scores_retrieval
 from mhindex.eval.report import Scored, bar_chart, run_title
 from mhindex.eval.splits import trained_overlap
-from mhindex.eval.sweep import TUNE_METRICS, Variant, choose_settings, parse_sweeps, variants, with_overrides
+from mhindex.eval.spread import seed_spread
+from mhindex.eval.sweep import (
+    TUNE_METRICS,
+    Variant,
+    choose_settings,
+    parse_sweeps,
+    variants,
+    with_draws,
+    with_overrides,
+)
 from mhindex.files import atomic_file, parse_jsonl, unlinked
 from mhindex.home import CorpusDir
 
@@ -415,6 +425,8 @@ class EvalPlan:
     index: dict[str, Any] | None = None
     #: the engine's name in the default folder's (`remote` for an address); the label where empty
     backend_name: str = ""
+    #: `--seeds`: each sampled row's draws by the row's name (eval/spread.py), the row itself first
+    draws: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def make(
@@ -430,7 +442,7 @@ class EvalPlan:
         """The plan, or a one-line UsageError for what cannot be run (no method, an unknown setting, a
         tuning with nothing to choose); `engines`: the backend's label and name and the resolved model, as the
         caller parsed them; `rows`: a paper's table's, each a method with its settings, before `methods`;
-        `sample`: limit, seed, split, tune_limit, tune_metric, out, workers, budget, judge, table."""
+        `sample`: limit, seed, split, tune_limit, tune_metric, out, workers, budget, judge, table, seeds."""
         from mhindex.methods import settings_for
 
         names = list(dict.fromkeys([*(method for method, _ in rows), *methods]))
@@ -446,10 +458,16 @@ class EvalPlan:
         if sample.get("tune_limit") is not None and not grid:
             raise UsageError("--tune-on picks the best of a --sweep: give one of two or more values, e.g. k=2,4,6,8")
         settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
+        seeds = sample.pop("seeds", 1)
+        if seeds > 1 and sample.get("tune_limit") is not None:
+            raise UsageError(f"--seeds {seeds} with --tune-on: a tuning would choose among the seeds' luck; tune "
+                             "first, then run the chosen setting with --seeds")  # fmt: skip
+        runs, draws = with_draws(runs, settings, seeds)
+        settings = {v.name: with_overrides(base[v.method], v.overrides, v.name) for v in runs}
         if sample.get("table"):
             sample["table"] = _table_of_runs(sample["table"], runs)
         backend, backend_name, lm = engines
-        return cls(corpus, names, backend, lm, settings, runs, grid, backend_name=backend_name, **sample)
+        return cls(corpus, names, backend, lm, settings, runs, grid, backend_name=backend_name, draws=draws, **sample)
 
 
 def _table_of_runs(table: dict[str, Any], runs: Sequence[Variant]) -> dict[str, Any]:
@@ -537,11 +555,21 @@ def evaluate(plan: EvalPlan, open_session: Callable[[], OpenedSession], home: Pa
         **({"tuning_methods": scores} if tuned else {}),
         "methods": metrics,
         "question_ids": [q["id"] for q in questions],  # the sample scored (mhindex report lists these)
-        "paired": paired_differences(predictions, {q["id"]: q for q in questions}, plan.budget),
+        **_compared(plan, predictions, questions, metrics),
         **earlier_evaluations(folder / "metrics.json", set(metrics)),
     }
     _write_report(folder, report, plan, len(questions), titles)
     return Evaluation(folder, report)
+
+
+def _compared(plan: EvalPlan, predictions: dict[str, list[dict]], questions: list[dict], metrics: dict) -> dict:
+    """metrics.json's `paired` differences of every two rows, and with `--seeds` their `spread` over the draws (the
+    paper's own measures first: `papers.Measure`'s keys)."""
+    paired = paired_differences(predictions, {q["id"]: q for q in questions}, plan.budget)
+    if not plan.draws:
+        return {"paired": paired}
+    measures = [str(m["key"]) for m in (plan.table or {}).get("measures") or [] if isinstance(m, dict) and m.get("key")]
+    return {"paired": paired, "spread": seed_spread(plan.draws, metrics, paired, measures)}
 
 
 def check_index(plan: EvalPlan, session: OpenedSession) -> None:

@@ -22,6 +22,13 @@ class EvalSettings:
         "multiply): --sweep oner.k=5,10,15 --sweep ircot.k=2,4,6,8.",
         metavar="[METHOD.]SETTING=V,V,...",
     )
+    seeds: int = option(
+        1,
+        "Run each row that samples (e.g. React->CoT-SC) this many times on seeds no two runs share, each its own "
+        "predictions file, and print the spread over them beside the paired intervals.",
+        min=1,
+        max=20,
+    )
     tune_on: int | None = option(
         None,
         "Pick each method's best --sweep setting on this many questions, then report it on --limit others "

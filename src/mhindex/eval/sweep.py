@@ -101,6 +101,34 @@ def variants(
     return list(found.values())
 
 
+def with_draws(runs: list[Variant], settings: dict[str, Any], seeds: int) -> tuple[list[Variant], dict[str, list[str]]]:
+    """`eval --seeds N`: each variant whose method samples under its settings (`Method.reseeded`) run N times, on
+    seeds no two draws share, each draw a variant of its own (`react@fallback=cot-sc,sc_seed=21`, its own predictions
+    file) beside the first, which keeps its name; and each sampled variant's draws by its name, the first first."""
+    from mhindex.methods import method_class
+
+    if seeds < 2:
+        return runs, {}
+    found: list[Variant] = []
+    draws: dict[str, list[str]] = {}
+    for variant in runs:
+        found.append(variant)
+        chosen = settings[variant.name]
+        if method_class(variant.method).reseeded(chosen, 1) is None:
+            continue
+        draws[variant.name] = [variant.name]
+        for draw in range(1, seeds):
+            overrides = {**variant.overrides, **(method_class(variant.method).reseeded(chosen, draw) or {})}
+            name = variant_name(variant.method, overrides)
+            found.append(Variant(name, variant.method, overrides, variant.tuned_as))
+            draws[variant.name].append(name)
+    if not draws:
+        methods = ", ".join(dict.fromkeys(v.method for v in runs))
+        raise UsageError(f"--seeds {seeds}: none of {methods} samples under its settings (each answers greedily), so "
+                         "every seed would answer the same")  # fmt: skip
+    return found, draws
+
+
 def base_method(name: str) -> str:
     return name.partition(VARIANT)[0]
 

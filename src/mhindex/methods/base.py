@@ -444,6 +444,14 @@ class Method(ABC):
         return None
 
     @classmethod
+    def reseeded(cls, settings: Any, draw: int) -> dict[str, Any] | None:
+        """The settings under which the method's `draw`-th run (`eval --seeds`) samples afresh, as overrides of
+        `settings` (draw 0: the seed as given), each draw's samples disjoint from every other's, so that the spread
+        over draws is the sampling's and not a shared chain's; None where these settings sample nothing (a greedy
+        method answers the same on every draw, and is run once)."""
+        return None
+
+    @classmethod
     def resumable(cls, home: Path) -> list[Path]:
         """Work kept under the data root so that an interrupted run resumes (a partial training), which
         `mhindex gc` reports and leaves."""

@@ -106,6 +106,14 @@ class ReAct(Method):
         # a Thought and, where it wrote no Action, a call for one; then CoT-SC's chains where it did not finish
         return int(2 * settings.max_steps + (settings.sc_samples if settings.fallback == "cot-sc" else 0))
 
+    @classmethod
+    def reseeded(cls, settings: Any, draw: int) -> dict[str, Any] | None:
+        """CoT-SC's chains take the seeds sc_seed, sc_seed + 1, ...: a draw starts after the chains of those before
+        it (sc_samples apart), so no two draws share a chain. ReAct alone, or CoT-SC at temperature 0, is greedy."""
+        if settings.fallback != "cot-sc" or settings.sc_temperature == 0:
+            return None
+        return {"sc_seed": settings.sc_seed + draw * settings.sc_samples}
+
     def __init__(
         self, retriever: Retriever | None, lm: LanguageModel, settings: ReActSettings, context: MethodContext
     ) -> None:
