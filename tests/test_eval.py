@@ -717,6 +717,10 @@ def test_seeds_run_a_sampling_row_on_disjoint_seeds_and_print_the_spread_beside_
     for text in ("Spread over seeds", "Each seed's paired difference", "ReAct (sc_seed=2)", "too few"):
         assert text in shown, text
     assert len(read_jsonl(folder / "react@sc_seed=2.jsonl")) == 2
+    # `mhindex report`'s page draws the same two tables.
+    page = " ".join(evaluation.write_report(tmp_path / "report.html").read_text().split())
+    assert "<h4>Spread over seeds" in page and "react@sc_seed=2.jsonl" in page
+    assert f"<td>{against[('direct', 'f1')]['verdict']}</td>" in page
     # `rerun` makes the draws and their spread again from the record.
     assert main(["--home", str(root), "--quiet", "rerun", str(folder), "--out", str(tmp_path / "again")]) == 0
     again = json.loads((tmp_path / "again" / "metrics.json").read_text())

@@ -31,6 +31,7 @@ from mhindex.eval.report import (
     HOP_CAPTION,
     HOP_TITLE,
     PAIRED_LABELS,
+    SPREAD_LABELS,
     bar_chart,
     budget_curve,
     dataset_name,
@@ -39,6 +40,7 @@ from mhindex.eval.report import (
     paper_notes,
     read_metrics,
     run_title,
+    spread_sections,
     table_cells,
     tuned_summary,
 )
@@ -207,6 +209,7 @@ def build_report(folders: list[Path], home: Path, questions_file: Path | None = 
         version=__version__,
         fewest=FEWEST_FOR_AN_INTERVAL,
         hop_caption=HOP_CAPTION,
+        spread_labels=SPREAD_LABELS,
     )
 
 
@@ -361,6 +364,7 @@ def _dataset_page(view: DatasetView, gold: dict[str, dict], answered: Answered) 
                 "paper": paper_notes(run.report.get("table")),
                 "labels": 2 if run.report.get("table") else 1,  # the method, and the paper's row: not numbers
                 "paired": _paired_rows(run, gold),
+                "spread": spread_sections(report.get("spread") or []),
                 "hops": hop_cells(report["methods"]),
                 "hop_title": HOP_TITLE.format(budget=report.get("budget") or 15),
                 "configuration": _configuration(report),

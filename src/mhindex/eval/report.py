@@ -757,6 +757,8 @@ def lm_time_table(metrics: dict[str, dict]) -> Any:
     return grid
 
 
+#: the spread tables' columns that name, not count
+SPREAD_LABELS = ("Row", "Rows", "Measure", "Metric", "Verdict")
 SPREAD_TITLES = (
     "Spread over seeds: each run of a sampling row, on seeds no two runs share (the same questions)",
     "Each seed's paired difference beside its interval (the sampled row minus the other)",
@@ -770,20 +772,30 @@ def _spread_cells(spread: list[dict]) -> list[tuple[list[str], list[list[str]]]]
     return [score_cells(spread, labels), pair_cells(spread, labels)]
 
 
+def spread_sections(spread: list[dict]) -> list[dict[str, Any]]:
+    """The spread tables as `mhindex report`'s page draws them: a title, a header, rows and a caption each."""
+    from mhindex.eval.spread import draws_caption
+
+    if not spread:
+        return []
+    captions = (f"the seeds' runs: {draws_caption(spread)}", "")
+    tables = zip(SPREAD_TITLES, captions, _spread_cells(spread), strict=True)
+    return [{"title": title, "header": header, "rows": rows, "caption": caption}
+            for title, caption, (header, rows) in tables]  # fmt: skip
+
+
 def spread_tables(spread: list[dict]) -> list[Any]:
     """`eval --seeds`: the sampled rows' scores seed by seed, then their differences with every other row seed by
     seed beside each one's paired interval (eval/spread.py)."""
     from rich.table import Table
 
-    from mhindex.eval.spread import draws_caption
-
     tables = []
-    captions = (f"the seeds' runs: {draws_caption(spread)}", "")
-    for title, caption, (header, rows) in zip(SPREAD_TITLES, captions, _spread_cells(spread), strict=True):
-        grid = Table(title=title, title_justify="left", caption=caption or None, caption_justify="left")
-        for column in header:
-            grid.add_column(column, justify="left" if column in ("Row", "Rows", "Measure", "Metric") else "right")
-        for row in rows:
+    for section in spread_sections(spread):
+        grid = Table(title=section["title"], title_justify="left", caption=section["caption"] or None,
+                     caption_justify="left")  # fmt: skip
+        for column in section["header"]:
+            grid.add_column(column, justify="left" if column in SPREAD_LABELS else "right")
+        for row in section["rows"]:
             grid.add_row(*row)
         tables.append(grid)
     return tables
