@@ -733,6 +733,8 @@ def test_seeds_run_a_sampling_row_on_disjoint_seeds_and_print_the_spread_beside_
     with pytest.raises(mhindex.UsageError, match="seeds 2 with tune_on: a tuning would choose among"):
         mhindex.evaluate("musique", ["direct", "react"], seeds=2, tune_on=1, sweep=["react.sc_samples=1,2"],
                          out=tmp_path / "tuned", **asked)  # fmt: skip
+    with pytest.raises(mhindex.UsageError, match="seeds 2: react@sc_seed=2 would be both a row of its own"):
+        mhindex.evaluate("musique", ["direct", "react"], seeds=2, sweep=["react.sc_seed=0,2"], **asked)
     with pytest.raises(mhindex.UsageError, match="seeds must be at least 1 and at most 20, not 0"):
         mhindex.evaluate("musique", ["direct", "react"], seeds=0, **asked)
     assert not any((tmp_path / name).exists() for name in ("greedy", "tuned"))

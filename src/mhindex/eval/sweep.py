@@ -122,6 +122,10 @@ def with_draws(runs: list[Variant], settings: dict[str, Any], seeds: int) -> tup
             name = variant_name(variant.method, overrides)
             found.append(Variant(name, variant.method, overrides, variant.tuned_as))
             draws[variant.name].append(name)
+    names = [v.name for v in found]
+    if twice := next((name for name in names if names.count(name) > 1), None):
+        raise UsageError(f"--seeds {seeds}: {twice} would be both a row of its own (a --sweep of its seed) and another "
+                         "row's draw: sweep other settings, and let --seeds choose the seeds")  # fmt: skip
     if not draws:
         methods = ", ".join(dict.fromkeys(v.method for v in runs))
         raise UsageError(f"--seeds {seeds}: none of {methods} samples under its settings (each answers greedily), so "
