@@ -120,7 +120,7 @@ class Evaluation:
                 "metric": pair["metric"],
                 **_difference_in_points(found),
                 "verdict": pair.get("verdict"),
-            }  # fmt: skip
+            }
             for entry in self.report.get("spread") or []
             for pair in entry["against"]
             for draw, found in pair["by_draw"].items()
