@@ -564,3 +564,25 @@ def test_a_metric_plugin_that_raises_or_scores_none_is_one_line(monkeypatch):
         monkeypatch.setattr(metrics, "answer_metrics", lambda s=score: (metrics.AnswerMetric("mine", "Mine", "", s),))
         with pytest.raises(UsageError, match=f"the metric 'mine' (scored the answer 'Paris' )?{said}"):
             metrics.score_one({"answer": "Paris"}, {"answers": ["Paris"]})
+
+
+def test_a_method_plugin_s_reseeding_that_fails_or_gives_no_settings_is_one_line(monkeypatch):
+    """`eval --seeds` asks each method how its draws are seeded (`Method.reseeded`): a plug-in's answer is checked."""
+    from mhindex.errors import UsageError
+    from mhindex.eval.sweep import Variant, with_draws
+    from mhindex.methods import method_class, settings_for
+
+    react = method_class("react")
+    settings = {"react": settings_for(["react"], {"fallback": "cot-sc"})["react"]}
+    runs, draws = with_draws([Variant("react", "react", {})], settings, 3)
+    assert draws == {"react": ["react", "react@sc_seed=21", "react@sc_seed=42"]} and len(runs) == 3
+
+    def failing(cls, settings, draw):
+        raise KeyError("seed")
+
+    cases = [(failing, "failed: KeyError: 'seed'"), (lambda cls, s, d: 7, "gave 7"),
+             (lambda cls, s, d: {"temperature": 1.0}, "gave {'temperature': 1.0}, not settings")]  # fmt: skip
+    for reseeded, said in cases:
+        monkeypatch.setattr(react, "reseeded", classmethod(reseeded))
+        with pytest.raises(UsageError, match=f"method react: reseeded\\(settings, 1\\) {said}"):
+            with_draws([Variant("react", "react", {})], settings, 3)

@@ -101,12 +101,25 @@ def variants(
     return list(found.values())
 
 
+def _reseeded(method: str, settings: Any, draw: int) -> dict[str, Any] | None:
+    """`Method.reseeded`, checked: a plug-in's that fails or gives what is not its settings is one line."""
+    from mhindex.methods import method_class
+
+    try:
+        found = method_class(method).reseeded(settings, draw)
+    except Exception as error:  # noqa: BLE001 - a plug-in's code: said in one line, not a traceback
+        raise UsageError(
+            f"method {method}: reseeded(settings, {draw}) failed: {type(error).__name__}: {error}"
+        ) from None
+    if found is not None and (not isinstance(found, dict) or not set(found) <= set(declared(type(settings)))):
+        raise UsageError(f"method {method}: reseeded(settings, {draw}) gave {found!r}, not settings of its own")
+    return found
+
+
 def with_draws(runs: list[Variant], settings: dict[str, Any], seeds: int) -> tuple[list[Variant], dict[str, list[str]]]:
     """`eval --seeds N`: each variant whose method samples under its settings (`Method.reseeded`) run N times, on
     seeds no two draws share, each draw a variant of its own (`react@fallback=cot-sc,sc_seed=21`, its own predictions
     file) beside the first, which keeps its name; and each sampled variant's draws by its name, the first first."""
-    from mhindex.methods import method_class
-
     if seeds < 2:
         return runs, {}
     found: list[Variant] = []
@@ -114,11 +127,11 @@ def with_draws(runs: list[Variant], settings: dict[str, Any], seeds: int) -> tup
     for variant in runs:
         found.append(variant)
         chosen = settings[variant.name]
-        if method_class(variant.method).reseeded(chosen, 1) is None:
+        if _reseeded(variant.method, chosen, 1) is None:
             continue
         draws[variant.name] = [variant.name]
         for draw in range(1, seeds):
-            overrides = {**variant.overrides, **(method_class(variant.method).reseeded(chosen, draw) or {})}
+            overrides = {**variant.overrides, **(_reseeded(variant.method, chosen, draw) or {})}
             name = variant_name(variant.method, overrides)
             found.append(Variant(name, variant.method, overrides, variant.tuned_as))
             draws[variant.name].append(name)
