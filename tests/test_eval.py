@@ -689,6 +689,9 @@ def test_seeds_run_a_sampling_row_on_disjoint_seeds_and_print_the_spread_beside_
     chains = {name: [[c["seed"] for c in r["react"]["cot_sc"]["chains"]] for r in read_jsonl(folder / f"{name}.jsonl")]
               for name in ("react", "react@sc_seed=2")}  # fmt: skip
     assert chains == {"react": [[0, 1], [0, 1]], "react@sc_seed=2": [[2, 3], [2, 3]]}  # no chain in two draws
+    # ReAct's greedy steps are the same in every draw: the second's come from the call cache, its chains do not.
+    for record in read_jsonl(folder / "react@sc_seed=2.jsonl"):
+        assert record["lm"]["calls_from_cache"] == record["lm_calls"] - 2
     (spread,) = report["spread"]
     assert spread["row"] == "react" and spread["draws"] == ["react", "react@sc_seed=2"]
     f1s = [report["methods"][name]["f1"] for name in spread["draws"]]
