@@ -417,12 +417,20 @@ def hostile_python(tmp_path_factory) -> Path:
         "\n\n\nclass Clash(Method):\n    name = 'clash'\n    title = 'Clash'\n    needs_retriever = False\n"
         "    Settings = ClashSettings\n\n    def answer(self, query):\n        raise NotImplementedError\n"
     )
+    (site / "hostile_reseed.py").write_text(
+        "import os\nfrom mhindex.plugins import Method\n\n\nclass Reseeds(Method):\n    name = 'reseeds'\n"
+        "    title = 'Reseeds'\n    needs_retriever = False\n\n    @classmethod\n"
+        "    def reseeded(cls, settings, draw):\n"
+        "        if os.environ.get('HOSTILE_RESEED') == 'raise':\n            raise KeyError('seed')\n"
+        "        return {'temperature': 1.0}\n\n    def answer(self, query):\n        raise NotImplementedError\n"
+    )
     dist = site / "hostile-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[mhindex.methods]\nexits = hostile_exit:Nothing\ninterrupts = hostile_interrupt:Nothing\n"
         "quits = hostile_method:Quits\nslow = hostile_slow:Slow\nclash = hostile_clash:Clash\n"
+        "reseeds = hostile_reseed:Reseeds\n"
     )
     return python
 
@@ -566,23 +574,23 @@ def test_a_metric_plugin_that_raises_or_scores_none_is_one_line(monkeypatch):
             metrics.score_one({"answer": "Paris"}, {"answers": ["Paris"]})
 
 
-def test_a_method_plugin_s_reseeding_that_fails_or_gives_no_settings_is_one_line(monkeypatch):
-    """`eval --seeds` asks each method how its draws are seeded (`Method.reseeded`): a plug-in's answer is checked."""
-    from mhindex.errors import UsageError
+def test_a_method_plugin_s_reseeding_that_fails_or_gives_no_settings_is_one_line(hostile_python, tmp_path):
+    """`eval --seeds` asks each method how its draws are seeded (`Method.reseeded`): a plug-in's answer is checked, in
+    one line before any answer or folder is made; a built-in's gives disjoint seeds."""
     from mhindex.eval.sweep import Variant, with_draws
-    from mhindex.methods import method_class, settings_for
+    from mhindex.methods import settings_for
 
-    react = method_class("react")
     settings = {"react": settings_for(["react"], {"fallback": "cot-sc"})["react"]}
     runs, draws = with_draws([Variant("react", "react", {})], settings, 3)
     assert draws == {"react": ["react", "react@sc_seed=21", "react@sc_seed=42"]} and len(runs) == 3
 
-    def failing(cls, settings, draw):
-        raise KeyError("seed")
-
-    cases = [(failing, "failed: KeyError: 'seed'"), (lambda cls, s, d: 7, "gave 7"),
-             (lambda cls, s, d: {"temperature": 1.0}, "gave {'temperature': 1.0}, not settings")]  # fmt: skip
-    for reseeded, said in cases:
-        monkeypatch.setattr(react, "reseeded", classmethod(reseeded))
-        with pytest.raises(UsageError, match=f"method react: reseeded\\(settings, 1\\) {said}"):
-            with_draws([Variant("react", "react", {})], settings, 3)
+    env = {"MHINDEX_HOME": str(tmp_path / "home"), "MHINDEX_LM": "local:smollm2-135m"}
+    assert run(hostile_python, "--quiet", "corpus", "musique", env=env).returncode == 0
+    out = tmp_path / "eval"
+    for mode, said in (("raise", "reseeded(settings, 1) failed: KeyError: 'seed'"),
+                       ("", "reseeded(settings, 1) gave {'temperature': 1.0}, not settings of its own")):  # fmt: skip
+        ran = run(hostile_python, "eval", "musique", "--method", "reseeds", "--seeds", "3", "--limit", "1", "--out",
+                  str(out), env={**env, "HOSTILE_RESEED": mode})  # fmt: skip
+        lines = ran.stderr.strip().splitlines()
+        assert ran.returncode == 2 and len(lines) == 1 and f"method reseeds: {said}" in lines[0], ran.stderr
+        assert not out.exists()

@@ -803,13 +803,13 @@ def spread_tables(spread: list[dict]) -> list[Any]:
 
 def spread_text(spread: list[dict]) -> str:
     """The spread tables in Markdown, after a Markdown or LaTeX table (LaTeX's users paste what they keep)."""
-    from mhindex.eval.spread import draws_caption
-
     lines = []
-    for title, (header, rows) in zip(SPREAD_TITLES, _spread_cells(spread), strict=True):
-        lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join([*lines, "", f"The seeds' runs: {draws_caption(spread)}."]) + "\n"
+    for section in spread_sections(spread):
+        header = section["header"]
+        lines += ["", f"**{section['title']}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in section["rows"]]
+        lines += ["", section["caption"][:1].upper() + section["caption"][1:] + "."] if section["caption"] else []
+    return "\n".join(lines) + "\n"
 
 
 def evaluation_view(report: dict, corpus: str, backend: str, folder: Path, form: str, terminal: bool) -> str | list:

@@ -126,12 +126,12 @@ def with_draws(runs: list[Variant], settings: dict[str, Any], seeds: int) -> tup
     draws: dict[str, list[str]] = {}
     for variant in runs:
         found.append(variant)
-        chosen = settings[variant.name]
-        if _reseeded(variant.method, chosen, 1) is None:
+        reseeds = [_reseeded(variant.method, settings[variant.name], draw) for draw in range(1, seeds)]
+        if reseeds[0] is None:
             continue
         draws[variant.name] = [variant.name]
-        for draw in range(1, seeds):
-            overrides = {**variant.overrides, **(_reseeded(variant.method, chosen, draw) or {})}
+        for reseed in reseeds:
+            overrides = {**variant.overrides, **(reseed or {})}
             name = variant_name(variant.method, overrides)
             found.append(Variant(name, variant.method, overrides, variant.tuned_as))
             draws[variant.name].append(name)
