@@ -26,7 +26,6 @@ SEARCHAIN_ROWS = (
     ("cot@style=plain,max_demos=4", "CoT (4-shot, ReAct's format)"),
     ("direct-r@prompt=zero-shot,k=5", "Direct Retrieval (0-shot, K = 5)"),
     ("selfask@demos=press,step_tokens=256", "Self-Ask (Press et al.'s demonstrations, loop and reading)"),
-    ("selfask@demos=press", "Self-Ask, first run: EfficientRAG's reading, our fallback counted (re-run under way)"),
     ("react@fallback=cot-sc", "React→CoT-SC (5 chains, the paper's 21)"),
     ("searchain", "SearChain, its answer / all its LM wrote"),
 )
@@ -35,19 +34,8 @@ SEARCHAIN_PAPER = {"direct": "Direct Prompting", "cot": "CoT", "direct-r": "Dire
                    "react": "React→CoT-SC", "searchain": "SearChain"}  # fmt: skip
 
 
-#: the first run's Self-Ask row, read by EfficientRAG's rule with mhindex's fallback (shown until the re-run is done)
-FIRST_SELFASK = "selfask@demos=press"
-
-
-def _fallbacks(dataset: str) -> int:
-    """How many of the first run's Self-Ask answers are mhindex's fallback (the last intermediate answer)."""
-    path = PAPER_TABLES / "searchain" / dataset / f"{FIRST_SELFASK}.jsonl"
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return sum(1 for record in records if (record.get("selfask") or {}).get("fallback"))
-
-
 def _metrics(folder: Path) -> dict[str, dict]:
-    """A results folder's rows by name; none where the run has not made its metrics yet (a re-run under way)."""
+    """A results folder's rows by name; none where the run has not made its metrics yet."""
     path = folder / "metrics.json"
     return json.loads(path.read_text(encoding="utf-8"))["methods"] if path.is_file() else {}
 
@@ -76,11 +64,7 @@ def searchain_table(dataset: str) -> str:
         for name, m in _metrics(PAPER_TABLES / "searchain-press" / dataset).items()
     }  # its one row, `selfask`
     found = {**_metrics(PAPER_TABLES / "searchain" / dataset), **press}  # fmt: skip
-    if press:
-        found.pop(FIRST_SELFASK, None)
-    else:  # the re-run is under way: the first run's row stands, said as what it is, its fallbacks counted
-        found = {name: ({**m, "departures": {"fallback": _fallbacks(dataset)}} if name == FIRST_SELFASK else m)
-                 for name, m in found.items()}  # fmt: skip
+    found.pop("selfask@demos=press", None)  # the first run's, read by EfficientRAG's rule (#75): replaced by the re-run
     lines = ["| row (paper's) | cover-EM | paper | F1 | Recall (≤15) | LM calls/q | tokens/q | departed |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for stem, label in SEARCHAIN_ROWS:
