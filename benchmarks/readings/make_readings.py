@@ -38,6 +38,7 @@ from releases import Release, load, load_file, materialize, stand_in
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 OUT = REPO / "tests" / "readings"
+EFFICIENTRAG_TABLE = "qwen2.5-1.5b-paper-tables/efficientrag"  # its run folder under benchmarks/results
 PER_SOURCE = 40  # cases a table takes from one run folder, at most (seeded choice, so a rerun is the same)
 
 
@@ -102,8 +103,9 @@ def _json_replies(release: Release, parse: Callable[[str], Any]) -> None:
          ("decomposed_questions",)),
         ("decompose-answer", "qwen2.5-1.5b-tables/*/decompose.jsonl", lambda r: r["reasoning"], ("answer",)),
         ("efficientrag", "qwen2.5-1.5b-wikipedia/*/efficientrag.jsonl", lambda r: r["reasoning"], ("answer",)),
-        ("direct", "qwen2.5-1.5b-paper-tables/*/*/direct.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
-        ("direct-r", "qwen2.5-1.5b-paper-tables/*/*/direct-r.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
+        # EfficientRAG's table's own rows (another table's Direct rows read no JSON: SearChain's, its seeds' runs)
+        ("direct", f"{EFFICIENTRAG_TABLE}/*/direct.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
+        ("direct-r", f"{EFFICIENTRAG_TABLE}/*/direct-r.jsonl", lambda r: r["direct"]["reply"], ("answer",)),
         # The small model's replies, the more awkward ones (qwen2.5-0.5b-readings: made for these tables).
         ("cot", "qwen2.5-0.5b-readings/efficientrag-*/cot.jsonl", lambda r: r["cot"]["reply"], ("answer",)),
         ("decompose", "qwen2.5-0.5b-readings/efficientrag-*/decompose.jsonl", lambda r: r["decompose"]["reply"],
