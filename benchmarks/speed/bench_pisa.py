@@ -1,12 +1,18 @@
 """PISA, Lucene and bm25s side by side in one run, on the same synthetic DPR-layout corpus (bench_scale.py's passages)
-and the same queries (4-11 words drawn from one of the corpus's passages each): build seconds, then queries a second
-at top 3 and top 100, one query at a time and in one batch, on one thread and two; and how often their top 10s agree
-with Lucene's.
+and the same queries (4-11 words drawn from one of the corpus's passages each): each build's seconds, peak memory
+(the command's process tree) and peak disk, with the preflight's estimate beside them; then queries a second at top 3
+and top 100, one query at a time and in one batch, on one thread and two; and how often their top 10s agree with
+Lucene's.
 
     .venv/bin/python benchmarks/speed/bench_pisa.py [--paragraphs 300000] [--queries 500]
-    # -> benchmarks/results/bench_pisa.txt (appended, with the date and the load)
+    # 21M passages (the wiki-18 size) on a disk that holds the corpus and one index build at a time:
+    .venv/bin/python benchmarks/speed/bench_pisa.py --paragraphs 21000000 --workdir /work/pisa21 --lean
+    # -> benchmarks/results/bench_pisa.txt (appended, with the date, the command and the load)
 
 Timings follow the machine's load: the engines run one after another in the same run, so they meet the same load.
+A build the preflight refuses, or that the kernel kills, is a result: it is printed with its reason and the run goes
+on with the other engines. With `--workdir` the corpus is kept, and a rerun starts from it (its input, a synthetic
+DPR TSV, is written again only if the corpus is not there).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,18 +34,36 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import passages, write_input  # noqa: E402  (the scale runs' passages)
+from bench_scale import TreePeak, disk, passages, write_input  # noqa: E402  (the scale runs' passages and meters)
 
 OUT = REPO / "benchmarks" / "results" / "bench_pisa.txt"
 ENGINES = ("lucene", "pisa", "bm25s")
+GIB = 2**30
 
 
-def build(home: Path, name: str, backend: str, threads: int) -> float:
+def say(lines: list[str], line: str) -> None:
+    """Print a result line as soon as it is known (a 21M run takes hours) and keep it for the results file."""
+    print(line, flush=True)
+    lines.append(line)
+
+
+def build(home: Path, name: str, backend: str, threads: int) -> tuple[float, TreePeak, str | None]:
+    """Build one index in its own process: its seconds, its peaks, and why it failed (None when it did not)."""
     began = time.perf_counter()
-    env = {**os.environ, "MHINDEX_HOME": str(home)}
-    subprocess.run([sys.executable, "-m", "mhindex", "--quiet", "index", name, "--backend", backend, "--threads",
-                    str(threads)], env=env, check=True)  # fmt: skip
-    return time.perf_counter() - began
+    env = {**os.environ, "MHINDEX_HOME": str(home), "PYTHONPATH": str(REPO / "src")}
+    command = [sys.executable, "-m", "mhindex", "--quiet", "index", name, "--backend", backend, "--threads",
+               str(threads)]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = TreePeak(process.pid, home)
+    _, err = process.communicate()
+    peak.stop()
+    seconds = time.perf_counter() - began
+    if process.returncode == 0:
+        return seconds, peak, None
+    if process.returncode in (-9, 137):
+        return seconds, peak, "killed (the kernel's out-of-memory killer, most likely)"
+    said = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
+    return seconds, peak, f"exit {process.returncode}: {said[-1] if said else 'nothing said'}"
 
 
 def rate(retriever, queries: list[str], k: int, batched: bool) -> float:
@@ -53,48 +78,97 @@ def rate(retriever, queries: list[str], k: int, batched: bool) -> float:
     return len(queries) / (time.perf_counter() - began)
 
 
+def preflight(home: Path, engine: str) -> str:
+    """What `mhindex index` expects the build to take at its peak (it refuses a build that does not fit)."""
+    from mhindex.backends import BackendSpec
+    from mhindex.backends.indexes import footprint_of
+    from mhindex.home import open_corpus
+
+    spec = BackendSpec.parse(engine, {"threads": 2})
+    need = footprint_of(open_corpus(home, "wiki"), spec.backend(), spec.index_options())
+    return "not estimated" if need is None else f"{need.memory / GIB:.2f} GiB memory, {need.disk / GIB:.2f} GiB disk"
+
+
+def measure(home: Path, engine: str, queries: list[str], lines: list[str]) -> list[list[str]]:
+    """Queries a second on one thread and two, at top 3 and top 100; the top 10s on one thread."""
+    from mhindex.backends import BackendSpec, open_retriever
+    from mhindex.home import open_corpus
+
+    top10: list[list[str]] = []
+    for threads in (1, 2):
+        retriever = open_retriever(open_corpus(home, "wiki"), BackendSpec.parse(engine, {"threads": threads}))
+        try:
+            for k in (3, 100):
+                alone, batch = rate(retriever, queries, k, False), rate(retriever, queries, k, True)
+                say(lines, f"    {threads} thread(s), top {k:>3}: {alone:7.1f} q/s one at a time, "
+                           f"{batch:7.1f} q/s in one batch")  # fmt: skip
+            if threads == 1:
+                top10 = [[h.id for h in hits] for hits in retriever.search_many(queries, 10)]
+        finally:
+            retriever.close()
+    return top10
+
+
+def corpus_ready(home: Path, paragraphs: int, workdir: Path, lean: bool) -> None:
+    """The corpus of `paragraphs` passages under `home`, made from a synthetic DPR TSV unless a run made it already."""
+    made = workdir / "corpus-of"  # the passages asked for when the corpus was made (duplicates are dropped from it)
+    if made.exists() and made.read_text() == str(paragraphs) and (home / "wiki" / "manifest.json").exists():
+        return
+    from mhindex.cli import main as mhindex
+
+    source = write_input("dpr", paragraphs, workdir)
+    assert mhindex(["--quiet", "corpus", "dpr", "-i", str(source), "--name", "wiki", "--force"]) == 0
+    made.write_text(str(paragraphs))
+    if lean:
+        source.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--paragraphs", type=int, default=300_000)
     parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated, Lucene's first to compare")
+    parser.add_argument("--workdir", type=Path, default=None, help="kept, with its corpus (default: a temporary one)")
+    parser.add_argument("--lean", action="store_true",
+                        help="remove the input once converted and each index once measured")  # fmt: skip
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="bench-pisa-"))
-    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    engines = args.engines.split(",")
+    if args.workdir is None:
+        workdir = Path(tempfile.mkdtemp(prefix="bench-pisa-"))
+        atexit.register(shutil.rmtree, workdir, ignore_errors=True)
+    else:
+        workdir = args.workdir.resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+    home = workdir / "home"
     os.environ["MHINDEX_HOME"] = str(home)
-    from mhindex.backends import BackendSpec, open_retriever
-    from mhindex.cli import main as mhindex
-    from mhindex.home import open_corpus
-
-    source = write_input("dpr", args.paragraphs, home)
-    assert mhindex(["--quiet", "corpus", "dpr", "-i", str(source), "--name", "wiki"]) == 0
+    corpus_ready(home, args.paragraphs, workdir, args.lean)
     rng = np.random.default_rng(0)
     texts = [p[1].split(" ") for p in passages(0, args.queries, 0)]  # the corpus's own first passages (its seed, 0)
     queries = [" ".join(rng.choice(words, int(rng.integers(4, 12)))) for words in texts]
-    lines = [f"{time.strftime('%Y-%m-%d %H:%M')}: {args.paragraphs:,} DPR-layout paragraphs, {len(queries)} queries, "
-             f"load average {os.getloadavg()[0]:.2f} at the start"]  # fmt: skip
+    lines: list[str] = []
+    say(lines, f"$ .venv/bin/python benchmarks/speed/{Path(__file__).name} {shlex.join(sys.argv[1:])}")
+    say(lines, f"{time.strftime('%Y-%m-%d %H:%M')}: {args.paragraphs:,} DPR-layout paragraphs "
+               f"({disk(home / 'wiki' / 'corpus.jsonl')} of corpus), {len(queries)} queries, "
+               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")  # fmt: skip
     top10: dict[str, list[list[str]]] = {}
-    for engine in ENGINES:
-        seconds = build(home, "wiki", engine, 2)
-        said = [f"  {engine:<7} built in {seconds:6.1f} s (2 threads)"]
-        for threads in (1, 2):
-            retriever = open_retriever(open_corpus(home, "wiki"), BackendSpec.parse(engine, {"threads": threads}))
-            try:
-                for k in (3, 100):
-                    alone, batch = rate(retriever, queries, k, False), rate(retriever, queries, k, True)
-                    said.append(f"    {threads} thread(s), top {k:>3}: {alone:7.1f} q/s one at a time, "
-                                f"{batch:7.1f} q/s in one batch")  # fmt: skip
-                if threads == 1:
-                    top10[engine] = [[h.id for h in hits] for hits in retriever.search_many(queries, 10)]
-            finally:
-                retriever.close()
-        lines += said
-    for engine in ENGINES[1:]:
-        shared = [len(set(a) & set(b)) / 10 for a, b in zip(top10["lucene"], top10[engine], strict=True)]
-        lines.append(f"  top 10 shared with Lucene's: {engine} {sum(shared) / len(shared):.3f} on average")
-    text = "\n".join(lines) + "\n"
+    for engine in engines:
+        estimate = preflight(home, engine)
+        seconds, peak, failed = build(home, "wiki", engine, 2)
+        peaks = f"peak {peak.tree / GIB:.2f} GiB memory, +{peak.disk / GIB:.2f} GiB disk; preflight: {estimate}"
+        if failed:
+            say(lines, f"  {engine:<7} not built after {seconds:.1f} s: {failed} ({peaks})")
+            continue
+        index = home / "wiki" / "indexes" / engine
+        say(lines, f"  {engine:<7} built in {seconds:6.1f} s (2 threads), {peaks}; {disk(index)} on disk")
+        top10[engine] = measure(home, engine, queries, lines)
+        if args.lean:
+            shutil.rmtree(index)
+    if "lucene" in top10:
+        for engine in (e for e in top10 if e != "lucene"):
+            shared = [len(set(a) & set(b)) / 10 for a, b in zip(top10["lucene"], top10[engine], strict=True)]
+            say(lines, f"  top 10 shared with Lucene's: {engine} {sum(shared) / len(shared):.3f} on average")
     with OUT.open("a") as out:
-        out.write(text + "\n")
-    print(text)
+        out.write("\n".join(lines) + "\n\n")
 
 
 if __name__ == "__main__":
