@@ -85,6 +85,22 @@ def searchain_table(dataset: str) -> str:
     return "\n".join(lines)
 
 
+def seeds_table(dataset: str) -> str:
+    """React→CoT-SC at the paper's 21 chains on three seeds (`eval --seeds 3`): its scores seed by seed, then its
+    difference with each one-call row seed by seed beside the paired interval, as `mhindex eval` prints them in
+    Markdown (eval/report.py's `spread_text`, from the run's metrics.json); until the run is whole, how far it got."""
+    from mhindex.eval.report import spread_text
+
+    folder = PAPER_TABLES / "searchain-seeds" / dataset
+    if (folder / "metrics.json").is_file():
+        return spread_text(json.loads((folder / "metrics.json").read_text(encoding="utf-8"))["spread"]).strip()
+    answered = {
+        path.stem: len(path.read_text(encoding="utf-8").splitlines()) for path in sorted(folder.glob("*.jsonl"))
+    }
+    said = ", ".join(f"{row} {n}" for row, n in answered.items()) or "nothing answered"
+    return f"Not whole yet (answers so far: {said}; each row and draw answers the same 30 questions)."
+
+
 def costs_table() -> str:
     """The README's table of what its commands cost and answer (benchmarks/speed/readme_costs.py's last run)."""
     found = json.loads((RESULTS / "readme_costs.json").read_text(encoding="utf-8"))
@@ -113,6 +129,7 @@ TABLES: dict[tuple[str, str], Callable[[], str]] = {
         ("benchmarks/README.md", f"searchain-{d}"): (lambda d=d: searchain_table(d))
         for d in ("hotpotqa", "2wikimultihopqa", "musique")
     },  # fmt: skip
+    ("benchmarks/README.md", "searchain-seeds-hotpotqa"): lambda: seeds_table("hotpotqa"),
 }
 
 
