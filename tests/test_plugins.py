@@ -422,6 +422,7 @@ def hostile_python(tmp_path_factory) -> Path:
         "    title = 'Reseeds'\n    needs_retriever = False\n\n    @classmethod\n"
         "    def reseeded(cls, settings, draw):\n"
         "        if os.environ.get('HOSTILE_RESEED') == 'raise':\n            raise KeyError('seed')\n"
+        "        if os.environ.get('HOSTILE_RESEED') == 'seven':\n            return 7\n"
         "        return {'temperature': 1.0}\n\n    def answer(self, query):\n        raise NotImplementedError\n"
     )
     dist = site / "hostile-0.1.dist-info"
@@ -588,6 +589,7 @@ def test_a_method_plugin_s_reseeding_that_fails_or_gives_no_settings_is_one_line
     assert run(hostile_python, "--quiet", "corpus", "musique", env=env).returncode == 0
     out = tmp_path / "eval"
     for mode, said in (("raise", "reseeded(settings, 1) failed: KeyError: 'seed'"),
+                       ("seven", "reseeded(settings, 1) gave 7, not settings of its own"),
                        ("", "reseeded(settings, 1) gave {'temperature': 1.0}, not settings of its own")):  # fmt: skip
         ran = run(hostile_python, "eval", "musique", "--method", "reseeds", "--seeds", "3", "--limit", "1", "--out",
                   str(out), env={**env, "HOSTILE_RESEED": mode})  # fmt: skip
