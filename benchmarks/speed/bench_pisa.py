@@ -22,7 +22,6 @@ import atexit
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import TreePeak, disk, passages, write_input  # noqa: E402  (the scale runs' passages and meters)
+from bench_scale import TreePeak, disk, measured, passages, write_input  # noqa: E402  (the scale runs' passages and meters)
 
 OUT = REPO / "benchmarks" / "results" / "bench_pisa.txt"
 ENGINES = ("lucene", "pisa", "bm25s")
@@ -49,21 +48,16 @@ def say(lines: list[str], line: str) -> None:
 
 def build(home: Path, name: str, backend: str, threads: int) -> tuple[float, TreePeak, str | None]:
     """Build one index in its own process: its seconds, its peaks, and why it failed (None when it did not)."""
-    began = time.perf_counter()
     env = {**os.environ, "MHINDEX_HOME": str(home), "PYTHONPATH": str(REPO / "src")}
     command = [sys.executable, "-m", "mhindex", "--quiet", "index", name, "--backend", backend, "--threads",
                str(threads)]  # fmt: skip
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peak = TreePeak(process.pid, home)
-    _, err = process.communicate()
-    peak.stop()
-    seconds = time.perf_counter() - began
-    if process.returncode == 0:
+    seconds, peak, returncode, err = measured(command, env, home)
+    if returncode == 0:
         return seconds, peak, None
-    if process.returncode in (-9, 137):
+    if returncode in (-9, 137):
         return seconds, peak, "killed (the kernel's out-of-memory killer, most likely)"
     said = [line for line in err.decode(errors="replace").splitlines() if line.strip()]
-    return seconds, peak, f"exit {process.returncode}: {said[-1] if said else 'nothing said'}"
+    return seconds, peak, f"exit {returncode}: {said[-1] if said else 'nothing said'}"
 
 
 def rate(retriever, queries: list[str], k: int, batched: bool) -> float:

@@ -149,14 +149,19 @@ class TreePeak:
         self._thread.join()
 
 
-def run(label: str, command: list[str], env: dict[str, str], workdir: Path) -> float:
+def measured(command: list[str], env: dict[str, str], workdir: Path) -> tuple[float, TreePeak, int, bytes]:
+    """Run a command to its end: its seconds, its process tree's peaks, its exit status and what it wrote to stderr."""
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = TreePeak(process.pid, workdir)
-    out, err = process.communicate()
+    _, err = process.communicate()
     peak.stop()
-    seconds = time.perf_counter() - started
-    if process.returncode != 0:
+    return time.perf_counter() - started, peak, process.returncode, err
+
+
+def run(label: str, command: list[str], env: dict[str, str], workdir: Path) -> float:
+    seconds, peak, returncode, err = measured(command, env, workdir)
+    if returncode != 0:
         raise SystemExit(f"{label} failed: {err.decode()[-2000:]}")
     print(
         f"{label:32}{seconds:>9.1f} s  peak {peak.tree / 2**30:>5.2f} GiB "
