@@ -12,7 +12,9 @@ Lucene's.
 Timings follow the machine's load: the engines run one after another in the same run, so they meet the same load.
 A build the preflight refuses, or that the kernel kills, is a result: it is printed with its reason and the run goes
 on with the other engines. With `--workdir` the corpus is kept, and a rerun starts from it (its input, a synthetic
-DPR TSV, is written again only if the corpus is not there).
+DPR TSV, is written again only if the corpus is not there); each engine's results are kept there too
+(`done-ENGINE-PARAGRAPHS-QUERIES.json`), so a run stopped part way goes on with the next engine, reprinting the
+earlier ones' lines (remove the file to measure an engine again).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import orjson
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
@@ -103,6 +106,26 @@ def measure(home: Path, engine: str, queries: list[str], lines: list[str]) -> li
     return top10
 
 
+def build_and_measure(
+    home: Path, engine: str, queries: list[str], top10: dict[str, list[list[str]]], lean: bool
+) -> list[str]:
+    """One engine's build and measures, its lines printed as they come; its top 10s into `top10` when it built."""
+    lines: list[str] = []
+    index = home / "wiki" / "indexes" / engine
+    shutil.rmtree(index, ignore_errors=True)  # one a stopped run left would be taken as built, and nothing timed
+    estimate = preflight(home, engine)
+    seconds, peak, failed = build(home, "wiki", engine, 2)
+    peaks = f"peak {peak.tree / GIB:.2f} GiB memory, +{peak.disk / GIB:.2f} GiB disk; preflight: {estimate}"
+    if failed:
+        say(lines, f"  {engine:<7} not built after {seconds:.1f} s: {failed} ({peaks})")
+        return lines
+    say(lines, f"  {engine:<7} built in {seconds:6.1f} s (2 threads), {peaks}; {disk(index)} on disk")
+    top10[engine] = measure(home, engine, queries, lines)
+    if lean:
+        shutil.rmtree(index)
+    return lines
+
+
 def corpus_ready(home: Path, paragraphs: int, workdir: Path, lean: bool) -> None:
     """The corpus of `paragraphs` passages under `home`, made from a synthetic DPR TSV unless a run made it already."""
     made = workdir / "corpus-of"  # the passages asked for when the corpus was made (duplicates are dropped from it)
@@ -146,17 +169,19 @@ def main() -> None:
                f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")  # fmt: skip
     top10: dict[str, list[list[str]]] = {}
     for engine in engines:
-        estimate = preflight(home, engine)
-        seconds, peak, failed = build(home, "wiki", engine, 2)
-        peaks = f"peak {peak.tree / GIB:.2f} GiB memory, +{peak.disk / GIB:.2f} GiB disk; preflight: {estimate}"
-        if failed:
-            say(lines, f"  {engine:<7} not built after {seconds:.1f} s: {failed} ({peaks})")
+        done = workdir / f"done-{engine}-{args.paragraphs}-{args.queries}.json"  # a rerun goes on after it
+        if done.exists():
+            earlier = orjson.loads(done.read_bytes())
+            for line in earlier["lines"]:
+                say(lines, line)
+            say(lines, f"    ({engine}: measured by an earlier run of this command, {earlier['at']})")
+            top10.update({engine: earlier["top10"]} if earlier["top10"] else {})
             continue
-        index = home / "wiki" / "indexes" / engine
-        say(lines, f"  {engine:<7} built in {seconds:6.1f} s (2 threads), {peaks}; {disk(index)} on disk")
-        top10[engine] = measure(home, engine, queries, lines)
-        if args.lean:
-            shutil.rmtree(index)
+        engine_lines = build_and_measure(home, engine, queries, top10, args.lean)
+        for line in engine_lines:
+            lines.append(line)
+        at = time.strftime("%Y-%m-%d %H:%M")
+        done.write_bytes(orjson.dumps({"at": at, "lines": engine_lines, "top10": top10.get(engine)}))
     if "lucene" in top10:
         for engine in (e for e in top10 if e != "lucene"):
             shared = [len(set(a) & set(b)) / 10 for a, b in zip(top10["lucene"], top10[engine], strict=True)]
