@@ -13,8 +13,8 @@ Timings follow the machine's load: the engines run one after another in the same
 A build the preflight refuses, or that the kernel kills, is a result: it is printed with its reason and the run goes
 on with the other engines. With `--workdir` the corpus is kept, and a rerun starts from it (its input, a synthetic
 DPR TSV, is written again only if the corpus is not there); each engine's results are kept there too
-(`done-ENGINE-PARAGRAPHS-QUERIES.json`), so a run stopped part way goes on with the next engine, reprinting the
-earlier ones' lines (remove the file to measure an engine again).
+(`done-ENGINE-PARAGRAPHS-QUERIES.json`, for an engine that built), so a run stopped part way goes on with the next
+engine, reprinting the earlier ones' lines (remove the file to measure an engine again).
 """
 
 from __future__ import annotations
@@ -184,13 +184,14 @@ def main() -> None:
             for line in earlier["lines"]:
                 say(lines, line)
             say(lines, f"    ({engine}: measured by an earlier run of this command, {earlier['at']})")
-            top10.update({engine: earlier["top10"]} if earlier["top10"] else {})
+            top10[engine] = earlier["top10"]
             continue
         engine_lines = build_and_measure(home, engine, queries, top10, args.lean, not args.no_preflight)
         for line in engine_lines:
             lines.append(line)
-        at = time.strftime("%Y-%m-%d %H:%M")
-        done.write_bytes(orjson.dumps({"at": at, "lines": engine_lines, "top10": top10.get(engine)}))
+        if engine in top10:  # a refused or killed build is tried again by a rerun (perhaps with --no-preflight)
+            at = time.strftime("%Y-%m-%d %H:%M")
+            done.write_bytes(orjson.dumps({"at": at, "lines": engine_lines, "top10": top10[engine]}))
     if "lucene" in top10:
         for engine in (e for e in top10 if e != "lucene"):
             shared = [len(set(a) & set(b)) / 10 for a, b in zip(top10["lucene"], top10[engine], strict=True)]
