@@ -113,9 +113,9 @@ def measure(home: Path, engine: str, queries: list[str], lines: list[str]) -> li
 
 
 def build_and_measure(
-    home: Path, engine: str, queries: list[str], top10: dict[str, list[list[str]]], lean: bool, checked: bool
-) -> list[str]:
-    """One engine's build and measures, its lines printed as they come; its top 10s into `top10` when it built."""
+    home: Path, engine: str, queries: list[str], lean: bool, checked: bool
+) -> tuple[list[str], list[list[str]] | None]:
+    """One engine's build and measures, its lines printed as they come; its top 10s, None when it did not build."""
     lines: list[str] = []
     index = home / "wiki" / "indexes" / engine
     shutil.rmtree(index, ignore_errors=True)  # one a stopped run left would be taken as built, and nothing timed
@@ -125,12 +125,12 @@ def build_and_measure(
     peaks += "" if checked else " (not checked: --no-preflight)"
     if failed:
         say(lines, f"  {engine:<7} not built after {seconds:.1f} s: {failed} ({peaks})")
-        return lines
+        return lines, None
     say(lines, f"  {engine:<7} built in {seconds:6.1f} s (2 threads), {peaks}; {disk(index)} on disk")
-    top10[engine] = measure(home, engine, queries, lines)
+    ranked = measure(home, engine, queries, lines)
     if lean:
         shutil.rmtree(index)
-    return lines
+    return lines, ranked
 
 
 def corpus_ready(home: Path, paragraphs: int, workdir: Path, lean: bool) -> None:
@@ -186,12 +186,12 @@ def main() -> None:
             say(lines, f"    ({engine}: measured by an earlier run of this command, {earlier['at']})")
             top10[engine] = earlier["top10"]
             continue
-        engine_lines = build_and_measure(home, engine, queries, top10, args.lean, not args.no_preflight)
-        for line in engine_lines:
-            lines.append(line)
-        if engine in top10:  # a refused or killed build is tried again by a rerun (perhaps with --no-preflight)
+        engine_lines, ranked = build_and_measure(home, engine, queries, args.lean, not args.no_preflight)
+        lines.extend(engine_lines)
+        if ranked is not None:  # a refused or killed build is tried again by a rerun (perhaps with --no-preflight)
+            top10[engine] = ranked
             at = time.strftime("%Y-%m-%d %H:%M")
-            done.write_bytes(orjson.dumps({"at": at, "lines": engine_lines, "top10": top10[engine]}))
+            done.write_bytes(orjson.dumps({"at": at, "lines": engine_lines, "top10": ranked}))
     if "lucene" in top10:
         for engine in (e for e in top10 if e != "lucene"):
             shared = [len(set(a) & set(b)) / 10 for a, b in zip(top10["lucene"], top10[engine], strict=True)]
