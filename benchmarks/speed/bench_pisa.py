@@ -121,7 +121,8 @@ def build_and_measure(
     shutil.rmtree(index, ignore_errors=True)  # one a stopped run left would be taken as built, and nothing timed
     estimate = preflight(home, engine)
     seconds, peak, failed = build(home, "wiki", engine, 2, checked)
-    peaks = f"peak {peak.tree / GIB:.2f} GiB memory, +{peak.disk / GIB:.2f} GiB disk; preflight: {estimate}"
+    memory = f"peak {peak.tree / GIB:.2f} GiB memory ({peak.anonymous / GIB:.2f} anonymous)"
+    peaks = f"{memory}, +{peak.disk / GIB:.2f} GiB disk; preflight: {estimate}"
     peaks += "" if checked else " (not checked: --no-preflight)"
     if failed:
         say(lines, f"  {engine:<7} not built after {seconds:.1f} s: {failed} ({peaks})")

@@ -123,11 +123,13 @@ def used_bytes(folder: Path) -> int:
 
 class TreePeak:
     """The peak resident memory of a process and its children, summed, and the peak disk used under a folder
-    above what it held when the step began (its temporary files counted), polled every 0.2 s."""
+    above what it held when the step began (its temporary files counted), polled every 0.2 s. `anonymous` is the
+    tree's peak without file-backed pages (resident less psutil's `shared`): an engine that writes its index through
+    memory-mapped files (PISA) is resident in page cache the kernel can drop, which the machine need not have free."""
 
     def __init__(self, pid: int, folder: Path) -> None:
         self.process, self.folder, self.base = psutil.Process(pid), folder, used_bytes(folder)
-        self.parent = self.children = self.tree = self.disk = 0
+        self.parent = self.children = self.tree = self.anonymous = self.disk = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -135,12 +137,14 @@ class TreePeak:
     def _poll(self) -> None:
         while not self._stop.is_set():
             try:
-                parent = self.process.memory_info().rss
-                children = sum(c.memory_info().rss for c in self.process.children(recursive=True))
+                infos = [self.process.memory_info()]
+                infos += [c.memory_info() for c in self.process.children(recursive=True)]
             except psutil.Error:
                 break
+            parent, children = infos[0].rss, sum(info.rss for info in infos[1:])
             self.parent, self.children = max(self.parent, parent), max(self.children, children)
             self.tree = max(self.tree, parent + children)
+            self.anonymous = max(self.anonymous, sum(info.rss - info.shared for info in infos))
             self.disk = max(self.disk, used_bytes(self.folder) - self.base)
             self._stop.wait(0.2)
 
