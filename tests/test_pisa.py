@@ -5,14 +5,17 @@ its analyzer in the manifest and the fingerprint, and served to Search-R1's clie
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 
 from conftest import SAMPLES, read_jsonl
 from mhindex.backends import BackendSpec, index_of, open_retriever
+from mhindex.backends.pisa import BUILD_ONLY, PisaBackend, PisaOptions
 from mhindex.cli import main
 from mhindex.corpora import DATASETS
-from mhindex.errors import UsageError
+from mhindex.errors import MhindexError, UsageError
 from mhindex.home import open_corpus
 
 SAMPLE_FILES = {name: [SAMPLES / name / f for f in DATASETS[name].samples] for name in
@@ -99,3 +102,51 @@ def test_a_title_scope_its_analyzer_said_and_a_scope_without_text_refused_in_one
 def test_doctor_lists_it(home, capsys):
     assert main(["--home", str(home), "doctor", "--json"]) == 0
     assert "pisa" in capsys.readouterr().out
+
+
+def test_the_index_keeps_only_what_a_search_reads_and_a_search_it_cannot_do_is_one_line(home, tmp_path, capsys):
+    """The forward index and uncompressed lists only build the compressed ones (87% of the folder at 2M passages):
+    dropped. Without them pyterrier-pisa cannot rewrite a missing bound, and its C++ would end the process: refused."""
+    folder = open_corpus(home, "musique").index_dir("pisa") / "pisa"
+    manifest = json.loads((folder.parent / "manifest.json").read_text())
+    bounds = "bm25.k1-1.2.b-0.75.q0.bmw.64"
+    assert manifest["search_files"] == [bounds, f"{bounds}.block_simdbp"]
+    assert set(os.listdir(folder)) == {*manifest["search_files"], "fwd.termlex", "fwd.doclex", "pt_meta.json"}
+    assert not set(BUILD_ONLY) & set(os.listdir(folder))
+    shutil.copytree(home, tmp_path / "home")
+    copy = open_corpus(tmp_path / "home", "musique").index_dir("pisa")
+    (copy / "pisa" / bounds).unlink()
+    search = ["--home", str(tmp_path / "home"), "search", "musique", "Van Hook Township", "--backend", "pisa"]
+    assert main(search) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"it lacks {bounds}; rebuild it: mhindex index musique --backend pisa" in err
+    shutil.copy(folder / bounds, copy / "pisa" / bounds)
+    recorded = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**recorded, "pyterrier_pisa": "0.4.8"}))
+    with pytest.raises(MhindexError, match="built by pyterrier-pisa 0.4.8, not 0.4.9; rebuild it"):
+        open_retriever(open_corpus(tmp_path / "home", "musique"), BackendSpec.parse("pisa"))
+    (copy / "manifest.json").write_text(json.dumps(recorded))
+    assert main(search) == 0
+
+
+GIB, MIB = 2**30, 2**20
+# Builds measured on two cores (benchmarks/results/bench_footprint_pisa.txt, bench_pisa.txt): paragraphs, the corpus's
+# bytes, --threads, then the build's peak anonymous memory and its peak disk.
+MEASURED_BUILDS = [
+    (300_000, 239.1 * MIB, 2, 613 * MIB, 486.0 * MIB),
+    (1_000_000, 798.0 * MIB, 1, 592 * MIB, 1639.1 * MIB),
+    (1_000_000, 798.0 * MIB, 2, 722 * MIB, 1607.5 * MIB),
+    (1_000_000, 798.0 * MIB, 4, 1005 * MIB, 1631.0 * MIB),
+    (21_000_000, 16.42 * GIB, 2, 1.44 * GIB, 44.01 * GIB),
+]
+
+
+@pytest.mark.parametrize(("paragraphs", "corpus_bytes", "threads", "memory", "disk"), MEASURED_BUILDS)
+def test_the_preflight_covers_each_measured_build_without_refusing_what_fits(
+    paragraphs, corpus_bytes, threads, memory, disk
+):
+    """Refuse early, never late: each estimate at or above what the build took. And not far above: at 3.5x the corpus
+    in memory it asked 57.7 GiB for wiki-18's size, which PISA built in 1.44 GiB, and 2.0x on disk fell 11 GiB short."""
+    need = PisaBackend().footprint(paragraphs, int(corpus_bytes), PisaOptions(threads=threads))
+    assert memory <= need.memory <= 2 * memory, (need.memory / GIB, memory / GIB)
+    assert disk <= need.disk <= 1.5 * disk, (need.disk / GIB, disk / GIB)

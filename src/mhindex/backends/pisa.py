@@ -1,14 +1,16 @@
 """BM25 with PISA (block-max WAND over compressed posting lists, C++) through the `pyterrier-pisa` wheel: no Java,
-and the fastest BM25 from Python measured here (benchmarks/speed/bench_pisa.py, 300,000 passages, one thread, top 3:
-1,036 queries/s one at a time against Lucene's 258 and bm25s's 230). Pick it for serving many small queries (RL
-rollouts); Lucene stays the default (a title field, Anserini's analyzer, its top 10 the reference).
+and a small index (its compressed lists and their bounds: 0.28 GiB at 2M passages against Lucene's 1.28). Its speed
+depends on the corpus's size (benchmarks/speed/bench_pisa.py, one thread, top 3, one query at a time): 4x Lucene's
+queries/s at 300,000 passages, level at 2M, 0.6x at 21M (docs/search.md). Pick it for serving many small queries (RL
+rollouts) over a few million passages; Lucene stays the default (a title field, Anserini's analyzer, its top 10 the
+reference).
 
 The index is built from the corpus as every index is (streamed, into a staging folder that replaces the old index
-only when complete); paragraph N of the corpus is PISA's document N (its docno the line), its text read back through
-the corpus's offsets. Text is title and paragraph, read by PISA's tokenizer with Porter2 (Snowball English) stemming
-and Lucene's English stop words (the list Lucene's StopFilter and Anserini's default analyzer drop), said in the
-manifest and the fingerprint (`queries`). k1 and b are fixed at index time: PISA keeps each posting block's BM25
-upper bound for them, and a search at another k1 would write new bounds into the index.
+only when complete, keeping only what a search reads); paragraph N of the corpus is PISA's document N (its docno the
+line), its text read back through the corpus's offsets. Text is title and paragraph, read by PISA's tokenizer with
+Porter2 (Snowball English) stemming and Lucene's English stop words (the list Lucene's StopFilter and Anserini's
+default analyzer drop), said in the manifest and the fingerprint (`queries`). k1 and b are fixed at index time: PISA
+keeps each posting block's BM25 upper bound for them, written when it is built.
 
 A title scope (IRCoT's `allowed_titles`) widens the ranking until k paragraphs of the pages are found, as the dense
 backends do; with no query text there is no ranking to widen, and it is refused in one line.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +33,22 @@ from mhindex.requirements import package
 from mhindex.ui import engine_output_to, reporter
 
 STEMMER = "porter2"
-# What building takes (`PisaBackend.footprint`), measured by benchmarks/speed/bench_footprint.py (results/
-# bench_footprint_pisa.txt): the MuSiQue sample, 100,000 and 300,000 DPR-layout paragraphs (0.9, 80 and 239 MB of
-# corpus) peaked at 160, 457 and 700 MB of memory and 2.2, 136 and 435 MB of disk.
-PISA_BASE = 200 * 2**20  # Python, numpy and pandas, pyterrier's imports, PISA's buffers
-PISA_MEMORY_RATIO = 3.5
-PISA_DISK_RATIO = 2.0  # the forward index, the inverted lists and the block-max bounds, at their peak together
+# What building takes (`PisaBackend.footprint`), measured by benchmarks/speed/bench_footprint.py and bench_pisa.py
+# (results/bench_footprint_pisa.txt, bench_pisa.txt). Memory is the build's anonymous memory: PISA writes its forward
+# index and lists through memory-mapped files, resident as page cache the kernel can drop (14.0 GiB resident at 21M
+# passages, 1.44 GiB of it anonymous). PISA parses and inverts in batches of 100,000 documents, one a worker (threads
+# + 1 of them): at 1M passages, 592 MB on one thread and 722 on two (130 MB a batch, 1.6x its 80 MB of text); at
+# 21M (16.4 GiB of corpus) on two, 1.44 GiB, the rest of the growth its vocabulary (7.2M terms). Disk peaked at
+# 2.0x the corpus up to 2M passages and at 2.68x at 21M.
+PISA_BASE = 300 * 2**20  # Python, numpy and pandas, pyterrier's imports, PISA's buffers
+PISA_BATCH = 100_000  # documents: pyterrier-pisa's batch_size, PISA's batches when parsing and inverting
+PISA_BATCH_RATIO = 2.0  # a batch in flight, to its documents' bytes
+PISA_VOCABULARY_RATIO = 0.06  # the terms and their counts, to the corpus's bytes
+PISA_DISK_RATIO = 2.8  # the forward index, its batches, the inverted lists and the compressed ones at their peak
+# Searching reads the compressed lists, their block-max bounds and the two lexicons (pyterrier-pisa 0.4.9's
+# _pisathon.cpp, `py_prepare_index`); the forward index and the uncompressed inverted lists only build them, and are
+# 87% of the folder (2.08 of 2.38 GB at 2M passages): dropped once the bounds and compressed lists are written.
+BUILD_ONLY = ("fwd", "fwd.documents", "fwd.terms", "fwd.urls", "inv.docs", "inv.freqs", "inv.sizes")
 
 
 @dataclass(frozen=True)
@@ -73,11 +86,14 @@ class PisaBackend(Backend):
     requirements = (package("pisa backend", "pyterrier_pisa", "pyterrier-pisa", "pip install 'mhindex[pisa]'"),)
 
     def footprint(self, paragraphs: int, corpus_bytes: int, options: PisaOptions) -> Footprint:
+        in_flight = min(options.threads + 1, -(-paragraphs // PISA_BATCH))
+        batch_bytes = corpus_bytes * min(1.0, PISA_BATCH / max(paragraphs, 1))
         return Footprint(
-            int(PISA_BASE + PISA_MEMORY_RATIO * corpus_bytes),
+            int(PISA_BASE + in_flight * PISA_BATCH_RATIO * batch_bytes + PISA_VOCABULARY_RATIO * corpus_bytes),
             int(2**20 + PISA_DISK_RATIO * corpus_bytes),
-            f"measured: {PISA_MEMORY_RATIO:.1f}x the corpus's bytes in memory while building, the index at its peak "
-            f"{PISA_DISK_RATIO:.1f}x on disk",
+            f"measured: {in_flight} batch(es) of {PISA_BATCH:,} paragraphs in flight, {PISA_BATCH_RATIO:.1f}x their "
+            f"bytes, and {PISA_VOCABULARY_RATIO:.2f}x the corpus's for its vocabulary; the index at its peak "
+            f"{PISA_DISK_RATIO:.1f}x the corpus on disk",
         )
 
     def build(self, corpus: CorpusDir, target: Path, options: PisaOptions, context: BackendContext) -> dict[str, Any]:
@@ -99,13 +115,24 @@ class PisaBackend(Backend):
                         stemmer=STEMMER,
                         stops=_stops(),
                         threads=options.threads,
+                        batch_size=PISA_BATCH,
                     )
                     index.index(documents())
+                    built = set(os.listdir(target / "pisa"))
                     # its block-max bounds for this k1 and b, written now into the staging folder, never at a search
                     index.bm25(k1=options.k1, b=options.b, num_results=1)
         finally:
             paragraphs.close()
-        return {"paragraphs": count, "stemmer": STEMMER, "stop_words": _stops().value}
+        searched = sorted(set(os.listdir(target / "pisa")) - built)
+        for name in BUILD_ONLY:
+            (target / "pisa" / name).unlink(missing_ok=True)
+        return {
+            "paragraphs": count,
+            "stemmer": STEMMER,
+            "stop_words": _stops().value,
+            "search_files": searched,
+            "pyterrier_pisa": metadata.version("pyterrier-pisa"),
+        }
 
     def open(
         self,
@@ -115,7 +142,28 @@ class PisaBackend(Backend):
         options: PisaOptions,
         context: BackendContext,
     ) -> PisaRetriever:
+        _check_searchable(corpus, index_dir / "pisa", manifest)
         return PisaRetriever(corpus, index_dir, options, context)
+
+
+def _check_searchable(corpus: CorpusDir, folder: Path, manifest: dict[str, Any]) -> None:
+    """Without the lists it was built from, an index is searched only with the bounds and compressed lists it kept:
+    pyterrier-pisa would rebuild a missing one from lists that are gone, and its C++ would end the process."""
+    if (folder / "inv.docs").exists():
+        return  # built before the build's lists were dropped: PISA can write what it misses
+    kept = manifest.get("search_files") or []
+    missing = [name for name in kept if not (folder / name).exists()]
+    built_with, installed = manifest.get("pyterrier_pisa"), metadata.version("pyterrier-pisa")
+    if kept and not missing and built_with == installed:
+        return
+    if not kept:
+        why = "it lacks the lists it was built from and does not say what it kept"
+    elif missing:
+        why = f"it lacks {', '.join(missing)}"
+    else:
+        why = f"it was built by pyterrier-pisa {built_with}, not {installed}"
+    raise MhindexError(f"the pisa index of {corpus.name!r} cannot be searched: {why}; rebuild it: "
+                       f"mhindex index {corpus.name} --backend pisa --force")  # fmt: skip
 
 
 class PisaRetriever:
