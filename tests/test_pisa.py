@@ -121,6 +121,10 @@ def test_the_index_keeps_only_what_a_search_reads_and_a_search_it_cannot_do_is_o
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"it lacks {bounds}; rebuild it: mhindex index musique --backend pisa" in err
     shutil.copy(folder / bounds, copy / "pisa" / bounds)
+    (copy / "pisa" / "fwd.termlex").rename(copy / "pisa" / "termlex")
+    with pytest.raises(MhindexError, match="it lacks fwd.termlex; rebuild it"):
+        open_retriever(open_corpus(tmp_path / "home", "musique"), BackendSpec.parse("pisa"))
+    (copy / "pisa" / "termlex").rename(copy / "pisa" / "fwd.termlex")
     recorded = json.loads((copy / "manifest.json").read_text())
     (copy / "manifest.json").write_text(json.dumps({**recorded, "pyterrier_pisa": "0.4.8"}))
     with pytest.raises(MhindexError, match="built by pyterrier-pisa 0.4.8, not 0.4.9; rebuild it"):

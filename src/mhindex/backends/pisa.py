@@ -49,6 +49,7 @@ PISA_DISK_RATIO = 2.8  # the forward index, its batches, the inverted lists and 
 # _pisathon.cpp, `py_prepare_index`); the forward index and the uncompressed inverted lists only build them, and are
 # 87% of the folder (2.08 of 2.38 GB at 2M passages): dropped once the bounds and compressed lists are written.
 BUILD_ONLY = ("fwd", "fwd.documents", "fwd.terms", "fwd.urls", "inv.docs", "inv.freqs", "inv.sizes")
+LEXICONS = ("fwd.termlex", "fwd.doclex")  # a query's terms to their ids, a document's id to its docno
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def _check_searchable(corpus: CorpusDir, folder: Path, manifest: dict[str, Any])
     if (folder / "inv.docs").exists():
         return  # built before the build's lists were dropped: PISA can write what it misses
     kept = manifest.get("search_files") or []
-    missing = [name for name in kept if not (folder / name).exists()]
+    missing = [name for name in (*kept, *LEXICONS) if not (folder / name).exists()]
     built_with, installed = manifest.get("pyterrier_pisa"), metadata.version("pyterrier-pisa")
     if kept and not missing and built_with == installed:
         return
