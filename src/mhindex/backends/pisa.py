@@ -2,8 +2,8 @@
 and a small index (its compressed lists and their bounds: 0.28 GiB at 2M passages against Lucene's 1.28). Its speed
 depends on the corpus's size (benchmarks/speed/bench_pisa.py, one thread, top 3, one query at a time): 4x Lucene's
 queries/s at 300,000 passages, level at 2M, 0.6x at 21M (docs/search.md). Pick it for serving many small queries (RL
-rollouts) over a few million passages; Lucene stays the default (a title field, Anserini's analyzer, its top 10 the
-reference).
+rollouts) over up to a couple of million passages; Lucene stays the default (a title field, Anserini's analyzer, its
+top 10 the reference).
 
 The index is built from the corpus as every index is (streamed, into a staging folder that replaces the old index
 only when complete, keeping only what a search reads); paragraph N of the corpus is PISA's document N (its docno the
