@@ -96,13 +96,13 @@ def main() -> None:
         row("corpus", name, corpus.manifest()["counts"]["paragraphs"], size_of, need, took)
         corpora.append((name, size))
     dense_sizes = {0, *map(int, args.dense_sizes.split(","))}
+    threads = ("--threads", str(args.threads)) if args.threads else ()
     for backend in backends:
         for name, size in corpora:
             if size not in (dense_sizes if backend == "dense" else {0} | set(map(int, args.sizes.split(",")))):
                 continue
             corpus = open_corpus(home, name)
-            threads = ("--threads", str(args.threads)) if args.threads else ()
-            spec = BackendSpec.parse(backend, {"threads": args.threads} if args.threads else {})
+            spec = BackendSpec.parse(backend, {"threads": args.threads})  # None: the backend's default
             need = footprint_of(corpus, spec.backend(), spec.index_options())
             assert need is not None
             took = measure(home, "index", name, "--backend", backend, *threads)

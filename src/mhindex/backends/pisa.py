@@ -71,6 +71,11 @@ def _engine(context: BackendContext) -> Any:
     return PisaIndex
 
 
+def _pisa_version() -> str:
+    """The release that wrote an index's files, recorded in its manifest: another may name them otherwise."""
+    return metadata.version("pyterrier-pisa")
+
+
 def _stops() -> Any:
     """pyterrier-pisa's name for Lucene's English stop list (its StopFilter's 33 words)."""
     from pyterrier_pisa import PisaStopwords
@@ -133,7 +138,7 @@ class PisaBackend(Backend):
             "stemmer": STEMMER,
             "stop_words": _stops().value,
             "search_files": searched,
-            "pyterrier_pisa": metadata.version("pyterrier-pisa"),
+            "pyterrier_pisa": _pisa_version(),
         }
 
     def open(
@@ -155,7 +160,7 @@ def _check_searchable(corpus: CorpusDir, folder: Path, manifest: dict[str, Any])
         return  # built before the build's lists were dropped: PISA can write what it misses
     kept = manifest.get("search_files") or []
     missing = [name for name in (*kept, *LEXICONS) if not (folder / name).exists()]
-    built_with, installed = manifest.get("pyterrier_pisa"), metadata.version("pyterrier-pisa")
+    built_with, installed = manifest.get("pyterrier_pisa"), _pisa_version()
     if kept and not missing and built_with == installed:
         return
     if not kept:
