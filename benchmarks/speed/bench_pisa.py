@@ -36,7 +36,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import TreePeak, disk, measured, passages, write_input  # noqa: E402  (the scale runs' passages and meters)
+# the scale runs' passages and meters
+from bench_scale import TreePeak, disk, measured, passages, write_input  # noqa: E402
 
 OUT = REPO / "benchmarks" / "results" / "bench_pisa.txt"
 ENGINES = ("lucene", "pisa", "bm25s")

@@ -181,6 +181,59 @@ def disk(path: Path) -> str:
     return f"{total / 2**30:.2f} GiB"
 
 
+def print_preflight(home: Path, threads: int) -> None:
+    """What `mhindex index` checks before it begins, to print beside what the build then took."""
+    os.environ["MHINDEX_HOME"] = str(home)
+    from mhindex.backends import BackendSpec
+    from mhindex.backends.indexes import footprint_of
+    from mhindex.home import open_corpus
+
+    spec = BackendSpec.parse("lucene", {"threads": threads})
+    need = footprint_of(open_corpus(home, "scale"), spec.backend(), spec.index_options())
+    if need is not None:
+        print(f"{'  preflight estimate (lucene)':32}memory {need.memory / 2**30:.2f} GiB, "
+              f"disk {need.disk / 2**30:.2f} GiB", flush=True)  # fmt: skip
+
+
+def time_searches(home: Path, count: int) -> None:
+    """p50 and p99 of `count` BM25 searches (k = 10) of words drawn from the passages, after one to warm the JVM."""
+    from mhindex.backends import BackendSpec, open_retriever
+    from mhindex.home import corpus_dir
+
+    retriever = open_retriever(corpus_dir(home, "scale"), BackendSpec.parse("lucene", {}))
+    rng = np.random.default_rng(1)
+    texts = [p[1].split(" ") for p in passages(0, count, 7)]
+    queries = [" ".join(rng.choice(words, int(rng.integers(4, 12)))) for words in texts]
+    retriever.search(queries[0], 10)  # the first search warms the JVM's code
+    times = []
+    for query in queries:
+        begun = time.perf_counter()
+        retriever.search(query, 10)
+        times.append((time.perf_counter() - begun) * 1000)
+    times.sort()
+    print(
+        f"{'BM25 search, k = 10':32}p50 {statistics.median(times):.1f} ms, "
+        f"p99 {times[int(len(times) * 0.99) - 1]:.1f} ms ({len(times)} queries)",
+        flush=True,
+    )
+    retriever.close()
+
+
+def raw_anserini(corpus: Path, workdir: Path, env: dict[str, str], threads: int, ours: float) -> None:
+    """Raw Anserini on the very documents mhindex hands it (prepared here, untimed), and mhindex's speed beside it."""
+    from mhindex.backends.lucene import anserini_document, index_collection_command
+
+    docs, raw_index = workdir / "anserini-docs", workdir / "anserini-index"
+    docs.mkdir(exist_ok=True)
+    with open(corpus / "corpus.jsonl", "rb") as lines, open(docs / "docs.jsonl", "wb") as out:
+        for line in lines:
+            out.write(anserini_document(line))
+    raw = run("raw Anserini IndexCollection", index_collection_command(docs, raw_index, threads), env, workdir)
+    print(f"{'  mhindex / raw speed':32}{raw / ours:>9.2f} x", flush=True)
+    shutil.rmtree(docs)
+    shutil.rmtree(raw_index)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paragraphs", type=int, default=1_000_000)
@@ -212,17 +265,7 @@ def main() -> None:
         print(f"{'  corpus on disk':32}{disk(corpus / 'corpus.jsonl'):>11}", flush=True)
         if args.lean:
             source.unlink() if source.is_file() else shutil.rmtree(source)
-        os.environ["MHINDEX_HOME"] = str(home)
-        from mhindex.backends import BackendSpec
-        from mhindex.backends.indexes import footprint_of
-        from mhindex.home import open_corpus
-
-        spec = BackendSpec.parse("lucene", {"threads": args.threads})
-        need = footprint_of(open_corpus(home, "scale"), spec.backend(), spec.index_options())
-        if need is not None:  # what `mhindex index` checks before it begins, beside what the build then took
-            print(f"{'  preflight estimate (lucene)':32}memory {need.memory / 2**30:.2f} GiB, "
-                  f"disk {need.disk / 2**30:.2f} GiB", flush=True)  # fmt: skip
-
+        print_preflight(home, args.threads)
         ours = run(
             "mhindex index --backend lucene",
             [*MHINDEX, "index", "scale", "--backend", "lucene", "--threads", str(args.threads), "-q"],
@@ -231,45 +274,10 @@ def main() -> None:
         )
         print(f"{'  index on disk':32}{disk(corpus / 'indexes' / 'lucene'):>11}", flush=True)
 
-        from mhindex.backends import open_retriever
-        from mhindex.home import corpus_dir
-
-        retriever = open_retriever(corpus_dir(home, "scale"), BackendSpec.parse("lucene", {}))
-        rng = np.random.default_rng(1)
-        texts = [p[1].split(" ") for p in passages(0, args.queries, 7)]
-        queries = [" ".join(rng.choice(words, int(rng.integers(4, 12)))) for words in texts]
-        retriever.search(queries[0], 10)  # the first search warms the JVM's code
-        times = []
-        for query in queries:
-            begun = time.perf_counter()
-            retriever.search(query, 10)
-            times.append((time.perf_counter() - begun) * 1000)
-        times.sort()
-        print(
-            f"{'BM25 search, k = 10':32}p50 {statistics.median(times):.1f} ms, "
-            f"p99 {times[int(len(times) * 0.99) - 1]:.1f} ms ({len(times)} queries)",
-            flush=True,
-        )
-        retriever.close()
+        time_searches(home, args.queries)
         if args.lean:
             shutil.rmtree(corpus / "indexes" / "lucene")
-        # Raw Anserini on the very documents mhindex hands it (prepared here, untimed).
-        from mhindex.backends.lucene import anserini_document, index_collection_command
-
-        docs, raw_index = workdir / "anserini-docs", workdir / "anserini-index"
-        docs.mkdir(exist_ok=True)
-        with open(corpus / "corpus.jsonl", "rb") as lines, open(docs / "docs.jsonl", "wb") as out:
-            for line in lines:
-                out.write(anserini_document(line))
-        raw = run(
-            "raw Anserini IndexCollection",
-            index_collection_command(docs, raw_index, args.threads),
-            env,
-            workdir,
-        )
-        print(f"{'  mhindex / raw speed':32}{raw / ours:>9.2f} x", flush=True)
-        shutil.rmtree(docs)
-        shutil.rmtree(raw_index)
+        raw_anserini(corpus, workdir, env, args.threads, ours)
 
     finally:
         if not args.keep:

@@ -92,19 +92,8 @@ def protocols(
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default="musique")
-    parser.add_argument("--backend", default="lucene")
-    parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--home", type=Path, default=Path(".mhindex-eval"))
-    args = parser.parse_args()
-    corpus = open_corpus(args.home, args.corpus)
-    queries = [orjson.loads(line)["question"] for line in corpus.questions.read_bytes().splitlines() if line.strip()]
-    work = [queries[i % len(queries)] for i in range(args.requests)]
-
-    retriever = open_retriever(corpus, BackendSpec.parse(args.backend))
-    expected = {k: {q: [h.id for h in retriever.search(q, k)] for q in queries} for k in (3, 6, 10)}
+def in_process(retriever, queries: list[str], work: list[str]) -> tuple[list[float], float, dict]:
+    """Each request's seconds searched in process, one thread; the total; and Search-R1's batches' best queries/s."""
     latencies = []
     started = time.perf_counter()
     for query in work:
@@ -121,6 +110,88 @@ def main() -> None:
             retriever.search_many(batch, 3)
             best = min(best, time.perf_counter() - began)
         batches[size] = (batch, size / best)
+    return latencies, seconds, batches
+
+
+def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, int]:
+    """`mhindex serve` at its default limits on a free port, once it answers /health (or after two minutes)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "mhindex", "--quiet", "--home", str(args.home), "serve", args.corpus,
+               "--backend", args.backend, "--port", str(port)]  # fmt: skip
+    server = subprocess.Popen(command)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if Connections(port).request("GET", "/health")[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.2)
+    return server, port
+
+
+def served_rows(port: int, work: list[str], expected: dict) -> int:
+    """Each protocol from 1, 8 and 32 clients: a row each; how many answers were lost or wrong."""
+    failures = 0
+    for name, (make, read, k) in protocols(10).items():
+        for clients in (1, 8, 32):
+            connections = Connections(port)
+
+            def one(query: str, make=make, read=read, k=k, connections=connections) -> tuple[float, bool]:
+                began = time.perf_counter()
+                status, data = connections.request(*make(query))
+                return time.perf_counter() - began, status == 200 and read(data) == expected[k][query]
+
+            with ThreadPoolExecutor(clients) as pool:
+                list(pool.map(one, work[: clients * 4]))  # connections opened, caches warm
+                started = time.perf_counter()
+                results = list(pool.map(one, work))
+                seconds = time.perf_counter() - started
+            latencies = [t for t, _ in results]
+            wrong = sum(not ok for _, ok in results)
+            failures += wrong
+            label = f"served, {clients} client{'s' if clients > 1 else ''}"
+            print(
+                f"{name:<10} {label:<22} {len(work) / seconds:>10,.0f} {statistics.median(latencies) * 1000:>8.2f} "
+                f"{percentile(latencies, 0.99) * 1000:>8.2f} {wrong:>6}"
+            )
+    return failures
+
+
+def served_batches(port: int, batches: dict, expected: dict) -> int:
+    """Search-R1's batches served, beside in process: a row each; how many answers were lost or wrong."""
+    print(f"\n{'Search-R1 batch':<16} {'in process q/s':>14} {'served q/s':>11} {'x in process':>12} {'wrong':>6}")
+    connections, failures = Connections(port), 0
+    for size, (batch, in_process) in batches.items():
+        connections.request("POST", "/retrieve", {"queries": batch[:64], "topk": 3})  # warm
+        began = time.perf_counter()
+        status, data = connections.request("POST", "/retrieve", {"queries": batch, "topk": 3, "return_scores": True})
+        served = size / (time.perf_counter() - began)
+        result = orjson.loads(data)["result"] if status == 200 else []
+        right = sum(
+            [h["document"]["id"] for h in hits] == expected[3][q] for q, hits in zip(batch, result, strict=False)
+        )
+        failures += size - right
+        print(f"{f'{size:,} queries':<16} {in_process:>14,.0f} {served:>11,.0f} {served / in_process:>12.2f} "
+              f"{size - right:>6}")  # fmt: skip
+    return failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default="musique")
+    parser.add_argument("--backend", default="lucene")
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--home", type=Path, default=Path(".mhindex-eval"))
+    args = parser.parse_args()
+    corpus = open_corpus(args.home, args.corpus)
+    queries = [orjson.loads(line)["question"] for line in corpus.questions.read_bytes().splitlines() if line.strip()]
+    work = [queries[i % len(queries)] for i in range(args.requests)]
+
+    retriever = open_retriever(corpus, BackendSpec.parse(args.backend))
+    expected = {k: {q: [h.id for h in retriever.search(q, k)] for q in queries} for k in (3, 6, 10)}
+    latencies, seconds, batches = in_process(retriever, queries, work)
     retriever.close()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
@@ -132,78 +203,9 @@ def main() -> None:
         f"{'-':<10} {'in process, 1 thread':<22} {len(work) / seconds:>10,.0f} "
         f"{statistics.median(latencies) * 1000:>8.2f} {percentile(latencies, 0.99) * 1000:>8.2f} {'-':>6}"
     )
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mhindex",
-            "--quiet",
-            "--home",
-            str(args.home),
-            "serve",
-            args.corpus,
-            "--backend",
-            args.backend,
-            "--port",
-            str(port),
-        ]
-    )
-    failures = 0
+    server, port = start_server(args)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if Connections(port).request("GET", "/health")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        for name, (make, read, k) in protocols(10).items():
-            for clients in (1, 8, 32):
-                connections = Connections(port)
-
-                def one(query: str, make=make, read=read, k=k, connections=connections) -> tuple[float, bool]:
-                    began = time.perf_counter()
-                    status, data = connections.request(*make(query))
-                    return time.perf_counter() - began, status == 200 and read(data) == expected[k][query]
-
-                with ThreadPoolExecutor(clients) as pool:
-                    list(pool.map(one, work[: clients * 4]))  # connections opened, caches warm
-                    started = time.perf_counter()
-                    results = list(pool.map(one, work))
-                    seconds = time.perf_counter() - started
-                latencies = [t for t, _ in results]
-                wrong = sum(not ok for _, ok in results)
-                failures += wrong
-                label = f"served, {clients} client{'s' if clients > 1 else ''}"
-                print(
-                    f"{name:<10} {label:<22} {len(work) / seconds:>10,.0f} "
-                    f"{statistics.median(latencies) * 1000:>8.2f} "
-                    f"{percentile(latencies, 0.99) * 1000:>8.2f} {wrong:>6}"
-                )
-        print(f"\n{'Search-R1 batch':<16} {'in process q/s':>14} {'served q/s':>11} {'x in process':>12} {'wrong':>6}")
-        connections = Connections(port)
-        for size, (batch, in_process) in batches.items():
-            connections.request("POST", "/retrieve", {"queries": batch[:64], "topk": 3})  # warm
-            began = time.perf_counter()
-            status, data = connections.request(
-                "POST", "/retrieve", {"queries": batch, "topk": 3, "return_scores": True}
-            )
-            served = size / (time.perf_counter() - began)
-            result = orjson.loads(data)["result"] if status == 200 else []
-            wrong = size - sum(
-                1
-                for q, hits in zip(batch, result, strict=False)
-                if [h["document"]["id"] for h in hits] == expected[3][q]
-            )
-            failures += wrong
-            print(
-                f"{f'{size:,} queries':<16} {in_process:>14,.0f} {served:>11,.0f} {served / in_process:>12.2f} "
-                f"{wrong:>6}"
-            )
+        failures = served_rows(port, work, expected) + served_batches(port, batches, expected)
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -90,7 +90,8 @@ DATASET = Dataset(
     convert=convert,
     release=(
         Download(
-            "https://drive.usercontent.google.com/download?id=1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h&export=download&confirm=t",
+            "https://drive.usercontent.google.com/download?id=1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h"
+            "&export=download&confirm=t",
             "musique_v1.0.zip",
             unpack=True,
         ),
