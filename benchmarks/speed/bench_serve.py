@@ -114,7 +114,7 @@ def in_process(retriever, queries: list[str], work: list[str]) -> tuple[list[flo
 
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, int]:
-    """`mhindex serve` at its default limits on a free port, once it answers /health (or after two minutes)."""
+    """`mhindex serve` at its default limits on a free port, once it answers /health (given two minutes)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -125,10 +125,12 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, int]:
     while time.time() < deadline:
         try:
             if Connections(port).request("GET", "/health")[0] == 200:
-                break
+                return server, port
         except OSError:
-            time.sleep(0.2)
-    return server, port
+            pass
+        time.sleep(0.2)
+    server.terminate()
+    raise SystemExit(f"mhindex serve did not answer /health on port {port} within 120 s")
 
 
 def served_rows(port: int, work: list[str], expected: dict) -> int:
