@@ -5,6 +5,8 @@ interaction search, `ask --method oner` on it, and clear errors for checkpoint p
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -14,6 +16,22 @@ from mhindex.cli import main
 pytestmark = pytest.mark.slow  # ColBERT indexing each test: `-m "not slow"` leaves them out
 
 pytest.importorskip("colbert", reason="the colbert backend needs colbert-ai (installed by scripts/setup.sh)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def in_a_detached_checkout(tmp_path_factory):
+    """Every command here runs inside a git checkout whose HEAD is detached, as CI checkouts and worktrees are:
+    colbert-ai recorded the working folder's git branch in each index, and failed there (TypeError). Nothing is
+    written into that folder."""
+    folder = tmp_path_factory.mktemp("checkout")
+    git = ["git", "-C", str(folder), "-c", "user.name=mhindex", "-c", "user.email=tests@mhindex"]
+    for command in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "one"], ["checkout", "-q", "--detach"]):
+        subprocess.run([*git, *command], check=True)
+    before = os.getcwd()
+    os.chdir(folder)
+    yield folder
+    os.chdir(before)
+    assert [p.name for p in folder.iterdir()] == [".git"]
 
 
 @pytest.fixture(scope="module")

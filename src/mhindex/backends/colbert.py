@@ -76,6 +76,30 @@ def _prepare(home: Path, threads: int) -> Any:
     except ImportError:
         raise ColbertUnavailable("the colbert backend needs colbert-ai: pip install 'mhindex[colbert]'") from None
     torch.set_num_threads(max(1, threads))
+    _without_git_metadata()
+
+
+# The colbert-ai modules that took `get_metadata_only` by name (0.2.22: `from utility.utils.save_metadata import ...`)
+_METADATA_USERS = ("colbert.infra.config.base_config", "colbert.infra.config.core_config", "colbert.data.examples",
+                   "colbert.data.ranking")  # fmt: skip
+
+
+def _without_git_metadata() -> None:
+    """colbert-ai writes into each index's metadata the git branch of the folder the command runs in, and fails
+    (TypeError) where that folder is a checkout whose HEAD is detached, as CI checkouts and `git worktree`s often are:
+    an index built or searched there failed. What it keeps instead: when, and that mhindex made it, not the command
+    line (which may hold anything the user typed) nor the git state of an unrelated folder."""
+    import importlib
+
+    def metadata() -> Any:
+        from colbert.utils.utils import dotdict
+
+        return dotdict(current_datetime=time.strftime("%b %d, %Y ; %l:%M%p %Z (%z)"), cmd="mhindex")
+
+    for name in _METADATA_USERS:
+        module = importlib.import_module(name)
+        if hasattr(module, "get_metadata_only"):
+            setattr(module, "get_metadata_only", metadata)  # noqa: B010 - a module's global, which mypy cannot see
 
 
 STALE_LOCK_SECONDS = 15 * 60  # one extension compiles in about a minute on two cores
