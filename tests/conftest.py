@@ -37,6 +37,15 @@ class Result:
         return orjson.loads(self.out)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Modules holding a slow test run first, each module's tests kept together and in order (its fixtures are made
+    once). scripts/test.sh runs two workers, pytest-xdist's worksteal: each takes half the list, and one that is done
+    takes from the end of the other's. With the long tests at the start, the end of the run is short tests on both
+    workers, not one long test running alone while the other worker waits."""
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)  # stable: the order within each group is kept
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "home"

@@ -18,12 +18,12 @@ QUICK = ["--lm", "local:smollm2-135m", "--max-steps", "2", "--answer-tokens", "1
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """The sample, an evaluation of the three routes on 6 questions, and the router trained from it."""
+    """The sample, an evaluation of the three routes on 4 questions, and the router trained from it."""
     home = tmp_path_factory.mktemp("adaptive-home")
     folder = home / "routes-eval"
     assert main(["--quiet", "--home", str(home), "build", "musique"]) == 0
     # Three paragraphs a retrieval, each cut to 60 words: OneR's default 15 made this fixture 7 minutes of the suite
-    asked = ["--quiet", "--home", str(home), "eval", "musique", "-m", "nor,oner,ircot", "--limit", "6", "-k", "3",
+    asked = ["--quiet", "--home", str(home), "eval", "musique", "-m", "nor,oner,ircot", "--limit", "4", "-k", "3",
              "--max-paragraph-words", "60"]  # fmt: skip
     assert main([*asked, *QUICK, "--out", str(folder)]) == 0
     assert main(["--quiet", "--home", str(home), "train", "adaptive", "--from", str(folder)]) == 0
@@ -51,7 +51,7 @@ def test_the_router_learns_the_simplest_method_that_answered_each_question(train
             assert len(questions[qid]["gold_ids"]) >= 2
             expected["C"] += 1
             by_bias += 1
-    assert about["labels"] == expected and about["by_bias"] == by_bias and about["questions"] == 6
+    assert about["labels"] == expected and about["by_bias"] == by_bias and about["questions"] == 4
     # a fifth held out to measure it (by each id's hash), the rest learnt from
     assert sorted(about["question_ids"] + about["held_out_question_ids"]) == sorted(answers["nor"])
 
@@ -91,8 +91,8 @@ def test_adaptive_over_llama_cpps_openai_server_routes_and_answers_as_in_process
     from servers import llama_server
 
     home, _ = trained
-    options = ["--method", "adaptive", *QUICK[2:], "-k", "3", "--oner-k", "3", "--max-paragraph-words", "60",
-               "--no-cache", "--json"]  # fmt: skip
+    options = ["--method", "adaptive", *QUICK[2:-2], "--max-demos", "1", "-k", "3", "--oner-k", "3",
+               "--max-paragraph-words", "60", "--no-cache", "--json"]  # fmt: skip
     questions = [q["question"] for q in read_jsonl(home / "musique" / "questions.jsonl")[-1:]]  # one, for time
 
     def kept(record: dict) -> tuple:

@@ -84,7 +84,7 @@ def test_a_corpus_is_built_listed_read_by_id_and_searched(musique):
 def test_ask_returns_what_ask_json_prints_and_checks_settings_as_the_cli_does(musique):
     home = musique.path.parent
     question = musique.question(QUESTION_ID)
-    answer = mhindex.ask(question, method="oner", corpus=musique, k=3, answer_tokens=16)
+    answer = mhindex.ask(question, method="oner", corpus=musique, k=3, answer_tokens=16, max_demos=1)
     assert answer.ok and answer.method == "oner" and answer.id == QUESTION_ID and answer.lm_calls == 1
     assert len(answer.paragraph_ids) == 3 and answer.prompt_tokens > 0
     assert [step["title"] for step in answer.trace()][-1] == "Reader"
@@ -94,7 +94,8 @@ def test_ask_returns_what_ask_json_prints_and_checks_settings_as_the_cli_does(mu
         h["paragraph_ids"][0] in answer.paragraph_ids for h in question.record["gold_hops"]
     ]
 
-    args = ["--home", str(home), "ask", question.question, "-m", "oner", "-k", "3", "--answer-tokens", "16", "--json"]
+    args = ["--home", str(home), "ask", question.question, "-m", "oner", "-k", "3", "--answer-tokens", "16", "--json",
+            "--max-demos", "1"]  # fmt: skip
     run = subprocess.run([sys.executable, "-m", "mhindex", *args], capture_output=True, text=True, check=True)
     printed = json.loads(run.stdout)
     ours = answer.to_dict()
@@ -158,7 +159,7 @@ def test_an_lm_and_a_retriever_of_ones_own_plug_into_asking_and_many_questions_k
     questions = musique.questions()[:3]
     with mhindex.Asker("nor", musique, answer_tokens=8) as packaged, musique.searcher() as searcher:
         model, retriever = CountingModel(packaged.lm), RecordingRetriever(searcher)
-        with mhindex.Asker("oner", musique, lm=model, retriever=retriever, k=2, answer_tokens=8) as asker:
+        with mhindex.Asker("oner", musique, lm=model, retriever=retriever, k=2, answer_tokens=8, max_demos=1) as asker:
             answers = list(asker.ask_many([*questions[:2], {"id": "mine", "question": questions[2].question}]))
             assert [a.id for a in answers] == [questions[0].id, questions[1].id, "mine"]
             assert all(a.ok and a.lm_calls == 1 for a in answers) and len(model.prompts) == 3

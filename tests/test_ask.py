@@ -20,6 +20,7 @@ from mhindex.methods.queries import remove_wh_words, retrieval_query
 MUSIQUE = SAMPLES / "musique" / "musique_ans_v1.0_dev.sample.jsonl"
 # Small prompts keep the suite fast on two cores: two demonstrations, short paragraphs.
 FAST = ["--max-demos", "2", "--max-paragraph-words", "80", "-k", "2", "--max-steps", "4"]
+TWO_STEPS = [*FAST[:6], "--max-steps", "2"]  # where the test is not of how a chain ends
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def test_token_limits_bound_the_generations(mh, home):
         "ask", question, "--method", "nor", "--json", "--max-demos", "1", "--answer-tokens", "3", "--no-cache"
     ).json()
     assert 1 <= short["completion_tokens"] <= 3
-    steps = mh("ask", question, "--json", *FAST, "--step-tokens", "4", "--answer-tokens", "2", "--no-cache").json()
+    steps = mh("ask", question, "--json", *TWO_STEPS, "--step-tokens", "4", "--answer-tokens", "2", "--no-cache").json()
     assert steps["lm_calls"] >= 2 and steps["completion_tokens"] <= (steps["lm_calls"] - 1) * 4 + 2
     refused = mh("ask", question, "--answer-tokens", "0")
     assert refused.code == 2 and "Invalid value for '--answer-tokens'" in refused.err
@@ -222,14 +223,14 @@ def test_iirc_pins_the_main_passage_and_scopes_retrieval(mh, home):
     assert main(["--quiet", "build", "iirc"]) == 0
     question = read_jsonl(home / "iirc" / "questions.jsonl")[0]
     line = {k: question[k] for k in ("id", "question", "main_passage", "links")}
-    with_main = mh("ask", "-", "--corpus", "iirc", *FAST, stdin=json.dumps(line) + "\n")
+    with_main = mh("ask", "-", "--corpus", "iirc", *TWO_STEPS, stdin=json.dumps(line) + "\n")
     assert with_main.code == 0, with_main.err
     record = json.loads(with_main.out)
     assert record["lm_calls"] >= 3  # pages to read, at least one reasoning step, the reader
     # Whether SmolLM2 names pages that map to corpus titles is up to the model; the scoping itself
     # is tested with scripted pages in test_ircot_loop.py::test_iirc_pages_scope_the_retrieval.
     del line["main_passage"]
-    without = json.loads(mh("ask", "-", "--corpus", "iirc", *FAST, stdin=json.dumps(line) + "\n").out)
+    without = json.loads(mh("ask", "-", "--corpus", "iirc", *TWO_STEPS, stdin=json.dumps(line) + "\n").out)
     assert "scope" not in without
     assert record["prompt_tokens"] > without["prompt_tokens"]  # the main passage is in every prompt
 
@@ -239,8 +240,8 @@ def test_early_stopped_steps_give_the_same_answers_faster(mh, home):
     """IRCoT stops each step once its first sentence is complete; the sentences, queries, paragraphs
     and answers are byte-identical to generating the whole line (no cache on either side)."""
     stream = "".join(json.dumps({"id": q["id"], "question": q["question"]}) + "\n" for q in questions(home, 2))
-    early = mh("ask", "-", "--corpus", "musique", "--no-cache", *FAST, stdin=stream)
-    whole = mh("ask", "-", "--corpus", "musique", "--no-cache", "--no-early-stop", *FAST, stdin=stream)
+    early = mh("ask", "-", "--corpus", "musique", "--no-cache", *TWO_STEPS, stdin=stream)
+    whole = mh("ask", "-", "--corpus", "musique", "--no-cache", "--no-early-stop", *TWO_STEPS, stdin=stream)
     assert early.code == whole.code == 0, early.err + whole.err
     fast, slow = (
         [json.loads(line) for line in early.out.splitlines()],
@@ -281,8 +282,8 @@ def test_a_piped_run_reports_progress_as_json_lines(home, tmp_path):
     # MHINDEX_LOG_EVERY's fifth of a second; the call cache off, so that each call is made, not looked up).
     every = {**env, "MHINDEX_LOG_EVERY": "0.2"}
     with open(stream) as stdin:
-        beating = subprocess.run([*command, "--method", "ircot", "--no-cache"], stdin=stdin, capture_output=True,
-                                 text=True, env=every, timeout=HANG_S)  # fmt: skip
+        beating = subprocess.run([*command, "--method", "ircot", "--no-cache", "--max-steps", "1"], stdin=stdin,
+                                 capture_output=True, text=True, env=every, timeout=HANG_S)  # fmt: skip
     assert beating.returncode == 0, beating.stderr
     beats = [json.loads(line) for line in beating.stderr.splitlines() if '"working_on"' in line]
     assert any(
@@ -340,9 +341,8 @@ def test_on_a_terminal_the_prompt_being_read_and_the_questions_done_are_shown(ho
 
     env = {**os.environ, "MHINDEX_HOME": str(home)}
     question = questions(home, 3)[2]["question"]
-    code, seen, out = _on_a_terminal(
-        [sys.executable, "-m", "mhindex", "ask", question, "--corpus", "musique", "--no-cache", *FAST], env
-    )
+    asked = ["ask", question, "--corpus", "musique", "--no-cache", *FAST[:6], "--max-steps", "1"]  # one reading step
+    code, seen, out = _on_a_terminal([sys.executable, "-m", "mhindex", *asked], env)
     assert code == 0, seen
     assert re.search(r"reading the prompt: [\d,]+ of [\d,]+ tokens", seen), seen[-2000:]
     assert out.strip()  # the answer

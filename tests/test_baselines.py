@@ -232,11 +232,11 @@ def test_decompose_reads_the_sub_questions_as_the_release_writes_them():
 
 # Each baseline's quick settings: the fewest calls that still take every step of its loop.
 QUICK = {
-    "cot": ["--answer-tokens", "48"],
-    "selfask": ["-k", "3", "--max-follow-ups", "2", "--answer-tokens", "48"],
-    "iterretgen": ["--iterations", "2", "-k", "3", "--answer-tokens", "48"],
+    "cot": ["--answer-tokens", "32"],
+    "selfask": ["-k", "2", "--max-follow-ups", "2", "--answer-tokens", "32"],
+    "iterretgen": ["--iterations", "2", "-k", "2", "--answer-tokens", "32"],
     "react": ["--max-steps", "2", "--step-tokens", "48"],
-    "decompose": ["-k", "3", "--answer-tokens", "32"],
+    "decompose": ["-k", "2", "--answer-tokens", "32"],
 }
 
 

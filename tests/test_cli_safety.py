@@ -205,7 +205,7 @@ def test_ctrl_c_acts_at_once_and_a_second_one_quits(root):
         assert process.returncode == 130, err
         assert "stopping; finished answers are kept" in err and "Traceback" not in err
         assert out == ""  # no half answer
-        assert waited < 10, waited  # a generation step alone takes longer than this on one thread
+        assert waited < 20, waited  # reading the prompt takes longer than this on one thread (some 40 s)
 
 
 def test_a_lock_folder_that_is_a_link_out_of_the_data_root_is_never_followed(mh, home, tmp_path):
@@ -364,7 +364,7 @@ def test_indexing_searching_and_asking_write_nothing_outside_the_data_root(tmp_p
         ["search", "wiki", question, "--backend", "bm25s"],
         ["eval", "wiki", "--method", "retrieve", "--backend", "bm25s", "--limit", "3", "--out", tmp_path / "eval"],
         ["report", tmp_path / "eval", "--out", tmp_path / "report.html"],  # matplotlib made ~/.cache/matplotlib
-        [*asking, "--lm", "local:smollm2-135m", "--answer-tokens", "8"],
+        [*asking, "--lm", "local:smollm2-135m", "--answer-tokens", "8", "--max-demos", "1"],
     ):
         run = [str(MHINDEX), "--quiet", "--home", str(root), *map(str, command)]
         done = subprocess.run(run, capture_output=True, text=True, env=env, cwd=here, timeout=HANG_S)

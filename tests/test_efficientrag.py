@@ -104,14 +104,26 @@ def test_training_data_from_the_musique_sample(tmp_path):
     assert 0.5 < data.stats["filter_target_coverage"] <= 1
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """Models trained on 24 MuSiQue questions: first stopped after a few steps, then resumed."""
-    home = tmp_path_factory.mktemp("efficientrag") / "home"
+def _mini(home: Path) -> Path:
+    """A data root holding 24 MuSiQue questions' corpus ("mini"), indexed."""
     small = home.parent / "musique.small.jsonl"
     small.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[:24]))
     assert main(["--quiet", "--home", str(home), "corpus", "musique", "--input", str(small), "--name", "mini"]) == 0
     assert main(["--quiet", "--home", str(home), "index", "mini"]) == 0
+    return home
+
+
+@pytest.fixture(scope="module")
+def untrained(tmp_path_factory):
+    """The corpus, no models yet: the training test's own (it stops, resumes and damages its trainings)."""
+    return _mini(tmp_path_factory.mktemp("efficientrag-untrained") / "home")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Models trained on the 24 questions in one go, for the tests that use them (once a module)."""
+    home = _mini(tmp_path_factory.mktemp("efficientrag") / "home")
+    assert run(home, *TRAIN)[0] == 0
     return home
 
 
@@ -132,14 +144,15 @@ TRAIN = (
 
 
 @pytest.mark.slow
-def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
-    code, out = run(trained, *TRAIN, "--stop-after", "6", "--json", capsys=capsys)
+def test_training_stops_resumes_and_its_loss_falls(untrained, capsys):
+    code, out = run(untrained, *TRAIN, "--stop-after", "6", "--json", capsys=capsys)
     first = orjson.loads(out)
     assert code == 0 and first["complete"] is False and first["steps"] == 6
-    partial = trained / "models" / "efficientrag" / "mini.partial"
-    assert (partial / "labeler.checkpoint.pt").is_file() and not (trained / "models" / "efficientrag" / "mini").exists()
+    partial = untrained / "models" / "efficientrag" / "mini.partial"
+    assert (partial / "labeler.checkpoint.pt").is_file()
+    assert not (untrained / "models" / "efficientrag" / "mini").exists()
 
-    code, out = run(trained, *TRAIN, "--json", capsys=capsys)
+    code, out = run(untrained, *TRAIN, "--json", capsys=capsys)
     done = orjson.loads(out)
     assert code == 0 and done["complete"] is True and done["resumed_from"] == 6
     folder = Path(done["folder"])
@@ -162,7 +175,7 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     }
     assert not list(folder.parent.glob("*.partial"))
 
-    code, out = run(trained, *TRAIN, "--json", capsys=capsys)  # nothing new to learn
+    code, out = run(untrained, *TRAIN, "--json", capsys=capsys)  # nothing new to learn
     assert code == 0 and orjson.loads(out)["steps"] == 0
 
     # Stopped and resumed, the training goes where one in a go does. A step's loss is the weights, the batch and
@@ -172,7 +185,7 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     weights = {role: (folder / role / "model.safetensors").read_bytes() for role in ("labeler", "filter")}
     import torch
 
-    assert run(trained, *TRAIN, "--restart", "--stop-after", "10", capsys=capsys)[0] == 0
+    assert run(untrained, *TRAIN, "--restart", "--stop-after", "10", capsys=capsys)[0] == 0
     in_a_go = torch.load(partial / "labeler.checkpoint.pt", weights_only=False)
     assert in_a_go["step"] == 10 and in_a_go["losses"] == losses[:10]
     assert {role: (folder / role / "model.safetensors").read_bytes() for role in ("labeler", "filter")} == weights
@@ -181,7 +194,7 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
     checkpoint = partial / "labeler.checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
     capsys.readouterr()
-    code = main(["--home", str(trained), *TRAIN, "--stop-after", "2", "--json"])
+    code = main(["--home", str(untrained), *TRAIN, "--stop-after", "2", "--json"])
     again, said = capsys.readouterr()
     assert code == 0 and orjson.loads(again)["resumed_from"] == 0 and "labeler.checkpoint.pt is damaged" in said
     shutil.rmtree(partial)
@@ -189,8 +202,6 @@ def test_training_stops_resumes_and_its_loss_falls(trained, capsys):
 
 @pytest.mark.slow
 def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
-    if not (trained / "models" / "efficientrag" / "mini" / "trained.json").is_file():
-        assert run(trained, *TRAIN, capsys=capsys)[0] == 0
     question = RECORDS[0]["question"]
     code, out = run(trained, "ask", question, "--method", "efficientrag", "--max-demos", "1", "--json", capsys=capsys)
     assert code == 0
@@ -259,8 +270,6 @@ def test_ask_finds_the_trained_models_and_calls_the_lm_once(trained, capsys):
 
 
 def test_eval_refuses_the_questions_the_models_trained_on(trained, capsys):
-    if not (trained / "models" / "efficientrag" / "mini" / "trained.json").is_file():
-        assert run(trained, *TRAIN, capsys=capsys)[0] == 0
     code = main(["--home", str(trained), "eval", "mini", "--method", "efficientrag", "--max-demos", "1"])
     err = capsys.readouterr().err
     assert code == 2 and "questions sampled trained efficientrag's models" in err and "--split dev" in err

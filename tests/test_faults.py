@@ -115,11 +115,14 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def resumed_dense(tmp_path_factory):
-    """A dense build stopped by SIGTERM after two shards of 200, then run again with shards of 1,000."""
+    """A dense build stopped by SIGTERM after two shards of 100, then run again with shards of 1,000; on 30 of the
+    sample's questions (560 paragraphs: the whole sample's encoding was a minute and a half of the suite)."""
     home = tmp_path_factory.mktemp("dense") / "home"
-    assert mhindex(home, "--quiet", "corpus", "musique", "--input", MUSIQUE)[0] == 0
+    part = home.parent / "musique_30.jsonl"
+    part.write_text("".join(MUSIQUE.read_text().splitlines(keepends=True)[:30]))
+    assert mhindex(home, "--quiet", "corpus", "musique", "--input", part)[0] == 0
     indexes = home / "musique" / "indexes"
-    first = mhindex(home, "--quiet", "index", "musique", "--backend", "dense", "--shard-size", "200", wait=False)
+    first = mhindex(home, "--quiet", "index", "musique", "--backend", "dense", "--shard-size", "100", wait=False)
     wait_for(lambda: len(list(indexes.glob(".dense-work-*/shard-*[0-9].npy"))) >= 2, 300)
     first.send_signal(signal.SIGTERM)  # as a scheduler stops a job
     _, stopped = first.communicate(timeout=HANG_S)
@@ -279,7 +282,7 @@ def test_a_remote_lm_gets_one_deadline_per_call(tmp_path, mode):
         )
         took = time.time() - started
     assert code == 1 and "did not finish within 3 s (--lm-timeout)" in one_line_error(err)
-    assert took < 3 + 8  # the deadline, and the process's own start (the default waits 300 s)
+    assert took < 3 + 60  # the deadline, and the process's own start on a loaded machine (the default waits 300 s)
 
 
 @pytest.mark.parametrize(
@@ -405,7 +408,8 @@ def test_a_damaged_faiss_index_and_corpus_manifest(resumed_dense, tmp_path):
     assert code == 2 and "corpus 'musique' is damaged" in one_line_error(err) and "--name musique --force" in err
     code, _, err = mhindex(damaged, "list")
     assert code == 0 and "damaged (its manifest.json cannot be read)" in err
-    assert mhindex(damaged, "corpus", "musique", "--input", MUSIQUE)[0] == 0  # rebuilt in place
+    part = resumed_dense[0].parent / "musique_30.jsonl"  # the corpus's own input: its indexes stay current
+    assert mhindex(damaged, "corpus", "musique", "--input", part)[0] == 0  # rebuilt in place
     assert mhindex(damaged, "search", "musique", "Korean War")[0] == 0
 
 

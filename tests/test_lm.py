@@ -209,7 +209,8 @@ def test_remote_timeout_is_one_deadline_for_the_whole_call(server):
         started = time.perf_counter()
         with pytest.raises(LMError, match=r"did not finish within 0.5 s \(--lm-timeout\)"):
             model.complete(QUESTION, max_tokens=8)
-        assert time.perf_counter() - started < 1.5  # the deadline covers the retries too
+        # the deadline covers the retries too: each try alone would be its 2 s sleep (bounds wide for a loaded machine)
+        assert time.perf_counter() - started < 3
         patient = RemoteModel("smollm2", proxy.url + "/v1", timeout=30, retries=1, backoff=0.01, context_length=4096)
         proxy.faults = ["sleep1"]  # a slow answer within the deadline is waited for
         assert "Paris" in patient.complete(QUESTION, max_tokens=16, stop=["\n"]).text
@@ -221,7 +222,7 @@ def test_remote_timeout_is_one_deadline_for_the_whole_call(server):
         started = time.perf_counter()
         with pytest.raises(LMError, match=r"did not finish within 1 s \(--lm-timeout\)"):
             failing.complete(QUESTION, max_tokens=8)
-        assert time.perf_counter() - started < 1.6  # unbounded, the waits alone came to 7.5 s
+        assert time.perf_counter() - started < 4  # unbounded, the waits alone came to 7.5 s
 
 
 def test_remote_server_down(mh, home):

@@ -44,8 +44,9 @@ def test_no_key_or_password_is_written_or_printed(musique_lucene, tmp_path, capf
     app = serve_index(corpus, retriever, api_key=KEY)
     with Uvicorn(app) as index, llama_server(packaged_model_path("smollm2-135m", tmp_path / "models")) as lm:
         with_password = lm.replace("http://", f"http://user:{PASSWORD}@")
-        mhindex("eval", "musique", "--method", "oner", "--limit", "1", "-k", "2", "--answer-tokens", "8", "--backend",
-                index.url, "--remote-api-key", KEY, "--lm", f"openai:m@{with_password}", "--out", str(out))  # fmt: skip
+        mhindex("eval", "musique", "--method", "oner", "--limit", "1", "-k", "2", "--answer-tokens", "8", "--max-demos",
+                "1", "--backend", index.url, "--remote-api-key", KEY, "--lm", f"openai:m@{with_password}", "--out",
+                str(out))  # fmt: skip
         mhindex("diff", str(out), index.url, MHINDEX_API_KEY=KEY)
         mhindex("report", str(out), "-o", str(tmp_path / "report.html"))
         mhindex("info", "musique")
