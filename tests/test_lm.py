@@ -52,6 +52,21 @@ def test_local_greedy_completion_with_stop(local):
     assert first.prompt_tokens == local.count_tokens(QUESTION)  # SmolLM2 adds no BOS token
 
 
+def test_a_generation_cut_by_max_tokens_in_the_middle_of_a_stop_string_keeps_its_end(local, server):
+    """llama.cpp holds back text that may begin a stop string, and a stream cut by max_tokens then never sends it:
+    the local model (which streams) ended " 7, 8," where llama.cpp's server, asked for the whole reply, says
+    " 7, 8, 9", as an OpenAI API does. ReAct's second step went another way in process than over HTTP: its
+    action kept a held "\nObservation" there and lost it here."""
+    asked = {"max_tokens": 8, "stop": [" 9, 10, 11"]}
+    here = local.complete("1, 2, 3, 4, 5, 6,", **asked)
+    there = RemoteModel("smollm2", server, retries=0, context_length=4096).complete("1, 2, 3, 4, 5, 6,", **asked)
+    assert here.text == there.text == " 7, 8, 9" and here.finish_reason == there.finish_reason == "length"
+    assert here.completion_tokens == there.completion_tokens == 8
+    # Ended by the stop string, or by max_tokens outside one: as before, nothing held back to add.
+    assert local.complete("1, 2, 3, 4, 5, 6,", max_tokens=12, stop=[" 9, 10"]).text == " 7, 8,"
+    assert local.complete("1, 2, 3, 4, 5, 6,", max_tokens=5, stop=[" 9, 10"]).text == " 7, 8"
+
+
 def test_local_respects_max_tokens_and_counts_tokens(local):
     long = local.complete("Count: one, two, three,", max_tokens=5)
     assert long.completion_tokens == 5 and long.finish_reason == "length"

@@ -218,6 +218,14 @@ def _generated(kind: str, chunks: list[dict[str, Any]]) -> int:
     )
 
 
+def _finish_reason(chunks: list[dict[str, Any]]) -> str:
+    """Why the generation ended, as its last chunk says; "stop_when" when stopped early (no chunk says)."""
+    return next(
+        (ch.get("finish_reason") for c in reversed(chunks) for ch in c.get("choices") or () if ch.get("finish_reason")),
+        "stop_when",
+    )
+
+
 def default_threads(window: float = 0.3) -> int:
     """The cores that other processes leave free when the model loads, at least one.
 
@@ -339,6 +347,7 @@ class LlamaCppModel(LanguageModel):
         chunks: list[dict[str, Any]] = []
         pieces: list[str] = []
         logprobs: list[tuple[str, float]] = []
+        generated: list[int | None] = []  # every generated token's id, streamed or held back (see _held_back)
         prepared = [_Prepared()]
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
@@ -351,7 +360,9 @@ class LlamaCppModel(LanguageModel):
                 if piece:
                     pieces.append(piece)
                 for token in (choice.get("logprobs") or {}).get("content") or ():
-                    logprobs.append((token["token"], float(token["logprob"])))
+                    generated.append(token.get("id"))
+                    if "logprobs" in body:  # asked for by the caller, not only streamed for the ids
+                        logprobs.append((token["token"], float(token["logprob"])))
             ui.note_tokens(len(pieces))
             if stop_when is not None and pieces and stop_when("".join(pieces)):
                 return True
@@ -361,6 +372,7 @@ class LlamaCppModel(LanguageModel):
             chunks.clear()
             pieces.clear()
             logprobs.clear()
+            generated.clear()
 
         tokens = self._tokenize(self._prompt_of(kind, body))
 
@@ -381,7 +393,20 @@ class LlamaCppModel(LanguageModel):
                 else (errors[0] if errors else "no output")
             )
             raise LMError(f"llama.cpp failed on {self.path.name}: {message}")
-        return "".join(pieces), chunks, logprobs, prepared[0]
+        text = "".join(pieces)
+        if _finish_reason(chunks) == "length" and generated and None not in generated:
+            text = self._held_back(text, [token for token in generated if token is not None])
+        return text, chunks, logprobs, prepared[0]
+
+    def _held_back(self, text: str, generated: list[int]) -> str:
+        """The whole generation where a stream cut by max_tokens lost its end. llama.cpp holds back text that may
+        begin a stop string (or an unfinished character) until it knows, and a stream that ends at max_tokens
+        never sends it, where the whole reply (llama.cpp's server, an OpenAI API) has it: a step of ReAct then
+        lost "\nObservation" in process and kept it over HTTP. The generated tokens' text, when it goes on from
+        what was streamed (it always should)."""
+        response = self._client().post("/detokenize", json={"tokens": generated})
+        whole = str(response.json().get("content", "")) if response.status_code == 200 else ""
+        return whole if whole.startswith(text) else text
 
     def _call(
         self,
@@ -423,9 +448,10 @@ class LlamaCppModel(LanguageModel):
         self._prepare_start(slot, tokens, start, done)
         handle = slot.server.handle_chat_completions if kind == "chat" else slot.server.handle_completions
         # timings on every token: a call stopped early (stop_when) gets no closing summary
+        # each token's id too (logprobs, n_probs 1), so that text held back at the end is not lost (_held_back)
         streamed = {
             "stream": True, "stream_options": {"include_usage": True}, "return_progress": True,
-            "timings_per_token": True, "cache_prompt": start.at > 0,
+            "timings_per_token": True, "cache_prompt": start.at > 0, "logprobs": True, "n_probs": 1,
         }  # fmt: skip
         first: list[dict[str, Any]] = []
 
@@ -613,15 +639,7 @@ class LlamaCppModel(LanguageModel):
                 else self.count_tokens(self._prompt_of(kind, body)),
                 "completion_tokens": len(logprobs) or _generated(kind, chunks),
             }
-        finish = next(
-            (
-                ch.get("finish_reason")
-                for c in reversed(chunks)
-                for ch in c.get("choices") or ()
-                if ch.get("finish_reason")
-            ),
-            "stop_when",
-        )
+        finish = _finish_reason(chunks)
         # llama.cpp's cache_n: the prompt tokens the slot already held, restored from a state, evaluated by the
         # opening's pass or a cut, or left by the call before (reused)
         held = int(timings.get("cache_n", 0))
